@@ -1,0 +1,93 @@
+//! Authentication: who is calling, proved per request.
+//!
+//! An [`Authenticate`] implementation turns request headers into a
+//! [`Principal`]. With no authenticator configured every request has principal
+//! `None`. Built in: static bearer tokens ([`BearerTokens`]), an API-key header
+//! ([`ApiKeys`]) and JWTs ([`Jwt`], HS256/RS256/ES256 with issuer and audience
+//! checks).
+
+mod jwt;
+mod static_tokens;
+
+pub use jwt::{Jwt, JwtAlgorithm};
+pub use static_tokens::{ApiKeys, BearerTokens};
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use std::collections::BTreeSet;
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Principal {
+    /// Stable identifier; tasks are owned by it.
+    pub id: String,
+    /// Granted OAuth scopes.
+    pub scopes: BTreeSet<String>,
+    /// Raw claims (JWT) or other attributes.
+    pub claims: Map<String, Value>,
+}
+
+impl Principal {
+    /// A principal with an id and no scopes.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self { id: id.into(), scopes: BTreeSet::new(), claims: Map::new() }
+    }
+
+    /// Adds scopes.
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes.extend(scopes.into_iter().map(Into::into));
+        self
+    }
+
+    /// The id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether every scope in `required` is granted.
+    pub fn has_scopes(&self, required: &[String]) -> bool {
+        required.iter().all(|s| self.scopes.contains(s))
+    }
+}
+
+/// Why authentication failed. Every variant is answered with HTTP 401.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// No credentials were presented.
+    #[error("authentication required")]
+    Missing,
+    /// Credentials were presented but are not valid (expired, bad signature, wrong audience, ...).
+    #[error("invalid credentials: {0}")]
+    Invalid(String),
+}
+
+/// Proves who a request comes from.
+#[async_trait]
+pub trait Authenticate: Send + Sync + 'static {
+    /// Authenticates one request from its headers.
+    async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, AuthError>;
+
+    /// The `scheme` used in `WWW-Authenticate` challenges (default `Bearer`).
+    fn scheme(&self) -> &str {
+        "Bearer"
+    }
+}
+
+/// Reads `Authorization: Bearer <token>`; `None` when absent, an error when malformed.
+pub(crate) fn bearer_token(headers: &http::HeaderMap) -> Result<Option<&str>, AuthError> {
+    let Some(v) = headers.get(http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let v = v.to_str().map_err(|_| AuthError::Invalid("authorization header is not ASCII".into()))?;
+    let (scheme, token) = v.trim().split_once(' ').ok_or_else(|| AuthError::Invalid("malformed authorization header".into()))?;
+    if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
+        return Err(AuthError::Invalid("expected a Bearer token".into()));
+    }
+    Ok(Some(token.trim()))
+}

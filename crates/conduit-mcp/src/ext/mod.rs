@@ -1,0 +1,3 @@
+//! Protocol extensions plugged in through the [`Extension`] seam.
+
+pub use crate::server::Extension;

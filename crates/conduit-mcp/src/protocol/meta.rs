@@ -1,0 +1,83 @@
+//! `_meta` keys, client capabilities and implementation identity.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `_meta` key carrying the request's protocol version.
+pub const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key carrying the request's client capabilities.
+pub const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key carrying the client's identity.
+pub const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key carrying the requested log level.
+pub const LOG_LEVEL_KEY: &str = "io.modelcontextprotocol/logLevel";
+/// Result `_meta` key carrying the server's identity.
+pub const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// Notification `_meta` key naming the listen subscription.
+pub const SUBSCRIPTION_ID_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+/// `_meta` key carrying the progress token.
+pub const PROGRESS_TOKEN_KEY: &str = "progressToken";
+
+/// A name and version (client or server identity).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Implementation {
+    /// Machine-readable name.
+    pub name: String,
+    /// Version string.
+    pub version: String,
+    /// Human-readable title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+impl Implementation {
+    /// A new identity.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self { name: name.into(), version: version.into(), title: None }
+    }
+}
+
+/// The capabilities a client declared on one request.
+///
+/// Kept as the raw object (the set is open); the accessors answer the
+/// questions the server asks of it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClientCapabilities(pub Map<String, Value>);
+
+impl ClientCapabilities {
+    fn obj(&self, key: &str) -> Option<&Map<String, Value>> {
+        self.0.get(key).and_then(Value::as_object)
+    }
+
+    /// Whether `elicitation` was declared in form mode (an empty object means form).
+    pub fn elicitation_form(&self) -> bool {
+        self.obj("elicitation").is_some_and(|e| e.is_empty() || e.contains_key("form") || !e.contains_key("url"))
+    }
+
+    /// Whether `elicitation.url` was declared.
+    pub fn elicitation_url(&self) -> bool {
+        self.obj("elicitation").is_some_and(|e| e.contains_key("url"))
+    }
+
+    /// Whether `sampling` was declared.
+    pub fn sampling(&self) -> bool {
+        self.obj("sampling").is_some()
+    }
+
+    /// Whether `sampling.tools` was declared.
+    pub fn sampling_tools(&self) -> bool {
+        self.obj("sampling").is_some_and(|s| s.contains_key("tools"))
+    }
+
+    /// Whether `roots` was declared.
+    pub fn roots(&self) -> bool {
+        self.obj("roots").is_some()
+    }
+
+    /// Whether the extension `id` was declared (its key present with an object value).
+    pub fn extension(&self, id: &str) -> bool {
+        self.obj("extensions").and_then(|e| e.get(id)).is_some_and(Value::is_object)
+    }
+}

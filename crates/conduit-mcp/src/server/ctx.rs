@@ -1,0 +1,155 @@
+//! The per-request context handed to every handler.
+
+use super::Server;
+use crate::auth::Principal;
+use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::meta::ClientCapabilities;
+use crate::protocol::subscriptions::{MESSAGE, PROGRESS};
+use crate::protocol::version::Era;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+/// The id of the Tasks extension.
+pub const TASKS_EXTENSION_ID: &str = "io.modelcontextprotocol/tasks";
+
+/// What a handler knows about the request it serves.
+///
+/// Cheap to clone; read once at dispatch, so handlers never re-read `_meta`.
+#[derive(Clone)]
+pub struct Ctx {
+    pub(crate) inner: Arc<CtxInner>,
+}
+
+pub(crate) struct CtxInner {
+    pub(crate) server: Server,
+    pub(crate) request_id: RequestId,
+    pub(crate) method: String,
+    pub(crate) era: Era,
+    pub(crate) principal: Option<Principal>,
+    pub(crate) caps: ClientCapabilities,
+    pub(crate) meta: Map<String, Value>,
+    pub(crate) progress_token: Option<Value>,
+    pub(crate) log_level: Option<String>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) out: Option<UnboundedSender<Message>>,
+    pub(crate) input_responses: Option<Map<String, Value>>,
+    pub(crate) request_state: Option<Value>,
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx").field("method", &self.inner.method).field("request_id", &self.inner.request_id).finish_non_exhaustive()
+    }
+}
+
+const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+impl Ctx {
+    /// The server handling the request.
+    pub fn server(&self) -> &Server {
+        &self.inner.server
+    }
+
+    /// The request id.
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.request_id
+    }
+
+    /// The method, e.g. `tools/call`.
+    pub fn method(&self) -> &str {
+        &self.inner.method
+    }
+
+    /// The protocol era of this request.
+    pub fn era(&self) -> Era {
+        self.inner.era
+    }
+
+    /// Who sent the request; `None` when no authentication is configured.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.inner.principal.as_ref()
+    }
+
+    /// The principal id, the owner key of tasks.
+    pub fn owner(&self) -> Option<&str> {
+        self.inner.principal.as_ref().map(|p| p.id.as_str())
+    }
+
+    /// The capabilities declared on this request (and only this request).
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.caps
+    }
+
+    /// Whether this request declared the Tasks extension.
+    pub fn tasks_declared(&self) -> bool {
+        self.inner.caps.extension(TASKS_EXTENSION_ID)
+    }
+
+    /// The raw `_meta` of the request.
+    pub fn meta(&self) -> &Map<String, Value> {
+        &self.inner.meta
+    }
+
+    /// The progress token, if the request asked for progress.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.inner.progress_token.as_ref()
+    }
+
+    /// Fires when the client goes away or cancels this request.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Whether the request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// The client's answers to an earlier `input_required` round, by key.
+    pub fn input_responses(&self) -> Option<&Map<String, Value>> {
+        self.inner.input_responses.as_ref()
+    }
+
+    /// One answer by key.
+    pub fn input_response(&self, key: &str) -> Option<&Value> {
+        self.inner.input_responses.as_ref().and_then(|m| m.get(key))
+    }
+
+    /// The state the server sealed in the previous round, verified.
+    pub fn request_state(&self) -> Option<&Value> {
+        self.inner.request_state.as_ref()
+    }
+
+    /// Sends `notifications/progress` if the request carried a progress token.
+    /// Returns whether a notification was sent.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let (Some(token), Some(out)) = (&self.inner.progress_token, &self.inner.out) else {
+            return false;
+        };
+        let mut p = json!({ "progressToken": token, "progress": progress });
+        if let Some(t) = total {
+            p["total"] = json!(t);
+        }
+        if let Some(m) = message {
+            p["message"] = json!(m);
+        }
+        out.send(Message::notification(PROGRESS, p)).is_ok()
+    }
+
+    /// Sends `notifications/message` at `level`, only if the request set a log
+    /// level at or below it. Returns whether a notification was sent.
+    pub fn log(&self, level: &str, data: Value) -> bool {
+        let (Some(min), Some(out)) = (&self.inner.log_level, &self.inner.out) else {
+            return false;
+        };
+        let rank = |l: &str| LEVELS.iter().position(|x| *x == l);
+        match (rank(level), rank(min)) {
+            (Some(l), Some(m)) if l >= m => {
+                out.send(Message::notification(MESSAGE, json!({ "level": level, "data": data }))).is_ok()
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! The listen hub: open `subscriptions/listen` streams, their filters, and fan-out.
+//!
+//! Every stream gets the acknowledgment first; every notification on it
+//! carries `_meta["io.modelcontextprotocol/subscriptionId"]` equal to the
+//! listen request's id, with the id's JSON type.
+
+use crate::auth::Principal;
+use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::meta::SUBSCRIPTION_ID_KEY;
+use crate::protocol::subscriptions as names;
+use serde_json::{Map, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// The core filter fields a stream asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CoreFilter {
+    /// `toolsListChanged`.
+    pub tools_list_changed: bool,
+    /// `promptsListChanged`.
+    pub prompts_list_changed: bool,
+    /// `resourcesListChanged`.
+    pub resources_list_changed: bool,
+    /// `resourceSubscriptions`.
+    pub resource_subscriptions: BTreeSet<String>,
+}
+
+/// One open listen stream, as extensions see it.
+#[derive(Clone)]
+pub struct Subscription {
+    inner: Arc<SubInner>,
+}
+
+struct SubInner {
+    key: u64,
+    id: RequestId,
+    principal: Option<Principal>,
+    filter: CoreFilter,
+    tx: UnboundedSender<Message>,
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription").field("key", &self.inner.key).finish_non_exhaustive()
+    }
+}
+
+impl Subscription {
+    /// A stable key for indexing this stream.
+    pub fn key(&self) -> u64 {
+        self.inner.key
+    }
+
+    /// The listen request's id (the subscription id).
+    pub fn id(&self) -> &RequestId {
+        &self.inner.id
+    }
+
+    /// Who opened the stream.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.inner.principal.as_ref()
+    }
+
+    /// The principal id, `None` when unauthenticated.
+    pub fn owner(&self) -> Option<&str> {
+        self.inner.principal.as_ref().map(|p| p.id.as_str())
+    }
+
+    /// Sends a notification on this stream, tagging it with the subscription id.
+    /// Returns `false` once the stream is closed.
+    pub fn send(&self, method: &str, params: Map<String, Value>) -> bool {
+        self.inner.tx.send(tagged(&self.inner.id, method, params)).is_ok()
+    }
+
+    /// Whether the stream is gone.
+    pub fn is_closed(&self) -> bool {
+        self.inner.tx.is_closed()
+    }
+}
+
+/// Builds a notification tagged with a subscription id.
+pub(crate) fn tagged(id: &RequestId, method: &str, mut params: Map<String, Value>) -> Message {
+    let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(m) = meta {
+        m.insert(SUBSCRIPTION_ID_KEY.into(), id.to_value());
+    }
+    Message::notification(method, Value::Object(params))
+}
+
+/// The registry of open streams.
+#[derive(Default)]
+pub(crate) struct Hub {
+    next: AtomicU64,
+    subs: Mutex<HashMap<u64, Subscription>>,
+}
+
+/// Removes a stream from the hub when dropped.
+pub(crate) struct Registration {
+    hub: Arc<Hub>,
+    key: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.hub.subs.lock() {
+            s.remove(&self.key);
+        }
+    }
+}
+
+impl Hub {
+    pub(crate) fn register(
+        self: &Arc<Self>,
+        id: RequestId,
+        principal: Option<Principal>,
+        filter: CoreFilter,
+        tx: UnboundedSender<Message>,
+    ) -> (Subscription, Registration) {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        let sub = Subscription { inner: Arc::new(SubInner { key, id, principal, filter, tx }) };
+        if let Ok(mut s) = self.subs.lock() {
+            s.insert(key, sub.clone());
+        }
+        (sub, Registration { hub: self.clone(), key })
+    }
+
+    fn fan_out(&self, method: &str, params: Map<String, Value>, wants: impl Fn(&CoreFilter) -> bool) -> usize {
+        let targets: Vec<Subscription> = match self.subs.lock() {
+            Ok(s) => s.values().filter(|s| wants(&s.inner.filter)).cloned().collect(),
+            Err(_) => return 0,
+        };
+        targets.iter().filter(|s| s.send(method, params.clone())).count()
+    }
+
+    pub(crate) fn tools_changed(&self) -> usize {
+        self.fan_out(names::TOOLS_LIST_CHANGED, Map::new(), |f| f.tools_list_changed)
+    }
+
+    pub(crate) fn prompts_changed(&self) -> usize {
+        self.fan_out(names::PROMPTS_LIST_CHANGED, Map::new(), |f| f.prompts_list_changed)
+    }
+
+    pub(crate) fn resources_changed(&self) -> usize {
+        self.fan_out(names::RESOURCES_LIST_CHANGED, Map::new(), |f| f.resources_list_changed)
+    }
+
+    pub(crate) fn resource_updated(&self, uri: &str) -> usize {
+        let mut p = Map::new();
+        p.insert("uri".into(), uri.into());
+        self.fan_out(names::RESOURCE_UPDATED, p, |f| f.resource_subscriptions.contains(uri))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.subs.lock().map(|s| s.len()).unwrap_or(0)
+    }
+}

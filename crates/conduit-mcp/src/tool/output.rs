@@ -1,0 +1,33 @@
+use super::TaskSpec;
+use crate::mrtr::InputRequired;
+use crate::protocol::tools::CallToolResult;
+
+/// What a tool returns.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ToolOutput {
+    /// The tool finished (`resultType: "complete"`, `isError` included).
+    Complete(CallToolResult),
+    /// The tool needs input from the client first (MRTR).
+    InputRequired(InputRequired),
+    /// The work continues as a task (needs the Tasks extension).
+    Task(TaskSpec),
+}
+
+impl From<CallToolResult> for ToolOutput {
+    fn from(r: CallToolResult) -> Self {
+        Self::Complete(r)
+    }
+}
+
+impl From<InputRequired> for ToolOutput {
+    fn from(r: InputRequired) -> Self {
+        Self::InputRequired(r)
+    }
+}
+
+impl From<TaskSpec> for ToolOutput {
+    fn from(t: TaskSpec) -> Self {
+        Self::Task(t)
+    }
+}

@@ -1,0 +1,113 @@
+//! stdio: newline-delimited JSON-RPC on stdin/stdout.
+//!
+//! One message per line. Responses, request-scoped notifications and listen
+//! traffic share stdout; listen notifications carry their subscription id so
+//! the client can demultiplex. `notifications/cancelled` stops a request (or
+//! ends a listen stream). The server returns on end of input. Nothing but
+//! MCP messages is written to the output: log to stderr.
+
+use crate::protocol::jsonrpc::{Incoming, Message, RequestId, parse_incoming};
+use crate::protocol::subscriptions::{CANCELLED, LISTEN};
+use crate::server::{RequestEnv, Server};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc::unbounded_channel;
+use tokio_util::sync::CancellationToken;
+
+/// The longest line accepted (larger lines are answered with a parse error and skipped).
+pub const MAX_LINE: usize = 4 * 1024 * 1024;
+
+/// Serves `server` on this process's stdin and stdout until stdin closes.
+pub async fn serve_stdio(server: Server) -> std::io::Result<()> {
+    serve_io(server, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+
+/// Serves `server` on any byte stream pair (a socket, a pipe, stdio).
+pub async fn serve_io<R, W>(server: Server, reader: R, mut writer: W) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, mut rx) = unbounded_channel::<Message>();
+    let writer_task = tokio::spawn(async move {
+        while let Some(msg) = rx.recv().await {
+            let mut line = msg.to_json();
+            line.push('\n');
+            if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let in_flight: InFlight = Arc::default();
+    let mut reader = BufReader::new(reader);
+    let mut buf = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    loop {
+        buf.clear();
+        let n = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1).read_until(b'\n', &mut buf).await?;
+        if n == 0 {
+            break;
+        }
+        if buf.len() > MAX_LINE && !buf.ends_with(b"\n") {
+            // Skip the rest of an oversized line.
+            let mut sink = Vec::new();
+            reader.read_until(b'\n', &mut sink).await?;
+            let _ = tx.send(Message::Error { id: None, error: crate::protocol::RpcError::parse_error("line too long") });
+            continue;
+        }
+        let line = buf.trim_ascii();
+        if line.is_empty() {
+            continue;
+        }
+        match parse_incoming(line) {
+            Err((id, error)) => {
+                let _ = tx.send(Message::Error { id, error });
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                if method == CANCELLED {
+                    let id = params.as_ref().and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
+                    if let Some(id) = id {
+                        if let Some(t) = in_flight.lock().ok().and_then(|m| m.get(&id).cloned()) {
+                            t.cancel();
+                        }
+                    }
+                }
+            }
+            Ok(Incoming::Request(req)) => {
+                let cancel = CancellationToken::new();
+                if let Ok(mut m) = in_flight.lock() {
+                    m.insert(req.id.clone(), cancel.clone());
+                }
+                let (server, tx, in_flight) = (server.clone(), tx.clone(), in_flight.clone());
+                tasks.spawn(async move {
+                    let id = req.id.clone();
+                    let is_listen = req.method == LISTEN;
+                    let env = RequestEnv::new(None, cancel.clone(), Some(tx.clone()));
+                    let msg = server.handle_request(req, env).await;
+                    if let Ok(mut m) = in_flight.lock() {
+                        m.remove(&id);
+                    }
+                    if cancel.is_cancelled() {
+                        return; // the client cancelled: nothing more for this request
+                    }
+                    let _ = tx.send(msg);
+                    if is_listen && server.shutdown_token().is_cancelled() {
+                        let _ = tx.send(Message::notification(CANCELLED, json!({ "requestId": id.to_value(), "reason": "server shutting down" })));
+                    }
+                });
+            }
+        }
+    }
+    // End of input: stop in-flight work and let the writer drain.
+    if let Ok(m) = in_flight.lock() {
+        m.values().for_each(CancellationToken::cancel);
+    }
+    while tasks.join_next().await.is_some() {}
+    drop(tx);
+    let _ = writer_task.await;
+    Ok(())
+}
