@@ -34,6 +34,7 @@
 //! - [`mrtr`]: ask the client for input inside a result.
 //! - [`transport::http`] and [`transport::stdio`]: serving.
 //! - [`auth`]: bearer tokens, API keys and JWTs; every request gets a [`auth::Principal`].
+//! - [`ext::tasks`]: the Tasks extension (long-running tool calls).
 //! - [`server::Extension`]: the seam extensions (such as Tasks) plug into.
 
 #![forbid(unsafe_code)]
@@ -48,6 +49,8 @@ pub mod protocol;
 pub mod resource;
 pub mod server;
 pub mod subscriptions;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tool;
 pub mod transport;
 
@@ -56,6 +59,7 @@ pub use server::{Ctx, Server, ServerBuilder};
 /// The names most servers need.
 pub mod prelude {
     pub use crate::auth::Principal;
+    pub use crate::ext::tasks::{TaskSpecExt, Tasks, TasksConfig};
     pub use crate::mrtr::{self, InputRequired};
     pub use crate::prompt::{Prompt, PromptOutput};
     pub use crate::protocol::content::{Content, ResourceContents};

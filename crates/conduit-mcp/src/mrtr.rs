@@ -29,26 +29,40 @@ pub use crate::protocol::mrtr::InputRequest as Request;
 pub fn elicit(message: impl Into<String>, requested_schema: Value) -> InputRequest {
     InputRequest::new(
         "elicitation/create",
-        Some(json!({ "mode": "form", "message": message.into(), "requestedSchema": requested_schema })),
+        Some(
+            json!({ "mode": "form", "message": message.into(), "requestedSchema": requested_schema }),
+        ),
     )
 }
 
 /// A URL-mode elicitation (needs `elicitation.url` from the client).
-pub fn elicit_url(message: impl Into<String>, url: impl Into<String>, elicitation_id: impl Into<String>) -> InputRequest {
+pub fn elicit_url(
+    message: impl Into<String>,
+    url: impl Into<String>,
+    elicitation_id: impl Into<String>,
+) -> InputRequest {
     InputRequest::new(
         "elicitation/create",
-        Some(json!({ "mode": "url", "message": message.into(), "url": url.into(), "elicitationId": elicitation_id.into() })),
+        Some(
+            json!({ "mode": "url", "message": message.into(), "url": url.into(), "elicitationId": elicitation_id.into() }),
+        ),
     )
 }
 
 /// A sampling request: `messages` (an array of `{role, content}`) and `maxTokens`.
 pub fn sample(messages: Value, max_tokens: u32) -> InputRequest {
-    InputRequest::new("sampling/createMessage", Some(json!({ "messages": messages, "maxTokens": max_tokens })))
+    InputRequest::new(
+        "sampling/createMessage",
+        Some(json!({ "messages": messages, "maxTokens": max_tokens })),
+    )
 }
 
 /// A one-message sampling request with a text prompt.
 pub fn sample_text(prompt: impl Into<String>, max_tokens: u32) -> InputRequest {
-    sample(json!([{ "role": "user", "content": { "type": "text", "text": prompt.into() } }]), max_tokens)
+    sample(
+        json!([{ "role": "user", "content": { "type": "text", "text": prompt.into() } }]),
+        max_tokens,
+    )
 }
 
 /// A `roots/list` request.

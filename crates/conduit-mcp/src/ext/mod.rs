@@ -1,3 +1,5 @@
 //! Protocol extensions plugged in through the [`Extension`] seam.
 
+pub mod tasks;
+
 pub use crate::server::Extension;

@@ -41,7 +41,11 @@ impl From<InputRequired> for ResourceOutput {
 /// Variables matched from a URI template.
 pub type UriVars = BTreeMap<String, String>;
 
-type Reader = Arc<dyn Fn(Ctx, String, UriVars) -> BoxFuture<'static, Result<ResourceOutput, RpcError>> + Send + Sync>;
+type Reader = Arc<
+    dyn Fn(Ctx, String, UriVars) -> BoxFuture<'static, Result<ResourceOutput, RpcError>>
+        + Send
+        + Sync,
+>;
 
 fn boxed<F, Fut, O>(f: F) -> Reader
 where
@@ -64,7 +68,9 @@ pub struct Resource {
 
 impl std::fmt::Debug for Resource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Resource").field("uri", &self.info.uri).finish_non_exhaustive()
+        f.debug_struct("Resource")
+            .field("uri", &self.info.uri)
+            .finish_non_exhaustive()
     }
 }
 
@@ -72,8 +78,15 @@ impl Resource {
     /// A resource with a URI and a display name.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
-            info: ResourceInfo { uri: uri.into(), name: name.into(), description: None, mime_type: None },
-            reader: boxed(|_, _, _| async { Err::<ResourceOutput, _>(RpcError::internal("resource has no reader")) }),
+            info: ResourceInfo {
+                uri: uri.into(),
+                name: name.into(),
+                description: None,
+                mime_type: None,
+            },
+            reader: boxed(|_, _, _| async {
+                Err::<ResourceOutput, _>(RpcError::internal("resource has no reader"))
+            }),
         }
     }
 
@@ -119,7 +132,9 @@ pub struct ResourceTemplate {
 
 impl std::fmt::Debug for ResourceTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceTemplate").field("uri_template", &self.info.uri_template).finish_non_exhaustive()
+        f.debug_struct("ResourceTemplate")
+            .field("uri_template", &self.info.uri_template)
+            .finish_non_exhaustive()
     }
 }
 
@@ -127,8 +142,15 @@ impl ResourceTemplate {
     /// A template and a display name.
     pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
-            info: ResourceTemplateInfo { uri_template: uri_template.into(), name: name.into(), description: None, mime_type: None },
-            reader: boxed(|_, _, _| async { Err::<ResourceOutput, _>(RpcError::internal("template has no reader")) }),
+            info: ResourceTemplateInfo {
+                uri_template: uri_template.into(),
+                name: name.into(),
+                description: None,
+                mime_type: None,
+            },
+            reader: boxed(|_, _, _| async {
+                Err::<ResourceOutput, _>(RpcError::internal("template has no reader"))
+            }),
         }
     }
 
@@ -167,7 +189,12 @@ impl ResourceTemplate {
         match_template(&self.info.uri_template, uri)
     }
 
-    pub(crate) async fn read_now(&self, ctx: Ctx, uri: String, vars: UriVars) -> Result<ResourceOutput, RpcError> {
+    pub(crate) async fn read_now(
+        &self,
+        ctx: Ctx,
+        uri: String,
+        vars: UriVars,
+    ) -> Result<ResourceOutput, RpcError> {
         (self.reader)(ctx, uri, vars).await
     }
 }
@@ -183,7 +210,11 @@ fn match_template(template: &str, uri: &str) -> Option<UriVars> {
             t = &after[end + 1..];
             let literal_end = t.find('{').unwrap_or(t.len());
             let next_lit = &t[..literal_end];
-            let value_end = if next_lit.is_empty() { rest.find('/').unwrap_or(rest.len()) } else { rest.find(next_lit)? };
+            let value_end = if next_lit.is_empty() {
+                rest.find('/').unwrap_or(rest.len())
+            } else {
+                rest.find(next_lit)?
+            };
             let value = &rest[..value_end];
             if value.is_empty() || value.contains('/') {
                 return None;

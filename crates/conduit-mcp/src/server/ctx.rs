@@ -40,11 +40,23 @@ pub(crate) struct CtxInner {
 
 impl std::fmt::Debug for Ctx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Ctx").field("method", &self.inner.method).field("request_id", &self.inner.request_id).finish_non_exhaustive()
+        f.debug_struct("Ctx")
+            .field("method", &self.inner.method)
+            .field("request_id", &self.inner.request_id)
+            .finish_non_exhaustive()
     }
 }
 
-const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
 
 impl Ctx {
     /// The server handling the request.
@@ -146,9 +158,12 @@ impl Ctx {
         };
         let rank = |l: &str| LEVELS.iter().position(|x| *x == l);
         match (rank(level), rank(min)) {
-            (Some(l), Some(m)) if l >= m => {
-                out.send(Message::notification(MESSAGE, json!({ "level": level, "data": data }))).is_ok()
-            }
+            (Some(l), Some(m)) if l >= m => out
+                .send(Message::notification(
+                    MESSAGE,
+                    json!({ "level": level, "data": data }),
+                ))
+                .is_ok(),
             _ => false,
         }
     }

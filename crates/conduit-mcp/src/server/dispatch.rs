@@ -11,7 +11,8 @@ use crate::mrtr::{InputRequired, required_capability};
 use crate::prompt::PromptOutput;
 use crate::protocol::jsonrpc::{ErrorClass, Message, Request, RequestId};
 use crate::protocol::meta::{
-    CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY,
+    CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY,
+    PROTOCOL_VERSION_KEY,
 };
 use crate::protocol::subscriptions::{ACKNOWLEDGED, LISTEN};
 use crate::protocol::version::{Era, SUPPORTED_VERSIONS, is_supported};
@@ -52,8 +53,17 @@ pub struct RequestEnv {
 
 impl RequestEnv {
     /// An environment with a principal, a cancellation token and an outlet for notifications.
-    pub fn new(principal: Option<Principal>, cancel: CancellationToken, out: Option<UnboundedSender<Message>>) -> Self {
-        Self { principal, headers: None, cancel, out }
+    pub fn new(
+        principal: Option<Principal>,
+        cancel: CancellationToken,
+        out: Option<UnboundedSender<Message>>,
+    ) -> Self {
+        Self {
+            principal,
+            headers: None,
+            cancel,
+            out,
+        }
     }
 
     /// Adds header rules.
@@ -80,7 +90,10 @@ impl Server {
                 if error.code == -32603 {
                     tracing::warn!(code = error.code, message = %error.message, "internal error answered");
                 }
-                Message::Error { id: Some(id), error }
+                Message::Error {
+                    id: Some(id),
+                    error,
+                }
             }
         }
     }
@@ -129,15 +142,29 @@ impl Server {
         };
         let version = match version {
             Some(Value::String(v)) => v.clone(),
-            Some(_) => return Err(RpcError::missing_meta(format!("_meta[{PROTOCOL_VERSION_KEY}] must be a string"))),
-            None => return Err(RpcError::missing_meta(format!("Missing _meta[{PROTOCOL_VERSION_KEY}]"))),
+            Some(_) => {
+                return Err(RpcError::missing_meta(format!(
+                    "_meta[{PROTOCOL_VERSION_KEY}] must be a string"
+                )));
+            }
+            None => {
+                return Err(RpcError::missing_meta(format!(
+                    "Missing _meta[{PROTOCOL_VERSION_KEY}]"
+                )));
+            }
         };
         let caps = match meta.get(CLIENT_CAPABILITIES_KEY) {
             Some(Value::Object(c)) => ClientCapabilities(c.clone()),
             Some(_) => {
-                return Err(RpcError::missing_meta(format!("_meta[{CLIENT_CAPABILITIES_KEY}] must be an object")));
+                return Err(RpcError::missing_meta(format!(
+                    "_meta[{CLIENT_CAPABILITIES_KEY}] must be an object"
+                )));
             }
-            None => return Err(RpcError::missing_meta(format!("Missing _meta[{CLIENT_CAPABILITIES_KEY}]"))),
+            None => {
+                return Err(RpcError::missing_meta(format!(
+                    "Missing _meta[{CLIENT_CAPABILITIES_KEY}]"
+                )));
+            }
         };
         // 2. Transport headers agree with the body.
         if let Some(h) = &env.headers {
@@ -156,11 +183,19 @@ impl Server {
             let name = match method.as_str() {
                 "tools/call" | "prompts/get" => str_param(&params, "name"),
                 "resources/read" => str_param(&params, "uri"),
-                m => self.inner.extensions.iter().find(|e| e.methods().contains(&m)).and_then(|e| e.routing_name(m, &params)),
+                m => self
+                    .inner
+                    .extensions
+                    .iter()
+                    .find(|e| e.methods().contains(&m))
+                    .and_then(|e| e.routing_name(m, &params)),
             };
             let mut mirrored = Vec::new();
             if method == "tools/call" {
-                if let (Some(tool), Some(args)) = (name.and_then(|n| self.inner.tools.get(n)), params.get("arguments")) {
+                if let (Some(tool), Some(args)) = (
+                    name.and_then(|n| self.inner.tools.get(n)),
+                    params.get("arguments"),
+                ) {
                     for hp in &tool.header_params {
                         if let Some(v) = hp.lookup(args) {
                             mirrored.push((hp.header.as_str(), v));
@@ -178,8 +213,14 @@ impl Server {
                 era: Era::Modern,
                 principal: env.principal,
                 caps,
-                progress_token: meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned(),
-                log_level: meta.get(LOG_LEVEL_KEY).and_then(Value::as_str).map(String::from),
+                progress_token: meta
+                    .get(PROGRESS_TOKEN_KEY)
+                    .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+                    .cloned(),
+                log_level: meta
+                    .get(LOG_LEVEL_KEY)
+                    .and_then(Value::as_str)
+                    .map(String::from),
                 meta: meta.clone(),
                 cancel: env.cancel,
                 out: env.out,
@@ -189,28 +230,56 @@ impl Server {
         };
         let result = match method.as_str() {
             "server/discover" => Ok(self.discover()),
-            "tools/list" => self.list(&params, "tools", self.inner.tools.tools.iter().map(|t| json!(t.info)).collect()),
+            "tools/list" => self.list(
+                &params,
+                "tools",
+                self.inner
+                    .tools
+                    .tools
+                    .iter()
+                    .map(|t| json!(t.info))
+                    .collect(),
+            ),
             "tools/call" => self.call_tool(ctx, params).await,
-            "prompts/list" => {
-                self.list(&params, "prompts", self.inner.prompts.iter().map(|p| json!(p.info())).collect())
-            }
+            "prompts/list" => self.list(
+                &params,
+                "prompts",
+                self.inner.prompts.iter().map(|p| json!(p.info())).collect(),
+            ),
             "prompts/get" => self.get_prompt(ctx, params).await,
-            "resources/list" => {
-                self.list(&params, "resources", self.inner.resources.iter().map(|r| json!(r.info())).collect())
-            }
+            "resources/list" => self.list(
+                &params,
+                "resources",
+                self.inner
+                    .resources
+                    .iter()
+                    .map(|r| json!(r.info()))
+                    .collect(),
+            ),
             "resources/templates/list" => self.list(
                 &params,
                 "resourceTemplates",
-                self.inner.templates.iter().map(|t| json!(t.info())).collect(),
+                self.inner
+                    .templates
+                    .iter()
+                    .map(|t| json!(t.info()))
+                    .collect(),
             ),
             "resources/read" => self.read_resource(ctx, params).await,
             "completion/complete" => match &self.inner.completion {
-                Some(f) => f(ctx, Value::Object(params)).await.map(|c| json!({ "completion": c })),
+                Some(f) => f(ctx, Value::Object(params))
+                    .await
+                    .map(|c| json!({ "completion": c })),
                 None => Err(RpcError::method_not_found(&method)),
             },
             LISTEN => self.listen(ctx, params).await,
             m => {
-                let ext = self.inner.extensions.iter().find(|e| e.methods().contains(&m)).cloned();
+                let ext = self
+                    .inner
+                    .extensions
+                    .iter()
+                    .find(|e| e.methods().contains(&m))
+                    .cloned();
                 match ext {
                     Some(e) => e.handle(ctx, m, params).await,
                     None => Err(RpcError::method_not_found(m)),
@@ -230,13 +299,20 @@ impl Server {
             caps.insert("prompts".into(), json!({ "listChanged": true }));
         }
         if !i.resources.is_empty() || !i.templates.is_empty() {
-            caps.insert("resources".into(), json!({ "subscribe": true, "listChanged": true }));
+            caps.insert(
+                "resources".into(),
+                json!({ "subscribe": true, "listChanged": true }),
+            );
         }
         if i.completion.is_some() {
             caps.insert("completions".into(), json!({}));
         }
         if !i.extensions.is_empty() {
-            let ext: Map<String, Value> = i.extensions.iter().map(|e| (e.id().to_owned(), e.capability())).collect();
+            let ext: Map<String, Value> = i
+                .extensions
+                .iter()
+                .map(|e| (e.id().to_owned(), e.capability()))
+                .collect();
             caps.insert("extensions".into(), Value::Object(ext));
         }
         let mut r = json!({
@@ -251,10 +327,17 @@ impl Server {
         r
     }
 
-    fn list(&self, params: &Map<String, Value>, key: &str, items: Vec<Value>) -> Result<Value, RpcError> {
+    fn list(
+        &self,
+        params: &Map<String, Value>,
+        key: &str,
+        items: Vec<Value>,
+    ) -> Result<Value, RpcError> {
         let start = match params.get("cursor") {
             None => 0,
-            Some(Value::String(c)) => decode_cursor(c).ok_or_else(|| RpcError::invalid_params("Invalid cursor"))?,
+            Some(Value::String(c)) => {
+                decode_cursor(c).ok_or_else(|| RpcError::invalid_params("Invalid cursor"))?
+            }
             Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
         };
         if start > items.len() {
@@ -282,9 +365,15 @@ impl Server {
             Some(Value::String(s)) => {
                 let digest = params_digest(params);
                 let now = self.inner.clock.now_ms();
-                match self.inner.sealer.open(s, ctx.owner(), ctx.method(), &digest, now) {
+                match self
+                    .inner
+                    .sealer
+                    .open(s, ctx.owner(), ctx.method(), &digest, now)
+                {
                     Ok(v) => Some(v),
-                    Err(OpenError::Expired) => return Err(RpcError::invalid_params("requestState has expired")),
+                    Err(OpenError::Expired) => {
+                        return Err(RpcError::invalid_params("requestState has expired"));
+                    }
                     Err(_) => return Err(RpcError::invalid_params("Invalid requestState")),
                 }
             }
@@ -295,22 +384,38 @@ impl Server {
         }
         let mut inner = match Arc::try_unwrap(ctx.inner) {
             Ok(i) => i,
-            Err(shared) => return Err(RpcError::internal(format!("context of {} is shared", shared.method))),
+            Err(shared) => {
+                return Err(RpcError::internal(format!(
+                    "context of {} is shared",
+                    shared.method
+                )));
+            }
         };
         inner.input_responses = responses;
         inner.request_state = state;
-        Ok(Ctx { inner: Arc::new(inner) })
+        Ok(Ctx {
+            inner: Arc::new(inner),
+        })
     }
 
     /// Turns an `InputRequired` into the wire result, refusing kinds the request did not declare.
-    fn input_required(&self, ctx: &Ctx, params: &Map<String, Value>, ir: InputRequired) -> Result<Value, RpcError> {
+    fn input_required(
+        &self,
+        ctx: &Ctx,
+        params: &Map<String, Value>,
+        ir: InputRequired,
+    ) -> Result<Value, RpcError> {
         let (requests, state) = ir.into_parts();
         if requests.is_empty() && state.is_none() {
-            return Err(RpcError::internal("input_required result has neither inputRequests nor requestState"));
+            return Err(RpcError::internal(
+                "input_required result has neither inputRequests nor requestState",
+            ));
         }
         let caps = ctx.client_capabilities();
         for r in requests.values() {
-            let kind = r.kind().ok_or_else(|| RpcError::internal("invalid input request"))?;
+            let kind = r
+                .kind()
+                .ok_or_else(|| RpcError::internal("invalid input request"))?;
             let ok = match kind {
                 crate::protocol::mrtr::InputKind::ElicitForm => caps.elicitation_form(),
                 crate::protocol::mrtr::InputKind::ElicitUrl => caps.elicitation_url(),
@@ -327,9 +432,15 @@ impl Server {
             r["inputRequests"] = json!(requests);
         }
         if let Some(state) = state {
-            let exp = self.inner.clock.now_ms() + self.inner.options.request_state_ttl.as_millis() as u64;
-            r["requestState"] =
-                json!(self.inner.sealer.seal(&state, ctx.owner(), ctx.method(), &params_digest(params), exp));
+            let exp =
+                self.inner.clock.now_ms() + self.inner.options.request_state_ttl.as_millis() as u64;
+            r["requestState"] = json!(self.inner.sealer.seal(
+                &state,
+                ctx.owner(),
+                ctx.method(),
+                &params_digest(params),
+                exp
+            ));
         }
         Ok(r)
     }
@@ -337,7 +448,11 @@ impl Server {
     async fn call_tool(&self, ctx: Ctx, params: Map<String, Value>) -> Result<Value, RpcError> {
         let name = match params.get("name") {
             Some(Value::String(n)) => n.clone(),
-            _ => return Err(RpcError::invalid_params("tools/call requires a string name")),
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "tools/call requires a string name",
+                ));
+            }
         };
         let args = match params.get("arguments") {
             None | Some(Value::Null) => Value::Object(Map::new()),
@@ -348,18 +463,25 @@ impl Server {
             return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
         };
         if !tool.scopes.is_empty() && !ctx.principal().is_some_and(|p| p.has_scopes(&tool.scopes)) {
-            let mut e = RpcError::new(crate::protocol::ErrorCode::Other(INSUFFICIENT_SCOPE), "Insufficient scope")
-                .with_data(json!({ "requiredScopes": tool.scopes }));
+            let mut e = RpcError::new(
+                crate::protocol::ErrorCode::Other(INSUFFICIENT_SCOPE),
+                "Insufficient scope",
+            )
+            .with_data(json!({ "requiredScopes": tool.scopes }));
             e.class = ErrorClass::InsufficientScope;
             return Err(e);
         }
         let tasks_enabled = self.extension(TASKS_EXTENSION_ID).is_some();
         if tool.handler.task_support() == TaskSupport::Required && !ctx.tasks_declared() {
             if tasks_enabled {
-                return Err(RpcError::missing_capability(json!({ "extensions": { TASKS_EXTENSION_ID: {} } })));
+                return Err(RpcError::missing_capability(
+                    json!({ "extensions": { TASKS_EXTENSION_ID: {} } }),
+                ));
             }
             tracing::warn!(tool = %name, "tool requires tasks but the Tasks extension is not enabled");
-            return Err(RpcError::internal("This tool runs only as a task, and tasks are not enabled on this server"));
+            return Err(RpcError::internal(
+                "This tool runs only as a task, and tasks are not enabled on this server",
+            ));
         }
         let ctx = self.with_round_state(ctx, &params)?;
         if let Err(msg) = tool.validate(&args) {
@@ -372,7 +494,8 @@ impl Server {
         };
         match out {
             ToolOutput::Complete(r) => {
-                if let (Some(schema), Some(sc)) = (&tool.info.output_schema, &r.structured_content) {
+                if let (Some(schema), Some(sc)) = (&tool.info.output_schema, &r.structured_content)
+                {
                     if let Ok(v) = jsonschema::validator_for(schema) {
                         if !v.is_valid(sc) {
                             tracing::warn!(tool = %name, "structuredContent does not match outputSchema");
@@ -398,14 +521,18 @@ impl Server {
                     }
                 }
                 tracing::warn!(tool = %name, "tool returned a task but the Tasks extension is not enabled");
-                Err(RpcError::internal("Tool returned a task, but the Tasks extension is not enabled"))
+                Err(RpcError::internal(
+                    "Tool returned a task, but the Tasks extension is not enabled",
+                ))
             }
         }
     }
 
     async fn get_prompt(&self, ctx: Ctx, params: Map<String, Value>) -> Result<Value, RpcError> {
         let Some(name) = str_param(&params, "name") else {
-            return Err(RpcError::invalid_params("prompts/get requires a string name"));
+            return Err(RpcError::invalid_params(
+                "prompts/get requires a string name",
+            ));
         };
         let Some(&idx) = self.inner.prompt_index.get(name) else {
             return Err(RpcError::invalid_params(format!("Unknown prompt: {name}")));
@@ -416,7 +543,9 @@ impl Server {
             Some(Value::Object(a)) => {
                 for (k, v) in a {
                     let Value::String(s) = v else {
-                        return Err(RpcError::invalid_params(format!("Prompt argument {k:?} must be a string")));
+                        return Err(RpcError::invalid_params(format!(
+                            "Prompt argument {k:?} must be a string"
+                        )));
                     };
                     args.insert(k.clone(), s.clone());
                 }
@@ -432,18 +561,29 @@ impl Server {
 
     async fn read_resource(&self, ctx: Ctx, params: Map<String, Value>) -> Result<Value, RpcError> {
         let Some(uri) = str_param(&params, "uri").map(String::from) else {
-            return Err(RpcError::invalid_params("resources/read requires a string uri"));
+            return Err(RpcError::invalid_params(
+                "resources/read requires a string uri",
+            ));
         };
         let ctx = self.with_round_state(ctx, &params)?;
         let out = if let Some(&i) = self.inner.resource_index.get(&uri) {
-            self.inner.resources[i].read_now(ctx.clone(), uri.clone()).await?
-        } else if let Some((t, vars)) = self.inner.templates.iter().find_map(|t| t.matches(&uri).map(|v| (t, v))) {
+            self.inner.resources[i]
+                .read_now(ctx.clone(), uri.clone())
+                .await?
+        } else if let Some((t, vars)) = self
+            .inner
+            .templates
+            .iter()
+            .find_map(|t| t.matches(&uri).map(|v| (t, v)))
+        {
             t.read_now(ctx.clone(), uri.clone(), vars).await?
         } else {
             return Err(super::resource_not_found(&uri));
         };
         match out {
-            ResourceOutput::Complete(contents) if contents.is_empty() => Err(super::resource_not_found(&uri)),
+            ResourceOutput::Complete(contents) if contents.is_empty() => {
+                Err(super::resource_not_found(&uri))
+            }
             ResourceOutput::Complete(contents) => {
                 let mut r = json!({ "resultType": "complete", "contents": contents });
                 add_cache(&mut r, self.inner.options.list_cache);
@@ -456,13 +596,19 @@ impl Server {
     async fn listen(&self, ctx: Ctx, params: Map<String, Value>) -> Result<Value, RpcError> {
         let filter = match params.get("notifications") {
             Some(Value::Object(f)) => f.clone(),
-            _ => return Err(RpcError::invalid_params("subscriptions/listen requires a notifications object")),
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "subscriptions/listen requires a notifications object",
+                ));
+            }
         };
         let flag = |k: &str| -> Result<bool, RpcError> {
             match filter.get(k) {
                 None | Some(Value::Null) => Ok(false),
                 Some(Value::Bool(b)) => Ok(*b),
-                Some(_) => Err(RpcError::invalid_params(format!("notifications.{k} must be a boolean"))),
+                Some(_) => Err(RpcError::invalid_params(format!(
+                    "notifications.{k} must be a boolean"
+                ))),
             }
         };
         let i = &self.inner;
@@ -477,10 +623,18 @@ impl Server {
             None | Some(Value::Null) => {}
             Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
                 if has_resources {
-                    core.resource_subscriptions = a.iter().filter_map(Value::as_str).map(String::from).collect();
+                    core.resource_subscriptions = a
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect();
                 }
             }
-            Some(_) => return Err(RpcError::invalid_params("notifications.resourceSubscriptions must be an array of strings")),
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "notifications.resourceSubscriptions must be an array of strings",
+                ));
+            }
         }
         let mut ack = Map::new();
         if core.tools_list_changed {
@@ -493,14 +647,20 @@ impl Server {
             ack.insert("resourcesListChanged".into(), true.into());
         }
         if !core.resource_subscriptions.is_empty() {
-            ack.insert("resourceSubscriptions".into(), json!(core.resource_subscriptions));
+            ack.insert(
+                "resourceSubscriptions".into(),
+                json!(core.resource_subscriptions),
+            );
         }
         let Some(out) = ctx.inner.out.clone() else {
-            return Err(RpcError::internal("this transport cannot carry a listen stream"));
+            return Err(RpcError::internal(
+                "this transport cannot carry a listen stream",
+            ));
         };
         let (tx, mut rx) = unbounded_channel();
         let (sub, _registration) =
-            i.hub.register(ctx.request_id().clone(), ctx.principal().cloned(), core, tx);
+            i.hub
+                .register(ctx.request_id().clone(), ctx.principal().cloned(), core, tx);
         for e in &i.extensions {
             if e.listen_fields().iter().any(|f| filter.contains_key(*f)) {
                 ack.extend(e.listen(&ctx, &filter, &sub).await?);
@@ -543,5 +703,9 @@ fn add_cache(r: &mut Value, hints: CacheHints) {
 
 fn decode_cursor(c: &str) -> Option<usize> {
     let bytes = B64.decode(c).ok()?;
-    std::str::from_utf8(&bytes).ok()?.strip_prefix("o:")?.parse().ok()
+    std::str::from_utf8(&bytes)
+        .ok()?
+        .strip_prefix("o:")?
+        .parse()
+        .ok()
 }

@@ -28,7 +28,12 @@ pub trait Extension: Send + Sync + 'static {
     }
 
     /// Handles one of its methods; the result gets `resultType` and server `_meta` added if missing.
-    async fn handle(&self, ctx: Ctx, method: &str, params: Map<String, Value>) -> Result<Value, RpcError>;
+    async fn handle(
+        &self,
+        ctx: Ctx,
+        method: &str,
+        params: Map<String, Value>,
+    ) -> Result<Value, RpcError>;
 
     /// Turns a tool's task into a `CreateTaskResult`; `None` if this extension does not create tasks.
     async fn create_task(&self, _ctx: &Ctx, _spec: TaskSpec) -> Option<Result<Value, RpcError>> {
@@ -41,7 +46,12 @@ pub trait Extension: Send + Sync + 'static {
     }
 
     /// Validates its listen fields and registers interest; returns the fields to acknowledge.
-    async fn listen(&self, _ctx: &Ctx, _filter: &Map<String, Value>, _sub: &Subscription) -> Result<Map<String, Value>, RpcError> {
+    async fn listen(
+        &self,
+        _ctx: &Ctx,
+        _filter: &Map<String, Value>,
+        _sub: &Subscription,
+    ) -> Result<Map<String, Value>, RpcError> {
         Ok(Map::new())
     }
 

@@ -16,7 +16,10 @@ pub(crate) struct HeaderParam {
 
 impl HeaderParam {
     pub(crate) fn lookup<'a>(&self, args: &'a Value) -> Option<&'a Value> {
-        self.path.iter().try_fold(args, |v, k| v.get(k)).filter(|v| !v.is_null())
+        self.path
+            .iter()
+            .try_fold(args, |v, k| v.get(k))
+            .filter(|v| !v.is_null())
     }
 }
 
@@ -53,10 +56,17 @@ pub enum ToolError {
 }
 
 fn is_token(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-fn collect_headers(tool: &str, schema: &Value, path: &mut Vec<String>, out: &mut Vec<HeaderParam>) -> Result<(), ToolError> {
+fn collect_headers(
+    tool: &str,
+    schema: &Value,
+    path: &mut Vec<String>,
+    out: &mut Vec<HeaderParam>,
+) -> Result<(), ToolError> {
     let Some(props) = schema.get("properties").and_then(Value::as_object) else {
         return Ok(());
     };
@@ -64,19 +74,30 @@ fn collect_headers(tool: &str, schema: &Value, path: &mut Vec<String>, out: &mut
         path.push(name.clone());
         if let Some(h) = prop.get("x-mcp-header") {
             let h = h.as_str().filter(|h| is_token(h)).ok_or_else(|| {
-                ToolError::InvalidHeader(tool.into(), format!("property {name:?}: not an HTTP token"))
+                ToolError::InvalidHeader(
+                    tool.into(),
+                    format!("property {name:?}: not an HTTP token"),
+                )
             })?;
             let ty = prop.get("type").and_then(Value::as_str);
             if !matches!(ty, Some("string" | "integer" | "boolean")) {
                 return Err(ToolError::InvalidHeader(
                     tool.into(),
-                    format!("property {name:?}: only string, integer or boolean properties can be mirrored"),
+                    format!(
+                        "property {name:?}: only string, integer or boolean properties can be mirrored"
+                    ),
                 ));
             }
             if out.iter().any(|p| p.header.eq_ignore_ascii_case(h)) {
-                return Err(ToolError::InvalidHeader(tool.into(), format!("{h:?} used twice")));
+                return Err(ToolError::InvalidHeader(
+                    tool.into(),
+                    format!("{h:?} used twice"),
+                ));
             }
-            out.push(HeaderParam { header: h.to_owned(), path: path.clone() });
+            out.push(HeaderParam {
+                header: h.to_owned(),
+                path: path.clone(),
+            });
         }
         collect_headers(tool, prop, path, out)?;
         path.pop();
@@ -97,10 +118,21 @@ impl ToolRegistry {
         let validator = jsonschema::validator_for(&info.input_schema)
             .map_err(|e| ToolError::InvalidSchema(name.clone(), e.to_string()))?;
         let mut header_params = Vec::new();
-        collect_headers(&name, &info.input_schema, &mut Vec::new(), &mut header_params)?;
+        collect_headers(
+            &name,
+            &info.input_schema,
+            &mut Vec::new(),
+            &mut header_params,
+        )?;
         let scopes = handler.required_scopes();
         self.index.insert(name, self.tools.len());
-        self.tools.push(Registered { handler, info, validator: Some(validator), header_params, scopes });
+        self.tools.push(Registered {
+            handler,
+            info,
+            validator: Some(validator),
+            header_params,
+            scopes,
+        });
         Ok(())
     }
 
@@ -116,15 +148,29 @@ impl ToolRegistry {
 impl Registered {
     /// Validates arguments; `Err` holds a message for an `isError` result.
     pub(crate) fn validate(&self, args: &Value) -> Result<(), String> {
-        let Some(v) = &self.validator else { return Ok(()) };
-        let errors: Vec<String> = v.iter_errors(args).take(5).map(|e| {
-            let path = e.instance_path().to_string();
-            if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
-        }).collect();
+        let Some(v) = &self.validator else {
+            return Ok(());
+        };
+        let errors: Vec<String> = v
+            .iter_errors(args)
+            .take(5)
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{path}: {e}")
+                }
+            })
+            .collect();
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(format!("Invalid arguments for tool {}: {}", self.info.name, errors.join("; ")))
+            Err(format!(
+                "Invalid arguments for tool {}: {}",
+                self.info.name,
+                errors.join("; ")
+            ))
         }
     }
 }

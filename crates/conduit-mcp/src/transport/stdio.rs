@@ -48,7 +48,9 @@ where
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         buf.clear();
-        let n = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1).read_until(b'\n', &mut buf).await?;
+        let n = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .await?;
         if n == 0 {
             break;
         }
@@ -56,7 +58,10 @@ where
             // Skip the rest of an oversized line.
             let mut sink = Vec::new();
             reader.read_until(b'\n', &mut sink).await?;
-            let _ = tx.send(Message::Error { id: None, error: crate::protocol::RpcError::parse_error("line too long") });
+            let _ = tx.send(Message::Error {
+                id: None,
+                error: crate::protocol::RpcError::parse_error("line too long"),
+            });
             continue;
         }
         let line = buf.trim_ascii();
@@ -69,7 +74,10 @@ where
             }
             Ok(Incoming::Notification { method, params }) => {
                 if method == CANCELLED {
-                    let id = params.as_ref().and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
+                    let id = params
+                        .as_ref()
+                        .and_then(|p| p.get("requestId"))
+                        .and_then(RequestId::from_value);
                     if let Some(id) = id {
                         if let Some(t) = in_flight.lock().ok().and_then(|m| m.get(&id).cloned()) {
                             t.cancel();
@@ -96,7 +104,10 @@ where
                     }
                     let _ = tx.send(msg);
                     if is_listen && server.shutdown_token().is_cancelled() {
-                        let _ = tx.send(Message::notification(CANCELLED, json!({ "requestId": id.to_value(), "reason": "server shutting down" })));
+                        let _ = tx.send(Message::notification(
+                            CANCELLED,
+                            json!({ "requestId": id.to_value(), "reason": "server shutting down" }),
+                        ));
                     }
                 });
             }

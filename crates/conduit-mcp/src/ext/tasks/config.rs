@@ -1,0 +1,350 @@
+//! `TasksConfig`: enabling the extension and its options, from code or TOML.
+
+use super::notifier::Notifier;
+use super::store::TaskStore;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The janitor's schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JanitorConfig {
+    /// No sweeping.
+    Disabled,
+    /// Sweep every `interval`; unlimited-TTL tasks go once terminal and older than `ttl`.
+    Every {
+        /// Time between sweeps (default 60 s).
+        interval: Duration,
+        /// Age after which a terminal unlimited-TTL task is evicted (default 1 h).
+        ttl: Duration,
+    },
+}
+
+impl Default for JanitorConfig {
+    fn default() -> Self {
+        Self::Every {
+            interval: Duration::from_secs(60),
+            ttl: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// Which notifier the extension calls after every store write.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub enum NotifierConfig {
+    /// `ListenNotifier`: `notifications/tasks` on listen streams (the default).
+    #[default]
+    Listen,
+    /// No notifications.
+    None,
+    /// Your own notifier.
+    Custom(Arc<dyn Notifier>),
+}
+
+impl std::fmt::Debug for NotifierConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Listen => "Listen",
+            Self::None => "None",
+            Self::Custom(_) => "Custom",
+        })
+    }
+}
+
+/// The Tasks extension's configuration. Off unless enabled.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct TasksConfig {
+    /// Whether the extension is on.
+    pub enabled: bool,
+    /// The store (default: a `MemoryStore`).
+    pub store: Option<Arc<dyn TaskStore>>,
+    /// The janitor.
+    pub janitor: JanitorConfig,
+    /// Row cap passed to `create` (default 10 000; `None` = unlimited).
+    pub max_rows: Option<usize>,
+    /// The notifier.
+    pub notifier: NotifierConfig,
+    /// Default task lifetime (1 hour).
+    pub default_ttl: Duration,
+}
+
+impl std::fmt::Debug for TasksConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TasksConfig")
+            .field("enabled", &self.enabled)
+            .field("store", &self.store.as_ref().map(|s| s.name()))
+            .field("janitor", &self.janitor)
+            .field("max_rows", &self.max_rows)
+            .field("notifier", &self.notifier)
+            .finish()
+    }
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            store: None,
+            janitor: JanitorConfig::default(),
+            max_rows: Some(10_000),
+            notifier: NotifierConfig::Listen,
+            default_ttl: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// An invalid `ext_tasks` setting. The message names `ext_tasks` and the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid ext_tasks configuration: {key}: {reason}")]
+pub struct ConfigError {
+    /// The offending key (`ext_tasks` itself for the top-level value).
+    pub key: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+fn err(key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError {
+        key: key.into(),
+        reason: reason.into(),
+    }
+}
+
+impl TasksConfig {
+    /// The extension on, with defaults.
+    pub fn enabled() -> Self {
+        Self {
+            enabled: true,
+            ..Self::default()
+        }
+    }
+
+    /// The extension off.
+    pub fn disabled() -> Self {
+        Self::default()
+    }
+
+    /// Sets the store.
+    pub fn store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Sets the janitor.
+    pub fn janitor(mut self, janitor: JanitorConfig) -> Self {
+        self.janitor = janitor;
+        self
+    }
+
+    /// Sets the row cap (`None` = unlimited).
+    pub fn max_rows(mut self, max_rows: Option<usize>) -> Self {
+        self.max_rows = max_rows;
+        self
+    }
+
+    /// Sets the notifier.
+    pub fn notifier(mut self, notifier: NotifierConfig) -> Self {
+        self.notifier = notifier;
+        self
+    }
+
+    /// Checks the values.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.max_rows == Some(0) {
+            return Err(err(
+                "max_rows",
+                "must be a positive integer or \"unlimited\"",
+            ));
+        }
+        if let JanitorConfig::Every { interval, .. } = self.janitor {
+            if interval.is_zero() {
+                return Err(err("janitor.interval", "must be positive"));
+            }
+        }
+        if self.default_ttl.is_zero() {
+            return Err(err("default_ttl", "must be positive"));
+        }
+        Ok(())
+    }
+
+    /// Reads the `[ext_tasks]` value of a server's TOML configuration:
+    /// `ext_tasks = true | false`, or a table with `store` (`"memory"`),
+    /// `janitor` (`false` or `{ interval_ms, ttl_ms }`), `max_rows`
+    /// (a positive integer or `"unlimited"`) and `notifier` (`"listen"` or `"none"`).
+    ///
+    /// Stores other than `"memory"` are resolved by the caller (see
+    /// `store_url`), which is why the raw `store` string is returned too.
+    pub fn from_toml(doc: &str) -> Result<(Self, Option<String>), ConfigError> {
+        let root: toml::Table = doc.parse().map_err(|e: toml::de::Error| {
+            err("ext_tasks", format!("not valid TOML: {}", e.message()))
+        })?;
+        let Some(v) = root.get("ext_tasks") else {
+            return Ok((Self::disabled(), None));
+        };
+        Self::from_toml_value(v)
+    }
+
+    /// Reads one `ext_tasks` value (see [`TasksConfig::from_toml`]).
+    pub fn from_toml_value(v: &toml::Value) -> Result<(Self, Option<String>), ConfigError> {
+        let table = match v {
+            toml::Value::Boolean(true) => return Ok((Self::enabled(), None)),
+            toml::Value::Boolean(false) => return Ok((Self::disabled(), None)),
+            toml::Value::Table(t) => t,
+            _ => return Err(err("ext_tasks", "must be true, false or a table")),
+        };
+        let mut cfg = Self::enabled();
+        let mut store = None;
+        for (k, v) in table {
+            match k.as_str() {
+                "store" => match v.as_str() {
+                    Some("memory") => {}
+                    Some(s)
+                        if s.starts_with("sqlite:")
+                            || s.starts_with("postgres:")
+                            || s.starts_with("postgresql:") =>
+                    {
+                        store = Some(s.to_owned())
+                    }
+                    _ => {
+                        return Err(err(
+                            "store",
+                            "must be \"memory\", \"sqlite:PATH\" or \"postgres:URL\"",
+                        ));
+                    }
+                },
+                "janitor" => {
+                    cfg.janitor = match v {
+                        toml::Value::Boolean(false) => JanitorConfig::Disabled,
+                        toml::Value::Boolean(true) => JanitorConfig::default(),
+                        toml::Value::Table(t) => {
+                            let (mut interval, mut ttl) =
+                                (Duration::from_secs(60), Duration::from_secs(3600));
+                            for (jk, jv) in t {
+                                let ms = jv.as_integer().filter(|n| *n > 0).ok_or_else(|| {
+                                    err(
+                                        &format!("janitor.{jk}"),
+                                        "must be a positive integer (milliseconds)",
+                                    )
+                                })? as u64;
+                                match jk.as_str() {
+                                    "interval_ms" | "interval" => {
+                                        interval = Duration::from_millis(ms)
+                                    }
+                                    "ttl_ms" | "ttl" => ttl = Duration::from_millis(ms),
+                                    _ => {
+                                        return Err(err(
+                                            &format!("janitor.{jk}"),
+                                            "unknown key (expected interval_ms, ttl_ms)",
+                                        ));
+                                    }
+                                }
+                            }
+                            JanitorConfig::Every { interval, ttl }
+                        }
+                        _ => {
+                            return Err(err(
+                                "janitor",
+                                "must be false or a table { interval_ms, ttl_ms }",
+                            ));
+                        }
+                    }
+                }
+                "max_rows" => {
+                    cfg.max_rows = match v {
+                        toml::Value::String(s) if s == "unlimited" || s == "infinity" => None,
+                        toml::Value::Integer(n) if *n > 0 => Some(*n as usize),
+                        _ => {
+                            return Err(err(
+                                "max_rows",
+                                "must be a positive integer or \"unlimited\"",
+                            ));
+                        }
+                    }
+                }
+                "notifier" => {
+                    cfg.notifier = match v.as_str() {
+                        Some("listen") => NotifierConfig::Listen,
+                        Some("none") => NotifierConfig::None,
+                        _ => return Err(err("notifier", "must be \"listen\" or \"none\"")),
+                    }
+                }
+                other => {
+                    return Err(err(
+                        other,
+                        "unknown key (expected store, janitor, max_rows, notifier)",
+                    ));
+                }
+            }
+        }
+        cfg.validate()?;
+        Ok((cfg, store))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_values() {
+        assert!(!TasksConfig::from_toml("").unwrap().0.enabled);
+        assert!(
+            TasksConfig::from_toml("ext_tasks = true")
+                .unwrap()
+                .0
+                .enabled
+        );
+        assert!(
+            !TasksConfig::from_toml("ext_tasks = false")
+                .unwrap()
+                .0
+                .enabled
+        );
+        let (c, s) = TasksConfig::from_toml(
+            "[ext_tasks]\nmax_rows = \"unlimited\"\njanitor = { interval_ms = 30000, ttl_ms = 14400000 }\nnotifier = \"none\"\nstore = \"sqlite:/tmp/t.db\"",
+        )
+        .unwrap();
+        assert_eq!(c.max_rows, None);
+        assert_eq!(
+            c.janitor,
+            JanitorConfig::Every {
+                interval: Duration::from_secs(30),
+                ttl: Duration::from_secs(14400)
+            }
+        );
+        assert!(matches!(c.notifier, NotifierConfig::None));
+        assert_eq!(s.as_deref(), Some("sqlite:/tmp/t.db"));
+        assert!(matches!(
+            TasksConfig::from_toml("[ext_tasks]\njanitor = false")
+                .unwrap()
+                .0
+                .janitor,
+            JanitorConfig::Disabled
+        ));
+    }
+
+    #[test]
+    fn errors_name_ext_tasks_and_the_key() {
+        for (doc, key) in [
+            ("ext_tasks = 3", "ext_tasks"),
+            ("[ext_tasks]\nmax_rows = 0", "max_rows"),
+            ("[ext_tasks]\nmax_rows = \"lots\"", "max_rows"),
+            ("[ext_tasks]\nbogus = 1", "bogus"),
+            ("[ext_tasks]\nnotifier = \"email\"", "notifier"),
+            (
+                "[ext_tasks]\njanitor = { interval_ms = -1 }",
+                "janitor.interval_ms",
+            ),
+            ("[ext_tasks]\nstore = \"redis:x\"", "store"),
+        ] {
+            let e = TasksConfig::from_toml(doc).unwrap_err();
+            assert_eq!(e.key, key, "{doc}");
+            assert!(
+                e.to_string().contains("ext_tasks") && e.to_string().contains(key),
+                "{e}"
+            );
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Change notification: the `Notifier` trait and the default `ListenNotifier`.
+
+use super::task::TaskRecord;
+use crate::subscriptions::Subscription;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The notification method for task changes.
+pub const TASKS_NOTIFICATION: &str = "notifications/tasks";
+
+/// Told about every task change, right after the store write, in the task
+/// that made it. A panic in it is logged and swallowed.
+///
+/// A notifier that delivers to clients must deliver only to the record's
+/// owner. To keep the default listen delivery, call `listen.task_changed(task)`.
+pub trait Notifier: Send + Sync + 'static {
+    /// A task changed; `listen` is the built-in listen-stream delivery.
+    fn task_changed(&self, task: &TaskRecord, listen: &ListenNotifier);
+}
+
+/// Delivers `notifications/tasks` to the `subscriptions/listen` streams that
+/// named a task, and only to those whose principal owns it.
+#[derive(Clone, Default)]
+pub struct ListenNotifier {
+    index: Arc<Mutex<HashMap<String, Vec<Subscription>>>>,
+}
+
+impl std::fmt::Debug for ListenNotifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListenNotifier").finish_non_exhaustive()
+    }
+}
+
+impl ListenNotifier {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers `sub` for `task_id` (the caller checked ownership).
+    pub(crate) fn watch(&self, task_id: &str, sub: &Subscription) {
+        if let Ok(mut idx) = self.index.lock() {
+            idx.entry(task_id.to_owned()).or_default().push(sub.clone());
+        }
+    }
+
+    /// How many streams watch `task_id`.
+    pub fn watchers(&self, task_id: &str) -> usize {
+        self.index
+            .lock()
+            .map(|i| {
+                i.get(task_id)
+                    .map_or(0, |v| v.iter().filter(|s| !s.is_closed()).count())
+            })
+            .unwrap_or(0)
+    }
+
+    /// Sends the task's current state to its watchers; forgets them once the task is terminal.
+    pub fn task_changed(&self, task: &TaskRecord) {
+        let targets: Vec<Subscription> = {
+            let Ok(mut idx) = self.index.lock() else {
+                return;
+            };
+            let Some(subs) = idx.get_mut(&task.task_id) else {
+                return;
+            };
+            subs.retain(|s| !s.is_closed());
+            let out = subs.clone();
+            if task.is_terminal() || subs.is_empty() {
+                idx.remove(&task.task_id);
+            }
+            out
+        };
+        if targets.is_empty() {
+            return;
+        }
+        let params = task.detailed();
+        for s in targets
+            .iter()
+            .filter(|s| s.owner() == task.owner.as_deref())
+        {
+            s.send(TASKS_NOTIFICATION, params.clone());
+        }
+    }
+}
+
+impl Notifier for ListenNotifier {
+    fn task_changed(&self, task: &TaskRecord, _listen: &ListenNotifier) {
+        ListenNotifier::task_changed(self, task);
+    }
+}

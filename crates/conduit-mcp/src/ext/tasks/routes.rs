@@ -1,0 +1,327 @@
+//! The extension itself: `tasks/get`, `tasks/update`, `tasks/cancel`, task
+//! creation from `tools/call`, and the `taskIds` listen filter.
+
+use super::store::{Owner, StoreError};
+use super::task::{TaskRecord, TaskStatus};
+use super::worker::{SpawnFn, Tasks};
+use crate::protocol::RpcError;
+use crate::protocol::mrtr::InputKind;
+use crate::server::{Ctx, Extension, TASKS_EXTENSION_ID};
+use crate::subscriptions::Subscription;
+use crate::tool::TaskSpec;
+use async_trait::async_trait;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use serde_json::{Map, Value, json};
+use std::panic::AssertUnwindSafe;
+
+/// Most task ids one listen request may name.
+pub const MAX_LISTEN_TASK_IDS: usize = 1000;
+
+const NOT_FOUND: &str = "Failed to retrieve task: Task not found";
+
+pub(crate) struct TasksExtension {
+    pub(crate) tasks: Tasks,
+}
+
+fn missing_capability() -> RpcError {
+    RpcError::missing_capability(json!({ "extensions": { TASKS_EXTENSION_ID: {} } }))
+}
+
+fn not_found() -> RpcError {
+    RpcError::invalid_params(NOT_FOUND)
+}
+
+fn store_error(e: StoreError) -> RpcError {
+    match e {
+        StoreError::NotFound => not_found(),
+        StoreError::TaskLimitReached => RpcError::internal("Task limit reached"),
+        e => {
+            tracing::error!(error = %e, "task store failed");
+            RpcError::internal("Task store unavailable")
+        }
+    }
+}
+
+/// A new task id: 32 random bytes, 43 url-safe characters.
+pub(crate) fn new_task_id() -> String {
+    let bytes: [u8; 32] = rand::random();
+    B64.encode(bytes)
+}
+
+/// Whether `v` is a well-formed answer to an input request of `kind`.
+fn valid_response(kind: Option<InputKind>, v: &Value) -> bool {
+    let Some(o) = v.as_object() else { return false };
+    match kind {
+        Some(InputKind::ElicitForm | InputKind::ElicitUrl) => {
+            matches!(
+                o.get("action").and_then(Value::as_str),
+                Some("accept" | "decline" | "cancel")
+            ) && o.get("content").is_none_or(Value::is_object)
+        }
+        Some(InputKind::Sample | InputKind::SampleWithTools) => {
+            o.contains_key("role") && o.contains_key("content")
+        }
+        Some(InputKind::ListRoots) => o.get("roots").is_some_and(Value::is_array),
+        None => false,
+    }
+}
+
+fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
+    params
+        .get("taskId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("Missing taskId"))
+}
+
+impl TasksExtension {
+    async fn get(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let id = task_id(params)?;
+        let rec = self
+            .tasks
+            .store()
+            .get(id, Owner::Is(ctx.owner()))
+            .await
+            .map_err(store_error)?;
+        let mut m = rec.detailed();
+        m.insert("resultType".into(), json!("complete"));
+        Ok(Value::Object(m))
+    }
+
+    async fn update(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let id = task_id(params)?;
+        let Some(Value::Object(responses)) = params.get("inputResponses") else {
+            return Err(RpcError::invalid_params("inputResponses must be an object"));
+        };
+        let now = self.tasks.now();
+        let result = self
+            .tasks
+            .store()
+            .update(id, Owner::Is(ctx.owner()), &|r: &TaskRecord| {
+                if r.status != TaskStatus::InputRequired {
+                    return Err(StoreError::Refused("nothing outstanding".into()));
+                }
+                let mut n = r.clone();
+                let mut applied = 0;
+                for (k, v) in responses {
+                    let Some(req) = n.input_requests.get(k) else {
+                        continue;
+                    };
+                    if !valid_response(req.kind(), v) {
+                        continue;
+                    }
+                    n.input_requests.remove(k);
+                    n.pending_responses.insert(k.clone(), v.clone());
+                    applied += 1;
+                }
+                if applied == 0 {
+                    return Err(StoreError::Refused("no outstanding key answered".into()));
+                }
+                if n.input_requests.is_empty() {
+                    let answers = std::mem::take(&mut n.pending_responses);
+                    n.input_responses.extend(answers);
+                    n.transition(TaskStatus::Working, now);
+                } else {
+                    n.touch(now);
+                }
+                Ok(n)
+            })
+            .await;
+        match result {
+            Ok(rec) => self.tasks.after_write(&rec),
+            Err(StoreError::Refused(_)) => {}
+            Err(e) => return Err(store_error(e)),
+        }
+        Ok(json!({ "resultType": "complete" }))
+    }
+
+    async fn cancel(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let id = task_id(params)?;
+        let before = self
+            .tasks
+            .store()
+            .get(id, Owner::Is(ctx.owner()))
+            .await
+            .map_err(store_error)?;
+        if !before.is_terminal() {
+            let rec = self
+                .tasks
+                .store()
+                .cancel(id, Owner::Is(ctx.owner()), None)
+                .await
+                .map_err(store_error)?;
+            if rec.version != before.version {
+                self.tasks.after_write(&rec);
+            }
+        }
+        Ok(json!({ "resultType": "complete" }))
+    }
+}
+
+#[async_trait]
+impl Extension for TasksExtension {
+    fn id(&self) -> &'static str {
+        TASKS_EXTENSION_ID
+    }
+
+    fn methods(&self) -> &'static [&'static str] {
+        &["tasks/get", "tasks/update", "tasks/cancel"]
+    }
+
+    fn routing_name<'a>(&self, _method: &str, params: &'a Map<String, Value>) -> Option<&'a str> {
+        params.get("taskId").and_then(Value::as_str)
+    }
+
+    async fn handle(
+        &self,
+        ctx: Ctx,
+        method: &str,
+        params: Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        self.tasks.start_janitor();
+        if !ctx.tasks_declared() {
+            return Err(missing_capability());
+        }
+        match method {
+            "tasks/get" => self.get(&ctx, &params).await,
+            "tasks/update" => self.update(&ctx, &params).await,
+            "tasks/cancel" => self.cancel(&ctx, &params).await,
+            m => Err(RpcError::method_not_found(m)),
+        }
+    }
+
+    async fn create_task(&self, ctx: &Ctx, mut spec: TaskSpec) -> Option<Result<Value, RpcError>> {
+        self.tasks.start_janitor();
+        Some(self.create(ctx, &mut spec).await)
+    }
+
+    fn listen_fields(&self) -> &'static [&'static str] {
+        &["taskIds"]
+    }
+
+    async fn listen(
+        &self,
+        ctx: &Ctx,
+        filter: &Map<String, Value>,
+        sub: &Subscription,
+    ) -> Result<Map<String, Value>, RpcError> {
+        let Some(ids) = filter.get("taskIds") else {
+            return Ok(Map::new());
+        };
+        if !ctx.tasks_declared() {
+            return Err(missing_capability());
+        }
+        let ids = match ids {
+            Value::Array(a) if a.iter().all(Value::is_string) => a,
+            _ => {
+                return Err(RpcError::invalid_params(
+                    "notifications.taskIds must be an array of strings",
+                ));
+            }
+        };
+        if ids.len() > MAX_LISTEN_TASK_IDS {
+            return Err(RpcError::invalid_params(format!(
+                "notifications.taskIds may name at most {MAX_LISTEN_TASK_IDS} tasks"
+            )));
+        }
+        let delivers = !matches!(
+            self.tasks.config().notifier,
+            super::config::NotifierConfig::None
+        );
+        let mut kept: Vec<&str> = Vec::new();
+        for id in ids.iter().filter_map(Value::as_str) {
+            if kept.contains(&id) {
+                continue;
+            }
+            if delivers
+                && self
+                    .tasks
+                    .store()
+                    .get(id, Owner::Is(ctx.owner()))
+                    .await
+                    .is_ok()
+            {
+                self.tasks.listen_notifier().watch(id, sub);
+                kept.push(id);
+            }
+        }
+        let mut ack = Map::new();
+        ack.insert("taskIds".into(), json!(kept));
+        Ok(ack)
+    }
+
+    async fn shutdown(&self) {
+        self.tasks.shutdown().await;
+    }
+}
+
+impl TasksExtension {
+    async fn create(&self, ctx: &Ctx, spec: &mut TaskSpec) -> Result<Value, RpcError> {
+        let invalid = |why: &str| {
+            tracing::warn!(
+                reason = why,
+                "tool returned invalid task attributes; no task created"
+            );
+            RpcError::internal(format!("Invalid task attributes: {why}"))
+        };
+        let ttl_ms = match spec.ttl {
+            None => Some(self.tasks.config().default_ttl.as_millis() as u64),
+            Some(None) => None,
+            Some(Some(d)) => {
+                Some(u64::try_from(d.as_millis()).map_err(|_| invalid("ttl is too large"))?)
+            }
+        };
+        let poll_ms = match spec.poll_interval {
+            None => None,
+            Some(d) if d.is_zero() => return Err(invalid("poll_interval must be positive")),
+            Some(d) => Some(
+                u64::try_from(d.as_millis())
+                    .map_err(|_| invalid("poll_interval is too large"))?
+                    .max(1),
+            ),
+        };
+        let work: Option<SpawnFn> = match spec.spawn.take() {
+            None => None,
+            Some(any) => Some(
+                *any.downcast::<SpawnFn>()
+                    .map_err(|_| invalid("spawn holds an unknown work type"))?,
+            ),
+        };
+        let mut rec = TaskRecord::new(
+            new_task_id(),
+            ctx.owner().map(String::from),
+            self.tasks.now(),
+            ttl_ms,
+        );
+        rec.poll_interval_ms = poll_ms;
+        rec.status_message = spec.status_message.take();
+        rec.client_capabilities = ctx.client_capabilities().clone();
+        let max_rows = self.tasks.config().max_rows;
+        self.tasks
+            .store()
+            .create(rec.clone(), max_rows)
+            .await
+            .map_err(store_error)?;
+        rec.version = 1;
+        self.tasks.after_write(&rec);
+        tracing::debug!(task_id = %rec.task_id, "task created");
+        if let Some(start) = spec.start.take() {
+            let id = rec.task_id.clone();
+            if std::panic::catch_unwind(AssertUnwindSafe(move || start(id))).is_err() {
+                tracing::error!("a task's start function panicked; the task is marked failed");
+                let _ = self
+                    .tasks
+                    .fail(
+                        &rec.task_id,
+                        RpcError::internal("Internal error: the task could not start"),
+                        None,
+                    )
+                    .await;
+            }
+        }
+        if let Some(work) = work {
+            self.tasks.launch(rec.task_id.clone(), work);
+        }
+        Ok(rec.create_result())
+    }
+}
