@@ -5,7 +5,8 @@ use base64::engine::general_purpose::STANDARD;
 use std::sync::LazyLock;
 
 /// A valid 1×1 PNG (one opaque pixel).
-pub(crate) const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
+pub(crate) const PNG_BASE64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
 /// A valid WAV file (0.1 s of a 440 Hz tone, 8 kHz, mono, 8-bit PCM).
 pub(crate) static WAV_BASE64: LazyLock<String> = LazyLock::new(|| STANDARD.encode(wav_tone()));

@@ -13,7 +13,8 @@
 //! The tool, prompt and resource names are hard-coded in the suite; see
 //! `scripts/conformance.sh` for how it is run. The modules hold:
 //!
-//! - [`tools`]: content, diagnostic, header and task-fixture tools;
+//! - [`tools`]: content, diagnostic and header tools;
+//! - [`tasks_tools`]: the tools of the `tasks-*` scenarios (the Tasks extension is on);
 //! - [`mrtr_tools`]: the multi round-trip (`input_required`) tools;
 //! - [`prompts`]: prompts and the completion handler;
 //! - [`resources`]: static resources and the URI template;
@@ -23,9 +24,11 @@ mod assets;
 mod mrtr_tools;
 mod prompts;
 mod resources;
+mod tasks_tools;
 mod tools;
 
 use conduit_mcp::Server;
+use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::transport::http::{self, HttpConfig};
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -67,13 +70,9 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             },
         }
     }
-    let listen: SocketAddr = listen
-        .parse()
-        .map_err(|e| format!("invalid --listen address {listen:?}: {e}"))?;
+    let listen: SocketAddr = listen.parse().map_err(|e| format!("invalid --listen address {listen:?}: {e}"))?;
     if !listen.ip().is_loopback() {
-        return Err(format!(
-            "refusing to bind {listen}: the fixture only binds loopback addresses"
-        ));
+        return Err(format!("refusing to bind {listen}: the fixture only binds loopback addresses"));
     }
     Ok(Command::Run(Args { listen }))
 }
@@ -82,7 +81,11 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
 fn build_server() -> Result<Server, conduit_mcp::server::BuildError> {
     let builder = Server::builder("conduit-mcp-conformance", env!("CARGO_PKG_VERSION"))
         .instructions("Fixture server for the MCP conformance suite.");
+    let tasks =
+        Tasks::new(TasksConfig::enabled()).map_err(|e| conduit_mcp::server::BuildError::Extension(e.to_string()))?;
+    let builder = builder.extension(tasks.extension());
     let builder = tools::register(builder);
+    let builder = tasks_tools::register(builder);
     let builder = mrtr_tools::register(builder);
     let builder = prompts::register(builder);
     let builder = resources::register(builder);
@@ -122,11 +125,7 @@ async fn shutdown_signal() {
 async fn main() -> ExitCode {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .init();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
 
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(Command::Run(args)) => args,
@@ -146,14 +145,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match http::serve(
-        server,
-        HttpConfig::default(),
-        args.listen,
-        shutdown_signal(),
-    )
-    .await
-    {
+    match http::serve(server, HttpConfig::default(), args.listen, shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: cannot serve on {}: {e}", args.listen);
@@ -172,16 +164,9 @@ mod tests {
 
     #[test]
     fn parses_listen_forms() {
-        let want = |a: &str| {
-            Ok(Command::Run(Args {
-                listen: a.parse().expect("test address"),
-            }))
-        };
+        let want = |a: &str| Ok(Command::Run(Args { listen: a.parse().expect("test address") }));
         assert_eq!(parse(&[]), want(DEFAULT_LISTEN));
-        assert_eq!(
-            parse(&["--listen", "127.0.0.1:4000"]),
-            want("127.0.0.1:4000")
-        );
+        assert_eq!(parse(&["--listen", "127.0.0.1:4000"]), want("127.0.0.1:4000"));
         assert_eq!(parse(&["--listen=127.0.0.1:0"]), want("127.0.0.1:0"));
         assert_eq!(parse(&["--listen=[::1]:5"]), want("[::1]:5"));
         assert_eq!(parse(&["--help"]), Ok(Command::Help));
@@ -211,9 +196,7 @@ mod tests {
                 "io.modelcontextprotocol/clientCapabilities": {}
             }})),
         };
-        let Message::Result { result, .. } =
-            server.handle_request(req, RequestEnv::default()).await
-        else {
+        let Message::Result { result, .. } = server.handle_request(req, RequestEnv::default()).await else {
             panic!("tools/list failed");
         };
         assert_eq!(result["tools"][0]["name"], "test_simple_text");

@@ -16,20 +16,14 @@ pub(crate) fn register(b: ServerBuilder) -> ServerBuilder {
             .description("A fixed text resource")
             .mime_type("text/plain")
             .read(|_ctx, uri| async move {
-                Ok(ResourceContents::text(
-                    uri,
-                    "text/plain",
-                    "This is the content of the static text resource.",
-                ))
+                Ok(ResourceContents::text(uri, "text/plain", "This is the content of the static text resource."))
             }),
     )
     .resource(
         Resource::new("test://static-binary", "Static binary resource")
             .description("A fixed PNG image")
             .mime_type("image/png")
-            .read(
-                |_ctx, uri| async move { Ok(ResourceContents::blob(uri, "image/png", PNG_BASE64)) },
-            ),
+            .read(|_ctx, uri| async move { Ok(ResourceContents::blob(uri, "image/png", PNG_BASE64)) }),
     )
     .resource_template(
         ResourceTemplate::new("test://template/{id}/data", "Template data")
@@ -39,9 +33,7 @@ pub(crate) fn register(b: ServerBuilder) -> ServerBuilder {
                 let Some(id) = vars.get("id") else {
                     return Err(resource_not_found(&uri));
                 };
-                let text =
-                    json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") })
-                        .to_string();
+                let text = json!({ "id": id, "templateTest": true, "data": format!("Data for ID: {id}") }).to_string();
                 Ok(ResourceContents::text(uri, "application/json", text))
             }),
     )

@@ -1,42 +1,99 @@
 //! The reference server's demo tools.
 
+use conduit_mcp::ext::tasks::{TaskSpecExt, Tasks};
 use conduit_mcp::prelude::*;
 use conduit_mcp::server::BuildError;
 use serde_json::json;
+use std::time::Duration;
 
-/// Builds the demo server.
-pub(crate) fn server() -> Result<Server, BuildError> {
-    Server::builder("conduit-mcp-reference", env!("CARGO_PKG_VERSION"))
-        .instructions("Demo server: `echo` answers at once; `countdown` reports progress.")
+/// Builds the demo server; `tasks` is installed when the extension is enabled.
+pub(crate) fn server(tasks: Option<&Tasks>) -> Result<Server, BuildError> {
+    let mut b = Server::builder("conduit-mcp-reference", env!("CARGO_PKG_VERSION"))
+        .instructions(
+            "Demo server. `echo` answers at once. With the Tasks extension declared, `build` runs as a task \
+             reporting progress, `deploy` asks for confirmation mid-flight, and `sleep` waits until cancelled.",
+        )
         .tool(
             Tool::new("echo", "Echo the text back")
                 .param("text", Param::string("Text to echo").required())
                 .annotations(json!({ "readOnlyHint": true }))
-                .handle(|_ctx, args| async move {
-                    Ok(CallToolResult::text(
-                        args["text"].as_str().unwrap_or_default(),
+                .handle(
+                    |_ctx, args| async move { Ok(CallToolResult::text(args["text"].as_str().unwrap_or_default())) },
+                ),
+        )
+        .tool(
+            Tool::new("build", "Build a ref: a task that reports progress in its status message")
+                .param("ref", Param::string("Git ref to build").required())
+                .param(
+                    "steps",
+                    Param::integer("How many steps").keyword("minimum", json!(1)).keyword("maximum", json!(20)),
+                )
+                .handle(|ctx, args| async move {
+                    let r = args["ref"].as_str().unwrap_or("main").to_owned();
+                    let steps = args["steps"].as_u64().unwrap_or(5);
+                    if !ctx.tasks_declared() {
+                        return Ok(CallToolResult::text(format!("built {r} in {steps} steps")).into());
+                    }
+                    Ok(ToolOutput::Task(
+                        TaskSpec::new().poll_interval(Duration::from_millis(500)).status_message("Queued").spawn(
+                            move |task| async move {
+                                for i in 1..=steps {
+                                    tokio::select! {
+                                        _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                                        _ = task.cancelled() => return Err(RpcError::internal("build cancelled")),
+                                    }
+                                    let _ = task.progress(format!("Building {r}: step {i}/{steps}")).await;
+                                }
+                                Ok(CallToolResult::text(format!("built {r} in {steps} steps")))
+                            },
+                        ),
                     ))
                 }),
         )
         .tool(
-            Tool::new(
-                "countdown",
-                "Count down from n, reporting progress (send a progressToken to see it)",
-            )
-            .param(
-                "n",
-                Param::integer("Where to start")
-                    .keyword("minimum", json!(0))
-                    .keyword("maximum", json!(100)),
-            )
-            .handle(|ctx, args| async move {
-                let n = args["n"].as_u64().unwrap_or(3);
-                for i in 0..=n {
-                    ctx.progress(i as f64, Some(n as f64), Some(&format!("{} left", n - i)));
-                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                }
-                Ok(CallToolResult::text("liftoff"))
-            }),
+            Tool::new("deploy", "Deploy to an environment: a task that asks for confirmation mid-flight")
+                .param("environment", Param::string("Where to deploy").required())
+                .task_support(TaskSupport::Required)
+                .handle(|_ctx, args| async move {
+                    let env = args["environment"].as_str().unwrap_or("staging").to_owned();
+                    Ok(TaskSpec::new().status_message("Preparing").spawn(move |task| async move {
+                        let schema = json!({
+                            "type": "object",
+                            "properties": { "confirm": { "type": "boolean", "description": "Deploy now?" } },
+                            "required": ["confirm"]
+                        });
+                        let answer = task
+                            .input("confirm", mrtr::elicit(format!("Deploy to {env}?"), schema))
+                            .await
+                            .map_err(|e| RpcError::internal(format!("no confirmation: {e}")))?;
+                        let yes = answer["action"] == "accept" && answer["content"]["confirm"] == true;
+                        if yes {
+                            Ok(CallToolResult::text(format!("deployed to {env}")))
+                        } else {
+                            Ok(CallToolResult::error(format!("deployment to {env} was not confirmed")))
+                        }
+                    }))
+                }),
         )
-        .build()
+        .tool(
+            Tool::new("sleep", "Wait until cancelled (or `seconds` pass): try tasks/cancel on it")
+                .param(
+                    "seconds",
+                    Param::integer("Upper bound").keyword("minimum", json!(1)).keyword("maximum", json!(3600)),
+                )
+                .task_support(TaskSupport::Required)
+                .handle(|_ctx, args| async move {
+                    let secs = args["seconds"].as_u64().unwrap_or(600);
+                    Ok(TaskSpec::new().spawn(move |task| async move {
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_secs(secs)) => Ok(CallToolResult::text("woke up")),
+                            _ = task.cancelled() => Err(RpcError::internal("cancelled")),
+                        }
+                    }))
+                }),
+        );
+    if let Some(t) = tasks {
+        b = b.extension(t.extension());
+    }
+    b.build()
 }

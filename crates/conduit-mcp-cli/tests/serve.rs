@@ -31,10 +31,10 @@ async fn serve_prints_its_url_and_answers_the_printed_request() {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             printed.push_str(&line);
             printed.push('\n');
-            if let Some(url) = line.strip_prefix("listening on ") {
-                if let Some(tx) = tx.take() {
-                    let _ = tx.send((url.to_owned(), printed.clone()));
-                }
+            if let Some(url) = line.strip_prefix("listening on ")
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send((url.to_owned(), printed.clone()));
             }
         }
     });
@@ -42,10 +42,7 @@ async fn serve_prints_its_url_and_answers_the_printed_request() {
         .await
         .expect("server printed its address in time")
         .expect("stderr reader");
-    assert!(
-        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
-        "{url}"
-    );
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
     assert!(printed.contains("curl -s"), "usage hint printed: {printed}");
 
     let body = serde_json::json!({
@@ -69,8 +66,5 @@ async fn serve_prints_its_url_and_answers_the_printed_request() {
     assert_eq!(v["id"], 1);
     assert_eq!(v["result"]["resultType"], "complete");
     assert_eq!(v["result"]["content"][0]["text"], "hi");
-    assert_eq!(
-        v["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
-        "conduit-mcp-reference"
-    );
+    assert_eq!(v["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "conduit-mcp-reference");
 }

@@ -16,10 +16,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
     }
 }
 
@@ -78,14 +75,8 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(format_rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(
-            format_rfc3339_ms(1_792_238_400_123),
-            "2026-10-17T12:00:00.123Z"
-        );
-        assert_eq!(
-            format_rfc3339_ms(951_782_400_000),
-            "2000-02-29T00:00:00.000Z"
-        );
+        assert_eq!(format_rfc3339_ms(1_792_238_400_123), "2026-10-17T12:00:00.123Z");
+        assert_eq!(format_rfc3339_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
     }
 
     #[test]

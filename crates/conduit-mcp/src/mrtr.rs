@@ -29,9 +29,7 @@ pub use crate::protocol::mrtr::InputRequest as Request;
 pub fn elicit(message: impl Into<String>, requested_schema: Value) -> InputRequest {
     InputRequest::new(
         "elicitation/create",
-        Some(
-            json!({ "mode": "form", "message": message.into(), "requestedSchema": requested_schema }),
-        ),
+        Some(json!({ "mode": "form", "message": message.into(), "requestedSchema": requested_schema })),
     )
 }
 
@@ -51,18 +49,12 @@ pub fn elicit_url(
 
 /// A sampling request: `messages` (an array of `{role, content}`) and `maxTokens`.
 pub fn sample(messages: Value, max_tokens: u32) -> InputRequest {
-    InputRequest::new(
-        "sampling/createMessage",
-        Some(json!({ "messages": messages, "maxTokens": max_tokens })),
-    )
+    InputRequest::new("sampling/createMessage", Some(json!({ "messages": messages, "maxTokens": max_tokens })))
 }
 
 /// A one-message sampling request with a text prompt.
 pub fn sample_text(prompt: impl Into<String>, max_tokens: u32) -> InputRequest {
-    sample(
-        json!([{ "role": "user", "content": { "type": "text", "text": prompt.into() } }]),
-        max_tokens,
-    )
+    sample(json!([{ "role": "user", "content": { "type": "text", "text": prompt.into() } }]), max_tokens)
 }
 
 /// A `roots/list` request.

@@ -21,43 +21,19 @@ struct Row {
 fn headers(method: &str) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert("content-type", HeaderValue::from_static("application/json"));
-    h.insert(
-        "accept",
-        HeaderValue::from_static("application/json, text/event-stream"),
-    );
+    h.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
     h.insert("mcp-protocol-version", HeaderValue::from_static(V));
     h.insert("mcp-method", HeaderValue::from_str(method).expect("ascii"));
     h
 }
 
-fn row(
-    name: &'static str,
-    body: impl Into<Vec<u8>>,
-    method: &str,
-    status: u16,
-    code: i64,
-    id: Value,
-) -> Row {
-    Row {
-        name,
-        body: body.into(),
-        headers: headers(method),
-        status,
-        code,
-        id,
-    }
+fn row(name: &'static str, body: impl Into<Vec<u8>>, method: &str, status: u16, code: i64, id: Value) -> Row {
+    Row { name, body: body.into(), headers: headers(method), status, code, id }
 }
 
 fn json_row(name: &'static str, body: Value, status: u16, code: i64, id: Value) -> Row {
     let std = std_headers(&body);
-    Row {
-        name,
-        body: body.to_string().into_bytes(),
-        headers: std,
-        status,
-        code,
-        id,
-    }
+    Row { name, body: body.to_string().into_bytes(), headers: std, status, code, id }
 }
 
 fn rows() -> Vec<Row> {
@@ -75,81 +51,22 @@ fn rows() -> Vec<Row> {
     );
     let huge_text = "x".repeat(5 * 1024 * 1024);
     let huge = call("huge", "echo", json!({ "text": huge_text })).to_string();
-    let mut bad_utf8 =
-        br#"{"jsonrpc":"2.0","id":"utf8","method":"server/discover","params":{"x":""#.to_vec();
+    let mut bad_utf8 = br#"{"jsonrpc":"2.0","id":"utf8","method":"server/discover","params":{"x":""#.to_vec();
     bad_utf8.extend_from_slice(b"\xff\xfe");
     bad_utf8.extend_from_slice(br#""}}"#);
 
-    let mut text_plain = row(
-        "non-JSON content type",
-        discover.clone(),
-        "server/discover",
-        400,
-        -32700,
-        Value::Null,
-    );
-    text_plain
-        .headers
-        .insert("content-type", HeaderValue::from_static("text/plain"));
-    let mut no_content_type = row(
-        "no content type",
-        discover.clone(),
-        "server/discover",
-        400,
-        -32700,
-        Value::Null,
-    );
+    let mut text_plain = row("non-JSON content type", discover.clone(), "server/discover", 400, -32700, Value::Null);
+    text_plain.headers.insert("content-type", HeaderValue::from_static("text/plain"));
+    let mut no_content_type = row("no content type", discover.clone(), "server/discover", 400, -32700, Value::Null);
     no_content_type.headers.remove("content-type");
 
     vec![
-        row(
-            "invalid JSON",
-            r#"{"jsonrpc":"2.0","id":1,"method":"#,
-            "server/discover",
-            400,
-            -32700,
-            Value::Null,
-        ),
-        row(
-            "empty body",
-            "",
-            "server/discover",
-            400,
-            -32700,
-            Value::Null,
-        ),
-        row(
-            "batch array",
-            format!("[{discover}]"),
-            "server/discover",
-            400,
-            -32600,
-            Value::Null,
-        ),
-        row(
-            "empty batch",
-            "[]",
-            "server/discover",
-            400,
-            -32600,
-            Value::Null,
-        ),
-        row(
-            "JSON scalar",
-            "42",
-            "server/discover",
-            400,
-            -32600,
-            Value::Null,
-        ),
-        row(
-            "response object",
-            r#"{"jsonrpc":"2.0","id":7,"result":{}}"#,
-            "server/discover",
-            400,
-            -32600,
-            json!(7),
-        ),
+        row("invalid JSON", r#"{"jsonrpc":"2.0","id":1,"method":"#, "server/discover", 400, -32700, Value::Null),
+        row("empty body", "", "server/discover", 400, -32700, Value::Null),
+        row("batch array", format!("[{discover}]"), "server/discover", 400, -32600, Value::Null),
+        row("empty batch", "[]", "server/discover", 400, -32600, Value::Null),
+        row("JSON scalar", "42", "server/discover", 400, -32600, Value::Null),
+        row("response object", r#"{"jsonrpc":"2.0","id":7,"result":{}}"#, "server/discover", 400, -32600, json!(7)),
         row(
             "error response object",
             r#"{"jsonrpc":"2.0","id":"e","error":{"code":1,"message":"x"}}"#,
@@ -160,10 +77,7 @@ fn rows() -> Vec<Row> {
         ),
         row(
             "missing jsonrpc",
-            format!(
-                r#"{{"id":8,"method":"server/discover","params":{{"_meta":{}}}}}"#,
-                meta()
-            ),
+            format!(r#"{{"id":8,"method":"server/discover","params":{{"_meta":{}}}}}"#, meta()),
             "server/discover",
             400,
             -32600,
@@ -171,10 +85,7 @@ fn rows() -> Vec<Row> {
         ),
         row(
             "wrong jsonrpc version",
-            format!(
-                r#"{{"jsonrpc":"1.0","id":81,"method":"server/discover","params":{{"_meta":{}}}}}"#,
-                meta()
-            ),
+            format!(r#"{{"jsonrpc":"1.0","id":81,"method":"server/discover","params":{{"_meta":{}}}}}"#, meta()),
             "server/discover",
             400,
             -32600,
@@ -215,29 +126,9 @@ fn rows() -> Vec<Row> {
         row("5 MiB body", huge, "tools/call", 413, -32600, Value::Null),
         text_plain,
         no_content_type,
-        row(
-            "1000-deep nesting",
-            nested,
-            "server/discover",
-            400,
-            -32700,
-            Value::Null,
-        ),
-        row(
-            "invalid UTF-8",
-            bad_utf8,
-            "server/discover",
-            400,
-            -32700,
-            Value::Null,
-        ),
-        json_row(
-            "unknown method",
-            req("u", "no/such", json!({})),
-            404,
-            -32601,
-            json!("u"),
-        ),
+        row("1000-deep nesting", nested, "server/discover", 400, -32700, Value::Null),
+        row("invalid UTF-8", bad_utf8, "server/discover", 400, -32700, Value::Null),
+        json_row("unknown method", req("u", "no/such", json!({})), 404, -32601, json!("u")),
         json_row(
             "tools/call name is a number",
             req("n", "tools/call", json!({ "name": 5, "arguments": {} })),
@@ -247,11 +138,7 @@ fn rows() -> Vec<Row> {
         ),
         json_row(
             "tools/call arguments is an array",
-            req(
-                "a",
-                "tools/call",
-                json!({ "name": "echo", "arguments": ["x"] }),
-            ),
+            req("a", "tools/call", json!({ "name": "echo", "arguments": ["x"] })),
             200,
             -32602,
             json!("a"),
@@ -291,67 +178,28 @@ fn rows() -> Vec<Row> {
             -32602,
             json!("cc"),
         ),
-        json_row(
-            "listen without notifications",
-            req("l", "subscriptions/listen", json!({})),
-            200,
-            -32602,
-            json!("l"),
-        ),
-        json_row(
-            "cursor is a number",
-            req("cu", "tools/list", json!({ "cursor": 3 })),
-            200,
-            -32602,
-            json!("cu"),
-        ),
+        json_row("listen without notifications", req("l", "subscriptions/listen", json!({})), 200, -32602, json!("l")),
+        json_row("cursor is a number", req("cu", "tools/list", json!({ "cursor": 3 })), 200, -32602, json!("cu")),
     ]
 }
 
 #[tokio::test]
 async fn malformed_requests_are_rejected_and_the_server_keeps_serving() {
-    let server = Server::builder("bad-input", "1.0.0")
-        .tool(echo_tool())
-        .build()
-        .expect("valid server");
+    let server = Server::builder("bad-input", "1.0.0").tool(echo_tool()).build().expect("valid server");
     let h = start(server).await;
     h.assert_alive().await;
     for row in rows() {
         let r = h.send_raw(row.body, row.headers).await;
-        assert_eq!(
-            r.status.as_u16(),
-            row.status,
-            "{}: status; body {}",
-            row.name,
-            r.text
-        );
-        assert_eq!(
-            r.content_type(),
-            "application/json",
-            "{}: content type",
-            row.name
-        );
+        assert_eq!(r.status.as_u16(), row.status, "{}: status; body {}", row.name, r.text);
+        assert_eq!(r.content_type(), "application/json", "{}: content type", row.name);
         assert_eq!(r.body["jsonrpc"], "2.0", "{}: body {}", row.name, r.text);
-        assert_eq!(
-            r.code(),
-            Some(row.code),
-            "{}: code; body {}",
-            row.name,
-            r.text
-        );
+        assert_eq!(r.code(), Some(row.code), "{}: code; body {}", row.name, r.text);
         assert!(r.body.get("result").is_none(), "{}: no result", row.name);
         match &row.id {
-            Value::Null => assert!(
-                r.body.get("id").is_none_or(Value::is_null),
-                "{}: no id to echo; body {}",
-                row.name,
-                r.text
-            ),
-            id => assert_eq!(
-                &r.body["id"], id,
-                "{}: id echoed; body {}",
-                row.name, r.text
-            ),
+            Value::Null => {
+                assert!(r.body.get("id").is_none_or(Value::is_null), "{}: no id to echo; body {}", row.name, r.text)
+            }
+            id => assert_eq!(&r.body["id"], id, "{}: id echoed; body {}", row.name, r.text),
         }
         h.assert_alive().await;
     }

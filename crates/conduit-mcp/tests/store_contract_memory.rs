@@ -5,9 +5,5 @@ use conduit_mcp::testing::{ContractOptions, store_contract};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_store_meets_the_contract() {
-    store_contract(
-        |clock| async move { MemoryStore::with_clock(clock) },
-        ContractOptions::default(),
-    )
-    .await;
+    store_contract(|clock| async move { MemoryStore::with_clock(clock) }, ContractOptions::default()).await;
 }

@@ -30,9 +30,7 @@ pub struct Jwt {
 
 impl std::fmt::Debug for Jwt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Jwt")
-            .field("algorithms", &self.validation.algorithms)
-            .finish_non_exhaustive()
+        f.debug_struct("Jwt").field("algorithms", &self.validation.algorithms).finish_non_exhaustive()
     }
 }
 
@@ -48,22 +46,19 @@ impl Jwt {
 
     /// HS256 with a shared secret.
     pub fn hs256(secret: &[u8], issuer: &str, audience: &str) -> Result<Self, AuthError> {
-        let key = DecodingKey::from_secret(secret)
-            .map_err(|e| AuthError::Invalid(format!("HMAC key: {e}")))?;
+        let key = DecodingKey::from_secret(secret).map_err(|e| AuthError::Invalid(format!("HMAC key: {e}")))?;
         Ok(Self::with_key(key, Algorithm::HS256, issuer, audience))
     }
 
     /// RS256 with an RSA public key in PEM.
     pub fn rs256_pem(public_pem: &[u8], issuer: &str, audience: &str) -> Result<Self, AuthError> {
-        let key = DecodingKey::from_rsa_pem(public_pem)
-            .map_err(|e| AuthError::Invalid(format!("RSA key: {e}")))?;
+        let key = DecodingKey::from_rsa_pem(public_pem).map_err(|e| AuthError::Invalid(format!("RSA key: {e}")))?;
         Ok(Self::with_key(key, Algorithm::RS256, issuer, audience))
     }
 
     /// ES256 with a P-256 public key in PEM.
     pub fn es256_pem(public_pem: &[u8], issuer: &str, audience: &str) -> Result<Self, AuthError> {
-        let key = DecodingKey::from_ec_pem(public_pem)
-            .map_err(|e| AuthError::Invalid(format!("EC key: {e}")))?;
+        let key = DecodingKey::from_ec_pem(public_pem).map_err(|e| AuthError::Invalid(format!("EC key: {e}")))?;
         Ok(Self::with_key(key, Algorithm::ES256, issuer, audience))
     }
 
@@ -84,17 +79,13 @@ impl Authenticate for Jwt {
         let data = decode::<Map<String, Value>>(token, &self.key, &self.validation)
             .map_err(|e| AuthError::Invalid(e.to_string()))?;
         let claims = data.claims;
-        let sub = claims
-            .get("sub")
-            .and_then(Value::as_str)
-            .ok_or_else(|| AuthError::Invalid("missing sub".into()))?;
+        let sub = claims.get("sub").and_then(Value::as_str).ok_or_else(|| AuthError::Invalid("missing sub".into()))?;
         let mut p = Principal::new(sub);
         if let Some(s) = claims.get("scope").and_then(Value::as_str) {
             p.scopes.extend(s.split_whitespace().map(String::from));
         }
         if let Some(arr) = claims.get("scp").and_then(Value::as_array) {
-            p.scopes
-                .extend(arr.iter().filter_map(Value::as_str).map(String::from));
+            p.scopes.extend(arr.iter().filter_map(Value::as_str).map(String::from));
         }
         p.claims = claims;
         Ok(p)

@@ -31,11 +31,7 @@ pub struct Principal {
 impl Principal {
     /// A principal with an id and no scopes.
     pub fn new(id: impl Into<String>) -> Self {
-        Self {
-            id: id.into(),
-            scopes: BTreeSet::new(),
-            claims: Map::new(),
-        }
+        Self { id: id.into(), scopes: BTreeSet::new(), claims: Map::new() }
     }
 
     /// Adds scopes.
@@ -88,13 +84,9 @@ pub(crate) fn bearer_token(headers: &http::HeaderMap) -> Result<Option<&str>, Au
     let Some(v) = headers.get(http::header::AUTHORIZATION) else {
         return Ok(None);
     };
-    let v = v
-        .to_str()
-        .map_err(|_| AuthError::Invalid("authorization header is not ASCII".into()))?;
-    let (scheme, token) = v
-        .trim()
-        .split_once(' ')
-        .ok_or_else(|| AuthError::Invalid("malformed authorization header".into()))?;
+    let v = v.to_str().map_err(|_| AuthError::Invalid("authorization header is not ASCII".into()))?;
+    let (scheme, token) =
+        v.trim().split_once(' ').ok_or_else(|| AuthError::Invalid("malformed authorization header".into()))?;
     if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
         return Err(AuthError::Invalid("expected a Bearer token".into()));
     }

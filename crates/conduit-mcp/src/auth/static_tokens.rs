@@ -45,10 +45,7 @@ impl BearerTokens {
 impl Authenticate for BearerTokens {
     async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, AuthError> {
         let token = bearer_token(headers)?.ok_or(AuthError::Missing)?;
-        self.tokens
-            .get(token)
-            .cloned()
-            .ok_or_else(|| AuthError::Invalid("unknown token".into()))
+        self.tokens.get(token).cloned().ok_or_else(|| AuthError::Invalid("unknown token".into()))
     }
 }
 
@@ -61,10 +58,7 @@ pub struct ApiKeys {
 
 impl Default for ApiKeys {
     fn default() -> Self {
-        Self {
-            header: http::HeaderName::from_static("x-api-key"),
-            keys: HashMap::new(),
-        }
+        Self { header: http::HeaderName::from_static("x-api-key"), keys: HashMap::new() }
     }
 }
 
@@ -99,14 +93,8 @@ impl ApiKeys {
 impl Authenticate for ApiKeys {
     async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, AuthError> {
         let v = headers.get(&self.header).ok_or(AuthError::Missing)?;
-        let v = v
-            .to_str()
-            .map_err(|_| AuthError::Invalid("API key is not ASCII".into()))?
-            .trim();
-        self.keys
-            .get(v)
-            .cloned()
-            .ok_or_else(|| AuthError::Invalid("unknown API key".into()))
+        let v = v.to_str().map_err(|_| AuthError::Invalid("API key is not ASCII".into()))?.trim();
+        self.keys.get(v).cloned().ok_or_else(|| AuthError::Invalid("unknown API key".into()))
     }
 
     fn scheme(&self) -> &str {
@@ -120,62 +108,26 @@ mod tests {
 
     fn headers(name: &str, value: &str) -> http::HeaderMap {
         let mut h = http::HeaderMap::new();
-        h.insert(
-            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            value.parse().unwrap(),
-        );
+        h.insert(http::HeaderName::from_bytes(name.as_bytes()).unwrap(), value.parse().unwrap());
         h
     }
 
     #[tokio::test]
     async fn bearer_tokens() {
-        let a = BearerTokens::new()
-            .token("s3cret", Principal::new("alice"))
-            .token_with_digest_id("other");
-        assert_eq!(
-            a.authenticate(&headers("authorization", "Bearer s3cret"))
-                .await
-                .unwrap()
-                .id,
-            "alice"
-        );
-        let d = a
-            .authenticate(&headers("authorization", "bearer other"))
-            .await
-            .unwrap();
+        let a = BearerTokens::new().token("s3cret", Principal::new("alice")).token_with_digest_id("other");
+        assert_eq!(a.authenticate(&headers("authorization", "Bearer s3cret")).await.unwrap().id, "alice");
+        let d = a.authenticate(&headers("authorization", "bearer other")).await.unwrap();
         assert!(d.id.starts_with("token:") && !d.id.contains("other"));
-        assert_eq!(
-            a.authenticate(&http::HeaderMap::new()).await,
-            Err(AuthError::Missing)
-        );
-        assert!(matches!(
-            a.authenticate(&headers("authorization", "Bearer nope"))
-                .await,
-            Err(AuthError::Invalid(_))
-        ));
-        assert!(matches!(
-            a.authenticate(&headers("authorization", "Basic abc")).await,
-            Err(AuthError::Invalid(_))
-        ));
+        assert_eq!(a.authenticate(&http::HeaderMap::new()).await, Err(AuthError::Missing));
+        assert!(matches!(a.authenticate(&headers("authorization", "Bearer nope")).await, Err(AuthError::Invalid(_))));
+        assert!(matches!(a.authenticate(&headers("authorization", "Basic abc")).await, Err(AuthError::Invalid(_))));
     }
 
     #[tokio::test]
     async fn api_keys() {
         let a = ApiKeys::new().key("k1", Principal::new("svc"));
-        assert_eq!(
-            a.authenticate(&headers("x-api-key", " k1 "))
-                .await
-                .unwrap()
-                .id,
-            "svc"
-        );
-        assert_eq!(
-            a.authenticate(&http::HeaderMap::new()).await,
-            Err(AuthError::Missing)
-        );
-        assert!(matches!(
-            a.authenticate(&headers("x-api-key", "k2")).await,
-            Err(AuthError::Invalid(_))
-        ));
+        assert_eq!(a.authenticate(&headers("x-api-key", " k1 ")).await.unwrap().id, "svc");
+        assert_eq!(a.authenticate(&http::HeaderMap::new()).await, Err(AuthError::Missing));
+        assert!(matches!(a.authenticate(&headers("x-api-key", "k2")).await, Err(AuthError::Invalid(_))));
     }
 }

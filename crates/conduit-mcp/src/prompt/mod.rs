@@ -34,9 +34,7 @@ impl From<InputRequired> for PromptOutput {
 /// Prompt arguments by name.
 pub type PromptArgs = BTreeMap<String, String>;
 
-type Handler = Arc<
-    dyn Fn(Ctx, PromptArgs) -> BoxFuture<'static, Result<PromptOutput, RpcError>> + Send + Sync,
->;
+type Handler = Arc<dyn Fn(Ctx, PromptArgs) -> BoxFuture<'static, Result<PromptOutput, RpcError>> + Send + Sync>;
 
 /// A prompt built from a closure.
 ///
@@ -60,9 +58,7 @@ pub struct Prompt {
 
 impl std::fmt::Debug for Prompt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prompt")
-            .field("name", &self.info.name)
-            .finish_non_exhaustive()
+        f.debug_struct("Prompt").field("name", &self.info.name).finish_non_exhaustive()
     }
 }
 
@@ -70,22 +66,14 @@ impl Prompt {
     /// A prompt with a name and description.
     pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
         Self {
-            info: PromptInfo {
-                name: name.into(),
-                description: Some(description.into()),
-                arguments: Vec::new(),
-            },
-            handler: Arc::new(|_, _| {
-                Box::pin(async { Err(RpcError::internal("prompt has no handler")) })
-            }),
+            info: PromptInfo { name: name.into(), description: Some(description.into()), arguments: Vec::new() },
+            handler: Arc::new(|_, _| Box::pin(async { Err(RpcError::internal("prompt has no handler")) })),
         }
     }
 
     /// Declares an argument.
     pub fn argument(mut self, name: &str, description: &str, required: bool) -> Self {
-        self.info
-            .arguments
-            .push(PromptArgument::new(name, description, required));
+        self.info.arguments.push(PromptArgument::new(name, description, required));
         self
     }
 
@@ -109,12 +97,7 @@ impl Prompt {
     }
 
     pub(crate) async fn get(&self, ctx: Ctx, args: PromptArgs) -> Result<PromptOutput, RpcError> {
-        if let Some(missing) = self
-            .info
-            .arguments
-            .iter()
-            .find(|a| a.required && !args.contains_key(&a.name))
-        {
+        if let Some(missing) = self.info.arguments.iter().find(|a| a.required && !args.contains_key(&a.name)) {
             return Err(RpcError::invalid_params(format!(
                 "Missing required argument {:?} for prompt {}",
                 missing.name, self.info.name

@@ -54,18 +54,12 @@ impl Content {
 
     /// An image block.
     pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
-        Self::Image {
-            data: data.into(),
-            mime_type: mime_type.into(),
-        }
+        Self::Image { data: data.into(), mime_type: mime_type.into() }
     }
 
     /// An audio block.
     pub fn audio(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
-        Self::Audio {
-            data: data.into(),
-            mime_type: mime_type.into(),
-        }
+        Self::Audio { data: data.into(), mime_type: mime_type.into() }
     }
 
     /// An embedded resource block.
@@ -96,32 +90,12 @@ pub struct ResourceContents {
 
 impl ResourceContents {
     /// Text contents.
-    pub fn text(
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        text: impl Into<String>,
-    ) -> Self {
-        Self {
-            uri: uri.into(),
-            mime_type: Some(mime_type.into()),
-            text: Some(text.into()),
-            blob: None,
-            meta: None,
-        }
+    pub fn text(uri: impl Into<String>, mime_type: impl Into<String>, text: impl Into<String>) -> Self {
+        Self { uri: uri.into(), mime_type: Some(mime_type.into()), text: Some(text.into()), blob: None, meta: None }
     }
 
     /// Binary contents, base64-encoded.
-    pub fn blob(
-        uri: impl Into<String>,
-        mime_type: impl Into<String>,
-        blob: impl Into<String>,
-    ) -> Self {
-        Self {
-            uri: uri.into(),
-            mime_type: Some(mime_type.into()),
-            text: None,
-            blob: Some(blob.into()),
-            meta: None,
-        }
+    pub fn blob(uri: impl Into<String>, mime_type: impl Into<String>, blob: impl Into<String>) -> Self {
+        Self { uri: uri.into(), mime_type: Some(mime_type.into()), text: None, blob: Some(blob.into()), meta: None }
     }
 }

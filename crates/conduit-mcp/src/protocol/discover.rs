@@ -25,9 +25,6 @@ pub struct CacheHints {
 
 impl Default for CacheHints {
     fn default() -> Self {
-        Self {
-            ttl_ms: 60_000,
-            cache_scope: CacheScope::Public,
-        }
+        Self { ttl_ms: 60_000, cache_scope: CacheScope::Public }
     }
 }

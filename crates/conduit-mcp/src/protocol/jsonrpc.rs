@@ -129,12 +129,7 @@ pub struct RpcError {
 impl RpcError {
     /// A new error with no `data`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self {
-            code: code.code(),
-            message: message.into(),
-            data: None,
-            class: ErrorClass::Code,
-        }
+        Self { code: code.code(), message: message.into(), data: None, class: ErrorClass::Code }
     }
 
     /// Adds `data`.
@@ -150,18 +145,12 @@ impl RpcError {
 
     /// `-32600`.
     pub fn invalid_request(detail: impl fmt::Display) -> Self {
-        Self::new(
-            ErrorCode::InvalidRequest,
-            format!("Invalid request: {detail}"),
-        )
+        Self::new(ErrorCode::InvalidRequest, format!("Invalid request: {detail}"))
     }
 
     /// `-32601` naming the method.
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            ErrorCode::MethodNotFound,
-            format!("Method not found: {method}"),
-        )
+        Self::new(ErrorCode::MethodNotFound, format!("Method not found: {method}"))
     }
 
     /// `-32602` with a message.
@@ -188,20 +177,14 @@ impl RpcError {
 
     /// `-32021` with `data.requiredCapabilities`, e.g. `{"elicitation": {}}`.
     pub fn missing_capability(required: Value) -> Self {
-        Self::new(
-            ErrorCode::MissingRequiredClientCapability,
-            "Missing required client capability",
-        )
-        .with_data(serde_json::json!({ "requiredCapabilities": required }))
+        Self::new(ErrorCode::MissingRequiredClientCapability, "Missing required client capability")
+            .with_data(serde_json::json!({ "requiredCapabilities": required }))
     }
 
     /// `-32022` with `data.supported` and `data.requested`.
     pub fn unsupported_version(requested: &str, supported: &[&str]) -> Self {
-        Self::new(
-            ErrorCode::UnsupportedProtocolVersion,
-            "Unsupported protocol version",
-        )
-        .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+        Self::new(ErrorCode::UnsupportedProtocolVersion, "Unsupported protocol version")
+            .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
     }
 
     /// The code as an [`ErrorCode`].
@@ -248,10 +231,7 @@ pub enum Message {
 impl Message {
     /// A notification message.
     pub fn notification(method: impl Into<String>, params: Value) -> Self {
-        Self::Notification {
-            method: method.into(),
-            params,
-        }
+        Self::Notification { method: method.into(), params }
     }
 
     /// Whether this message ends a request (a response).
@@ -272,10 +252,7 @@ impl Message {
                 if let Some(id) = id {
                     m.insert("id".into(), id.to_value());
                 }
-                m.insert(
-                    "error".into(),
-                    serde_json::to_value(error).unwrap_or(Value::Null),
-                );
+                m.insert("error".into(), serde_json::to_value(error).unwrap_or(Value::Null));
             }
             Self::Notification { method, params } => {
                 m.insert("method".into(), Value::from(method.clone()));
@@ -321,8 +298,7 @@ pub enum Incoming {
 ///
 /// The error carries the id when one could be read, so it can be echoed.
 pub fn parse_incoming(bytes: &[u8]) -> Result<Incoming, (Option<RequestId>, RpcError)> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| (None, RpcError::parse_error("body is not valid UTF-8")))?;
+    let text = std::str::from_utf8(bytes).map_err(|_| (None, RpcError::parse_error("body is not valid UTF-8")))?;
     let value: Value = serde_json::from_str(text).map_err(|e| (None, RpcError::parse_error(e)))?;
     classify(value)
 }
@@ -341,10 +317,7 @@ pub fn classify(value: Value) -> Result<Incoming, (Option<RequestId>, RpcError)>
         Some(v) => match RequestId::from_value(v) {
             Some(id) => Some(id),
             None => {
-                return Err((
-                    None,
-                    RpcError::invalid_request("id must be a string or an integer"),
-                ));
+                return Err((None, RpcError::invalid_request("id must be a string or an integer")));
             }
         },
     };
@@ -352,10 +325,7 @@ pub fn classify(value: Value) -> Result<Incoming, (Option<RequestId>, RpcError)>
         return Err((id, RpcError::invalid_request("jsonrpc must be \"2.0\"")));
     }
     if obj.contains_key("result") || obj.contains_key("error") {
-        return Err((
-            id,
-            RpcError::invalid_request("clients may not send responses"),
-        ));
+        return Err((id, RpcError::invalid_request("clients may not send responses")));
     }
     let method = match obj.remove("method") {
         Some(Value::String(m)) => m,
@@ -367,10 +337,7 @@ pub fn classify(value: Value) -> Result<Incoming, (Option<RequestId>, RpcError)>
         None | Some(Value::Object(_)) => {}
         // By-position params are valid JSON-RPC, but MCP params are an object carrying `_meta`.
         Some(Value::Array(_)) => {
-            return Err((
-                id,
-                RpcError::missing_meta("params must be an object carrying _meta"),
-            ));
+            return Err((id, RpcError::missing_meta("params must be an object carrying _meta")));
         }
         Some(_) => return Err((id, RpcError::invalid_request("params must be an object"))),
     }
@@ -388,33 +355,17 @@ mod tests {
     fn classifies_faults() {
         assert_eq!(parse_incoming(b"{").unwrap_err().1.code, -32700);
         assert_eq!(parse_incoming(b"[]").unwrap_err().1.code, -32600);
-        assert_eq!(
-            parse_incoming(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#)
-                .unwrap_err()
-                .1
-                .code,
-            -32600
-        );
+        assert_eq!(parse_incoming(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err().1.code, -32600);
         let (id, e) = parse_incoming(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#).unwrap_err();
         assert_eq!((id, e.code), (Some(RequestId::Number(7)), -32600));
         let (id, e) = parse_incoming(br#"{"id":"a","method":"x"}"#).unwrap_err();
         assert_eq!((id, e.code), (Some(RequestId::String("a".into())), -32600));
-        let (id, e) =
-            parse_incoming(br#"{"jsonrpc":"2.0","id":2,"method":"x","params":[1]}"#).unwrap_err();
+        let (id, e) = parse_incoming(br#"{"jsonrpc":"2.0","id":2,"method":"x","params":[1]}"#).unwrap_err();
+        assert_eq!((id, e.code, e.class), (Some(RequestId::Number(2)), -32602, ErrorClass::MissingMeta));
         assert_eq!(
-            (id, e.code, e.class),
-            (Some(RequestId::Number(2)), -32602, ErrorClass::MissingMeta)
-        );
-        assert_eq!(
-            parse_incoming(br#"{"jsonrpc":"2.0","id":3,"method":"x","params":"p"}"#)
-                .unwrap_err()
-                .1
-                .code,
+            parse_incoming(br#"{"jsonrpc":"2.0","id":3,"method":"x","params":"p"}"#).unwrap_err().1.code,
             -32600
         );
-        assert!(matches!(
-            parse_incoming(br#"{"jsonrpc":"2.0","method":"n"}"#).unwrap(),
-            Incoming::Notification { .. }
-        ));
+        assert!(matches!(parse_incoming(br#"{"jsonrpc":"2.0","method":"n"}"#).unwrap(), Incoming::Notification { .. }));
     }
 }

@@ -34,11 +34,7 @@ pub struct Implementation {
 impl Implementation {
     /// A new identity.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            version: version.into(),
-            title: None,
-        }
+        Self { name: name.into(), version: version.into(), title: None }
     }
 }
 
@@ -57,14 +53,12 @@ impl ClientCapabilities {
 
     /// Whether `elicitation` was declared in form mode (an empty object means form).
     pub fn elicitation_form(&self) -> bool {
-        self.obj("elicitation")
-            .is_some_and(|e| e.is_empty() || e.contains_key("form") || !e.contains_key("url"))
+        self.obj("elicitation").is_some_and(|e| e.is_empty() || e.contains_key("form") || !e.contains_key("url"))
     }
 
     /// Whether `elicitation.url` was declared.
     pub fn elicitation_url(&self) -> bool {
-        self.obj("elicitation")
-            .is_some_and(|e| e.contains_key("url"))
+        self.obj("elicitation").is_some_and(|e| e.contains_key("url"))
     }
 
     /// Whether `sampling` was declared.
@@ -74,8 +68,7 @@ impl ClientCapabilities {
 
     /// Whether `sampling.tools` was declared.
     pub fn sampling_tools(&self) -> bool {
-        self.obj("sampling")
-            .is_some_and(|s| s.contains_key("tools"))
+        self.obj("sampling").is_some_and(|s| s.contains_key("tools"))
     }
 
     /// Whether `roots` was declared.
@@ -85,8 +78,6 @@ impl ClientCapabilities {
 
     /// Whether the extension `id` was declared (its key present with an object value).
     pub fn extension(&self, id: &str) -> bool {
-        self.obj("extensions")
-            .and_then(|e| e.get(id))
-            .is_some_and(Value::is_object)
+        self.obj("extensions").and_then(|e| e.get(id)).is_some_and(Value::is_object)
     }
 }

@@ -32,10 +32,7 @@ pub struct InputRequest {
 
 impl InputRequest {
     pub(crate) fn new(method: &str, params: Option<Value>) -> Self {
-        Self {
-            method: method.into(),
-            params,
-        }
+        Self { method: method.into(), params }
     }
 
     /// The embedded method, e.g. `elicitation/create`.
@@ -52,27 +49,12 @@ impl InputRequest {
     pub fn kind(&self) -> Option<InputKind> {
         match self.method.as_str() {
             "elicitation/create" => {
-                let mode = self
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("mode"))
-                    .and_then(Value::as_str);
-                Some(if mode == Some("url") {
-                    InputKind::ElicitUrl
-                } else {
-                    InputKind::ElicitForm
-                })
+                let mode = self.params.as_ref().and_then(|p| p.get("mode")).and_then(Value::as_str);
+                Some(if mode == Some("url") { InputKind::ElicitUrl } else { InputKind::ElicitForm })
             }
             "sampling/createMessage" => {
-                let tools = self
-                    .params
-                    .as_ref()
-                    .is_some_and(|p| p.get("tools").is_some());
-                Some(if tools {
-                    InputKind::SampleWithTools
-                } else {
-                    InputKind::Sample
-                })
+                let tools = self.params.as_ref().is_some_and(|p| p.get("tools").is_some());
+                Some(if tools { InputKind::SampleWithTools } else { InputKind::Sample })
             }
             "roots/list" => Some(InputKind::ListRoots),
             _ => None,

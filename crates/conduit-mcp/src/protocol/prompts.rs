@@ -21,11 +21,7 @@ pub struct PromptArgument {
 impl PromptArgument {
     /// A new argument.
     pub fn new(name: impl Into<String>, description: impl Into<String>, required: bool) -> Self {
-        Self {
-            name: name.into(),
-            description: Some(description.into()),
-            required,
-        }
+        Self { name: name.into(), description: Some(description.into()), required }
     }
 }
 
@@ -56,18 +52,12 @@ pub struct PromptMessage {
 impl PromptMessage {
     /// A user message.
     pub fn user(content: Content) -> Self {
-        Self {
-            role: "user".into(),
-            content,
-        }
+        Self { role: "user".into(), content }
     }
 
     /// An assistant message.
     pub fn assistant(content: Content) -> Self {
-        Self {
-            role: "assistant".into(),
-            content,
-        }
+        Self { role: "assistant".into(), content }
     }
 }
 
@@ -88,9 +78,6 @@ pub struct GetPromptResult {
 impl GetPromptResult {
     /// A result with these messages.
     pub fn new(messages: Vec<PromptMessage>) -> Self {
-        Self {
-            messages,
-            ..Self::default()
-        }
+        Self { messages, ..Self::default() }
     }
 }

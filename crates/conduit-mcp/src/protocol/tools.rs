@@ -32,11 +32,7 @@ pub struct ToolInfo {
 
 impl ToolInfo {
     /// A tool with a name, description and input schema.
-    pub fn new(
-        name: impl Into<String>,
-        description: impl Into<String>,
-        input_schema: Value,
-    ) -> Self {
+    pub fn new(name: impl Into<String>, description: impl Into<String>, input_schema: Value) -> Self {
         Self {
             name: name.into(),
             title: None,
@@ -70,10 +66,7 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// A result with these content blocks.
     pub fn new(content: Vec<Content>) -> Self {
-        Self {
-            content,
-            ..Self::default()
-        }
+        Self { content, ..Self::default() }
     }
 
     /// A one-block text result.
@@ -83,19 +76,12 @@ impl CallToolResult {
 
     /// A tool-level error (`isError: true`) with a text explanation.
     pub fn error(text: impl Into<String>) -> Self {
-        Self {
-            is_error: Some(true),
-            ..Self::text(text)
-        }
+        Self { is_error: Some(true), ..Self::text(text) }
     }
 
     /// A structured result; its JSON text is also added as a text block.
     pub fn structured(value: Value) -> Self {
-        Self {
-            content: vec![Content::text(value.to_string())],
-            structured_content: Some(value),
-            ..Self::default()
-        }
+        Self { content: vec![Content::text(value.to_string())], structured_content: Some(value), ..Self::default() }
     }
 
     /// The wire object, with `resultType: "complete"`.

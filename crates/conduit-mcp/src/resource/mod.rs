@@ -41,11 +41,7 @@ impl From<InputRequired> for ResourceOutput {
 /// Variables matched from a URI template.
 pub type UriVars = BTreeMap<String, String>;
 
-type Reader = Arc<
-    dyn Fn(Ctx, String, UriVars) -> BoxFuture<'static, Result<ResourceOutput, RpcError>>
-        + Send
-        + Sync,
->;
+type Reader = Arc<dyn Fn(Ctx, String, UriVars) -> BoxFuture<'static, Result<ResourceOutput, RpcError>> + Send + Sync>;
 
 fn boxed<F, Fut, O>(f: F) -> Reader
 where
@@ -68,9 +64,7 @@ pub struct Resource {
 
 impl std::fmt::Debug for Resource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Resource")
-            .field("uri", &self.info.uri)
-            .finish_non_exhaustive()
+        f.debug_struct("Resource").field("uri", &self.info.uri).finish_non_exhaustive()
     }
 }
 
@@ -78,15 +72,8 @@ impl Resource {
     /// A resource with a URI and a display name.
     pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Self {
-            info: ResourceInfo {
-                uri: uri.into(),
-                name: name.into(),
-                description: None,
-                mime_type: None,
-            },
-            reader: boxed(|_, _, _| async {
-                Err::<ResourceOutput, _>(RpcError::internal("resource has no reader"))
-            }),
+            info: ResourceInfo { uri: uri.into(), name: name.into(), description: None, mime_type: None },
+            reader: boxed(|_, _, _| async { Err::<ResourceOutput, _>(RpcError::internal("resource has no reader")) }),
         }
     }
 
@@ -132,9 +119,7 @@ pub struct ResourceTemplate {
 
 impl std::fmt::Debug for ResourceTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceTemplate")
-            .field("uri_template", &self.info.uri_template)
-            .finish_non_exhaustive()
+        f.debug_struct("ResourceTemplate").field("uri_template", &self.info.uri_template).finish_non_exhaustive()
     }
 }
 
@@ -148,9 +133,7 @@ impl ResourceTemplate {
                 description: None,
                 mime_type: None,
             },
-            reader: boxed(|_, _, _| async {
-                Err::<ResourceOutput, _>(RpcError::internal("template has no reader"))
-            }),
+            reader: boxed(|_, _, _| async { Err::<ResourceOutput, _>(RpcError::internal("template has no reader")) }),
         }
     }
 
@@ -189,12 +172,7 @@ impl ResourceTemplate {
         match_template(&self.info.uri_template, uri)
     }
 
-    pub(crate) async fn read_now(
-        &self,
-        ctx: Ctx,
-        uri: String,
-        vars: UriVars,
-    ) -> Result<ResourceOutput, RpcError> {
+    pub(crate) async fn read_now(&self, ctx: Ctx, uri: String, vars: UriVars) -> Result<ResourceOutput, RpcError> {
         (self.reader)(ctx, uri, vars).await
     }
 }
@@ -210,11 +188,8 @@ fn match_template(template: &str, uri: &str) -> Option<UriVars> {
             t = &after[end + 1..];
             let literal_end = t.find('{').unwrap_or(t.len());
             let next_lit = &t[..literal_end];
-            let value_end = if next_lit.is_empty() {
-                rest.find('/').unwrap_or(rest.len())
-            } else {
-                rest.find(next_lit)?
-            };
+            let value_end =
+                if next_lit.is_empty() { rest.find('/').unwrap_or(rest.len()) } else { rest.find(next_lit)? };
             let value = &rest[..value_end];
             if value.is_empty() || value.contains('/') {
                 return None;

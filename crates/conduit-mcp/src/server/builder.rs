@@ -18,8 +18,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Handles `completion/complete`: receives the params, returns the `completion` object.
-pub type CompletionFn =
-    Arc<dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Value, RpcError>> + Send + Sync>;
+pub type CompletionFn = Arc<dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<Value, RpcError>> + Send + Sync>;
 
 /// Tunable server behaviour.
 #[derive(Debug, Clone)]
@@ -84,9 +83,7 @@ pub struct ServerBuilder {
 
 impl std::fmt::Debug for ServerBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerBuilder")
-            .field("info", &self.info)
-            .finish_non_exhaustive()
+        f.debug_struct("ServerBuilder").field("info", &self.info).finish_non_exhaustive()
     }
 }
 
@@ -229,10 +226,7 @@ impl ServerBuilder {
                 completion: self.completion,
                 extensions: self.extensions,
                 hub: Arc::new(Hub::default()),
-                sealer: self
-                    .sealing_key
-                    .map(Sealer::new)
-                    .unwrap_or_else(Sealer::random),
+                sealer: self.sealing_key.map(Sealer::new).unwrap_or_else(Sealer::random),
                 clock: self.clock,
                 shutdown: CancellationToken::new(),
             }),

@@ -47,16 +47,7 @@ impl std::fmt::Debug for Ctx {
     }
 }
 
-const LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 impl Ctx {
     /// The server handling the request.
@@ -158,12 +149,9 @@ impl Ctx {
         };
         let rank = |l: &str| LEVELS.iter().position(|x| *x == l);
         match (rank(level), rank(min)) {
-            (Some(l), Some(m)) if l >= m => out
-                .send(Message::notification(
-                    MESSAGE,
-                    json!({ "level": level, "data": data }),
-                ))
-                .is_ok(),
+            (Some(l), Some(m)) if l >= m => {
+                out.send(Message::notification(MESSAGE, json!({ "level": level, "data": data }))).is_ok()
+            }
             _ => false,
         }
     }

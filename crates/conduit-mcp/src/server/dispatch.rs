@@ -11,8 +11,7 @@ use crate::mrtr::{InputRequired, required_capability};
 use crate::prompt::PromptOutput;
 use crate::protocol::jsonrpc::{ErrorClass, Message, Request, RequestId};
 use crate::protocol::meta::{
-    CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY,
-    PROTOCOL_VERSION_KEY,
+    CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY,
 };
 use crate::protocol::subscriptions::{ACKNOWLEDGED, LISTEN};
 use crate::protocol::version::{Era, SUPPORTED_VERSIONS, is_supported};
@@ -53,17 +52,8 @@ pub struct RequestEnv {
 
 impl RequestEnv {
     /// An environment with a principal, a cancellation token and an outlet for notifications.
-    pub fn new(
-        principal: Option<Principal>,
-        cancel: CancellationToken,
-        out: Option<UnboundedSender<Message>>,
-    ) -> Self {
-        Self {
-            principal,
-            headers: None,
-            cancel,
-            out,
-        }
+    pub fn new(principal: Option<Principal>, cancel: CancellationToken, out: Option<UnboundedSender<Message>>) -> Self {
+        Self { principal, headers: None, cancel, out }
     }
 
     /// Adds header rules.
@@ -90,10 +80,7 @@ impl Server {
                 if error.code == -32603 {
                     tracing::warn!(code = error.code, message = %error.message, "internal error answered");
                 }
-                Message::Error {
-                    id: Some(id),
-                    error,
-                }
+                Message::Error { id: Some(id), error }
             }
         }
     }
@@ -143,27 +130,19 @@ impl Server {
         let version = match version {
             Some(Value::String(v)) => v.clone(),
             Some(_) => {
-                return Err(RpcError::missing_meta(format!(
-                    "_meta[{PROTOCOL_VERSION_KEY}] must be a string"
-                )));
+                return Err(RpcError::missing_meta(format!("_meta[{PROTOCOL_VERSION_KEY}] must be a string")));
             }
             None => {
-                return Err(RpcError::missing_meta(format!(
-                    "Missing _meta[{PROTOCOL_VERSION_KEY}]"
-                )));
+                return Err(RpcError::missing_meta(format!("Missing _meta[{PROTOCOL_VERSION_KEY}]")));
             }
         };
         let caps = match meta.get(CLIENT_CAPABILITIES_KEY) {
             Some(Value::Object(c)) => ClientCapabilities(c.clone()),
             Some(_) => {
-                return Err(RpcError::missing_meta(format!(
-                    "_meta[{CLIENT_CAPABILITIES_KEY}] must be an object"
-                )));
+                return Err(RpcError::missing_meta(format!("_meta[{CLIENT_CAPABILITIES_KEY}] must be an object")));
             }
             None => {
-                return Err(RpcError::missing_meta(format!(
-                    "Missing _meta[{CLIENT_CAPABILITIES_KEY}]"
-                )));
+                return Err(RpcError::missing_meta(format!("Missing _meta[{CLIENT_CAPABILITIES_KEY}]")));
             }
         };
         // 2. Transport headers agree with the body.
@@ -191,15 +170,12 @@ impl Server {
                     .and_then(|e| e.routing_name(m, &params)),
             };
             let mut mirrored = Vec::new();
-            if method == "tools/call" {
-                if let (Some(tool), Some(args)) = (
-                    name.and_then(|n| self.inner.tools.get(n)),
-                    params.get("arguments"),
-                ) {
-                    for hp in &tool.header_params {
-                        if let Some(v) = hp.lookup(args) {
-                            mirrored.push((hp.header.as_str(), v));
-                        }
+            if method == "tools/call"
+                && let (Some(tool), Some(args)) = (name.and_then(|n| self.inner.tools.get(n)), params.get("arguments"))
+            {
+                for hp in &tool.header_params {
+                    if let Some(v) = hp.lookup(args) {
+                        mirrored.push((hp.header.as_str(), v));
                     }
                 }
             }
@@ -217,10 +193,7 @@ impl Server {
                     .get(PROGRESS_TOKEN_KEY)
                     .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
                     .cloned(),
-                log_level: meta
-                    .get(LOG_LEVEL_KEY)
-                    .and_then(Value::as_str)
-                    .map(String::from),
+                log_level: meta.get(LOG_LEVEL_KEY).and_then(Value::as_str).map(String::from),
                 meta: meta.clone(),
                 cancel: env.cancel,
                 out: env.out,
@@ -230,56 +203,26 @@ impl Server {
         };
         let result = match method.as_str() {
             "server/discover" => Ok(self.discover()),
-            "tools/list" => self.list(
-                &params,
-                "tools",
-                self.inner
-                    .tools
-                    .tools
-                    .iter()
-                    .map(|t| json!(t.info))
-                    .collect(),
-            ),
+            "tools/list" => self.list(&params, "tools", self.inner.tools.tools.iter().map(|t| json!(t.info)).collect()),
             "tools/call" => self.call_tool(ctx, params).await,
-            "prompts/list" => self.list(
-                &params,
-                "prompts",
-                self.inner.prompts.iter().map(|p| json!(p.info())).collect(),
-            ),
+            "prompts/list" => {
+                self.list(&params, "prompts", self.inner.prompts.iter().map(|p| json!(p.info())).collect())
+            }
             "prompts/get" => self.get_prompt(ctx, params).await,
-            "resources/list" => self.list(
-                &params,
-                "resources",
-                self.inner
-                    .resources
-                    .iter()
-                    .map(|r| json!(r.info()))
-                    .collect(),
-            ),
-            "resources/templates/list" => self.list(
-                &params,
-                "resourceTemplates",
-                self.inner
-                    .templates
-                    .iter()
-                    .map(|t| json!(t.info()))
-                    .collect(),
-            ),
+            "resources/list" => {
+                self.list(&params, "resources", self.inner.resources.iter().map(|r| json!(r.info())).collect())
+            }
+            "resources/templates/list" => {
+                self.list(&params, "resourceTemplates", self.inner.templates.iter().map(|t| json!(t.info())).collect())
+            }
             "resources/read" => self.read_resource(ctx, params).await,
             "completion/complete" => match &self.inner.completion {
-                Some(f) => f(ctx, Value::Object(params))
-                    .await
-                    .map(|c| json!({ "completion": c })),
+                Some(f) => f(ctx, Value::Object(params)).await.map(|c| json!({ "completion": c })),
                 None => Err(RpcError::method_not_found(&method)),
             },
             LISTEN => self.listen(ctx, params).await,
             m => {
-                let ext = self
-                    .inner
-                    .extensions
-                    .iter()
-                    .find(|e| e.methods().contains(&m))
-                    .cloned();
+                let ext = self.inner.extensions.iter().find(|e| e.methods().contains(&m)).cloned();
                 match ext {
                     Some(e) => e.handle(ctx, m, params).await,
                     None => Err(RpcError::method_not_found(m)),
@@ -299,20 +242,13 @@ impl Server {
             caps.insert("prompts".into(), json!({ "listChanged": true }));
         }
         if !i.resources.is_empty() || !i.templates.is_empty() {
-            caps.insert(
-                "resources".into(),
-                json!({ "subscribe": true, "listChanged": true }),
-            );
+            caps.insert("resources".into(), json!({ "subscribe": true, "listChanged": true }));
         }
         if i.completion.is_some() {
             caps.insert("completions".into(), json!({}));
         }
         if !i.extensions.is_empty() {
-            let ext: Map<String, Value> = i
-                .extensions
-                .iter()
-                .map(|e| (e.id().to_owned(), e.capability()))
-                .collect();
+            let ext: Map<String, Value> = i.extensions.iter().map(|e| (e.id().to_owned(), e.capability())).collect();
             caps.insert("extensions".into(), Value::Object(ext));
         }
         let mut r = json!({
@@ -327,17 +263,10 @@ impl Server {
         r
     }
 
-    fn list(
-        &self,
-        params: &Map<String, Value>,
-        key: &str,
-        items: Vec<Value>,
-    ) -> Result<Value, RpcError> {
+    fn list(&self, params: &Map<String, Value>, key: &str, items: Vec<Value>) -> Result<Value, RpcError> {
         let start = match params.get("cursor") {
             None => 0,
-            Some(Value::String(c)) => {
-                decode_cursor(c).ok_or_else(|| RpcError::invalid_params("Invalid cursor"))?
-            }
+            Some(Value::String(c)) => decode_cursor(c).ok_or_else(|| RpcError::invalid_params("Invalid cursor"))?,
             Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
         };
         if start > items.len() {
@@ -365,11 +294,7 @@ impl Server {
             Some(Value::String(s)) => {
                 let digest = params_digest(params);
                 let now = self.inner.clock.now_ms();
-                match self
-                    .inner
-                    .sealer
-                    .open(s, ctx.owner(), ctx.method(), &digest, now)
-                {
+                match self.inner.sealer.open(s, ctx.owner(), ctx.method(), &digest, now) {
                     Ok(v) => Some(v),
                     Err(OpenError::Expired) => {
                         return Err(RpcError::invalid_params("requestState has expired"));
@@ -385,37 +310,23 @@ impl Server {
         let mut inner = match Arc::try_unwrap(ctx.inner) {
             Ok(i) => i,
             Err(shared) => {
-                return Err(RpcError::internal(format!(
-                    "context of {} is shared",
-                    shared.method
-                )));
+                return Err(RpcError::internal(format!("context of {} is shared", shared.method)));
             }
         };
         inner.input_responses = responses;
         inner.request_state = state;
-        Ok(Ctx {
-            inner: Arc::new(inner),
-        })
+        Ok(Ctx { inner: Arc::new(inner) })
     }
 
     /// Turns an `InputRequired` into the wire result, refusing kinds the request did not declare.
-    fn input_required(
-        &self,
-        ctx: &Ctx,
-        params: &Map<String, Value>,
-        ir: InputRequired,
-    ) -> Result<Value, RpcError> {
+    fn input_required(&self, ctx: &Ctx, params: &Map<String, Value>, ir: InputRequired) -> Result<Value, RpcError> {
         let (requests, state) = ir.into_parts();
         if requests.is_empty() && state.is_none() {
-            return Err(RpcError::internal(
-                "input_required result has neither inputRequests nor requestState",
-            ));
+            return Err(RpcError::internal("input_required result has neither inputRequests nor requestState"));
         }
         let caps = ctx.client_capabilities();
         for r in requests.values() {
-            let kind = r
-                .kind()
-                .ok_or_else(|| RpcError::internal("invalid input request"))?;
+            let kind = r.kind().ok_or_else(|| RpcError::internal("invalid input request"))?;
             let ok = match kind {
                 crate::protocol::mrtr::InputKind::ElicitForm => caps.elicitation_form(),
                 crate::protocol::mrtr::InputKind::ElicitUrl => caps.elicitation_url(),
@@ -432,15 +343,9 @@ impl Server {
             r["inputRequests"] = json!(requests);
         }
         if let Some(state) = state {
-            let exp =
-                self.inner.clock.now_ms() + self.inner.options.request_state_ttl.as_millis() as u64;
-            r["requestState"] = json!(self.inner.sealer.seal(
-                &state,
-                ctx.owner(),
-                ctx.method(),
-                &params_digest(params),
-                exp
-            ));
+            let exp = self.inner.clock.now_ms() + self.inner.options.request_state_ttl.as_millis() as u64;
+            r["requestState"] =
+                json!(self.inner.sealer.seal(&state, ctx.owner(), ctx.method(), &params_digest(params), exp));
         }
         Ok(r)
     }
@@ -449,9 +354,7 @@ impl Server {
         let name = match params.get("name") {
             Some(Value::String(n)) => n.clone(),
             _ => {
-                return Err(RpcError::invalid_params(
-                    "tools/call requires a string name",
-                ));
+                return Err(RpcError::invalid_params("tools/call requires a string name"));
             }
         };
         let args = match params.get("arguments") {
@@ -463,25 +366,18 @@ impl Server {
             return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
         };
         if !tool.scopes.is_empty() && !ctx.principal().is_some_and(|p| p.has_scopes(&tool.scopes)) {
-            let mut e = RpcError::new(
-                crate::protocol::ErrorCode::Other(INSUFFICIENT_SCOPE),
-                "Insufficient scope",
-            )
-            .with_data(json!({ "requiredScopes": tool.scopes }));
+            let mut e = RpcError::new(crate::protocol::ErrorCode::Other(INSUFFICIENT_SCOPE), "Insufficient scope")
+                .with_data(json!({ "requiredScopes": tool.scopes }));
             e.class = ErrorClass::InsufficientScope;
             return Err(e);
         }
         let tasks_enabled = self.extension(TASKS_EXTENSION_ID).is_some();
         if tool.handler.task_support() == TaskSupport::Required && !ctx.tasks_declared() {
             if tasks_enabled {
-                return Err(RpcError::missing_capability(
-                    json!({ "extensions": { TASKS_EXTENSION_ID: {} } }),
-                ));
+                return Err(RpcError::missing_capability(json!({ "extensions": { TASKS_EXTENSION_ID: {} } })));
             }
             tracing::warn!(tool = %name, "tool requires tasks but the Tasks extension is not enabled");
-            return Err(RpcError::internal(
-                "This tool runs only as a task, and tasks are not enabled on this server",
-            ));
+            return Err(RpcError::internal("This tool runs only as a task, and tasks are not enabled on this server"));
         }
         let ctx = self.with_round_state(ctx, &params)?;
         if let Err(msg) = tool.validate(&args) {
@@ -495,44 +391,41 @@ impl Server {
         match out {
             ToolOutput::Complete(r) => {
                 if let (Some(schema), Some(sc)) = (&tool.info.output_schema, &r.structured_content)
+                    && let Ok(v) = jsonschema::validator_for(schema)
+                    && !v.is_valid(sc)
                 {
-                    if let Ok(v) = jsonschema::validator_for(schema) {
-                        if !v.is_valid(sc) {
-                            tracing::warn!(tool = %name, "structuredContent does not match outputSchema");
-                            return Err(RpcError::internal(format!(
-                                "Tool {name} produced structuredContent that does not match its outputSchema"
-                            )));
-                        }
-                    }
+                    tracing::warn!(tool = %name, "structuredContent does not match outputSchema");
+                    return Err(RpcError::internal(format!(
+                        "Tool {name} produced structuredContent that does not match its outputSchema"
+                    )));
                 }
                 Ok(r.to_value())
             }
             ToolOutput::InputRequired(ir) => self.input_required(&ctx, &params, ir),
             ToolOutput::Task(spec) => {
+                let Some(ext) = self.extension(TASKS_EXTENSION_ID).cloned() else {
+                    tracing::warn!(tool = %name, "tool returned a task but the Tasks extension is not enabled");
+                    return Err(RpcError::internal("Tool returned a task, but the Tasks extension is not enabled"));
+                };
                 if !ctx.tasks_declared() {
-                    tracing::warn!(tool = %name, "tool returned a task to a request that did not declare the Tasks extension");
-                    return Err(RpcError::internal(
-                        "Tool returned a task, but the request did not declare the Tasks extension",
-                    ));
+                    // The extension is on, but this request did not declare it: the client must.
+                    tracing::debug!(tool = %name, "task refused: the request did not declare the Tasks extension");
+                    return Err(RpcError::missing_capability(json!({ "extensions": { TASKS_EXTENSION_ID: {} } })));
                 }
-                if let Some(e) = self.extension(TASKS_EXTENSION_ID).cloned() {
-                    if let Some(r) = e.create_task(&ctx, spec).await {
-                        return r;
+                match ext.create_task(&ctx, spec).await {
+                    Some(r) => r,
+                    None => {
+                        tracing::warn!(tool = %name, "the Tasks extension did not create the task");
+                        Err(RpcError::internal("Tool returned a task, but no extension creates tasks"))
                     }
                 }
-                tracing::warn!(tool = %name, "tool returned a task but the Tasks extension is not enabled");
-                Err(RpcError::internal(
-                    "Tool returned a task, but the Tasks extension is not enabled",
-                ))
             }
         }
     }
 
     async fn get_prompt(&self, ctx: Ctx, params: Map<String, Value>) -> Result<Value, RpcError> {
         let Some(name) = str_param(&params, "name") else {
-            return Err(RpcError::invalid_params(
-                "prompts/get requires a string name",
-            ));
+            return Err(RpcError::invalid_params("prompts/get requires a string name"));
         };
         let Some(&idx) = self.inner.prompt_index.get(name) else {
             return Err(RpcError::invalid_params(format!("Unknown prompt: {name}")));
@@ -543,9 +436,7 @@ impl Server {
             Some(Value::Object(a)) => {
                 for (k, v) in a {
                     let Value::String(s) = v else {
-                        return Err(RpcError::invalid_params(format!(
-                            "Prompt argument {k:?} must be a string"
-                        )));
+                        return Err(RpcError::invalid_params(format!("Prompt argument {k:?} must be a string")));
                     };
                     args.insert(k.clone(), s.clone());
                 }
@@ -561,29 +452,18 @@ impl Server {
 
     async fn read_resource(&self, ctx: Ctx, params: Map<String, Value>) -> Result<Value, RpcError> {
         let Some(uri) = str_param(&params, "uri").map(String::from) else {
-            return Err(RpcError::invalid_params(
-                "resources/read requires a string uri",
-            ));
+            return Err(RpcError::invalid_params("resources/read requires a string uri"));
         };
         let ctx = self.with_round_state(ctx, &params)?;
         let out = if let Some(&i) = self.inner.resource_index.get(&uri) {
-            self.inner.resources[i]
-                .read_now(ctx.clone(), uri.clone())
-                .await?
-        } else if let Some((t, vars)) = self
-            .inner
-            .templates
-            .iter()
-            .find_map(|t| t.matches(&uri).map(|v| (t, v)))
-        {
+            self.inner.resources[i].read_now(ctx.clone(), uri.clone()).await?
+        } else if let Some((t, vars)) = self.inner.templates.iter().find_map(|t| t.matches(&uri).map(|v| (t, v))) {
             t.read_now(ctx.clone(), uri.clone(), vars).await?
         } else {
             return Err(super::resource_not_found(&uri));
         };
         match out {
-            ResourceOutput::Complete(contents) if contents.is_empty() => {
-                Err(super::resource_not_found(&uri))
-            }
+            ResourceOutput::Complete(contents) if contents.is_empty() => Err(super::resource_not_found(&uri)),
             ResourceOutput::Complete(contents) => {
                 let mut r = json!({ "resultType": "complete", "contents": contents });
                 add_cache(&mut r, self.inner.options.list_cache);
@@ -597,18 +477,14 @@ impl Server {
         let filter = match params.get("notifications") {
             Some(Value::Object(f)) => f.clone(),
             _ => {
-                return Err(RpcError::invalid_params(
-                    "subscriptions/listen requires a notifications object",
-                ));
+                return Err(RpcError::invalid_params("subscriptions/listen requires a notifications object"));
             }
         };
         let flag = |k: &str| -> Result<bool, RpcError> {
             match filter.get(k) {
                 None | Some(Value::Null) => Ok(false),
                 Some(Value::Bool(b)) => Ok(*b),
-                Some(_) => Err(RpcError::invalid_params(format!(
-                    "notifications.{k} must be a boolean"
-                ))),
+                Some(_) => Err(RpcError::invalid_params(format!("notifications.{k} must be a boolean"))),
             }
         };
         let i = &self.inner;
@@ -623,11 +499,7 @@ impl Server {
             None | Some(Value::Null) => {}
             Some(Value::Array(a)) if a.iter().all(Value::is_string) => {
                 if has_resources {
-                    core.resource_subscriptions = a
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(String::from)
-                        .collect();
+                    core.resource_subscriptions = a.iter().filter_map(Value::as_str).map(String::from).collect();
                 }
             }
             Some(_) => {
@@ -647,20 +519,13 @@ impl Server {
             ack.insert("resourcesListChanged".into(), true.into());
         }
         if !core.resource_subscriptions.is_empty() {
-            ack.insert(
-                "resourceSubscriptions".into(),
-                json!(core.resource_subscriptions),
-            );
+            ack.insert("resourceSubscriptions".into(), json!(core.resource_subscriptions));
         }
         let Some(out) = ctx.inner.out.clone() else {
-            return Err(RpcError::internal(
-                "this transport cannot carry a listen stream",
-            ));
+            return Err(RpcError::internal("this transport cannot carry a listen stream"));
         };
         let (tx, mut rx) = unbounded_channel();
-        let (sub, _registration) =
-            i.hub
-                .register(ctx.request_id().clone(), ctx.principal().cloned(), core, tx);
+        let (sub, _registration) = i.hub.register(ctx.request_id().clone(), ctx.principal().cloned(), core, tx);
         for e in &i.extensions {
             if e.listen_fields().iter().any(|f| filter.contains_key(*f)) {
                 ack.extend(e.listen(&ctx, &filter, &sub).await?);
@@ -676,12 +541,14 @@ impl Server {
         let shutdown = i.shutdown.clone();
         loop {
             tokio::select! {
+                // Cancellation first: nothing may be forwarded once the client cancelled.
+                biased;
+                _ = cancel.cancelled() => break,
+                _ = shutdown.cancelled() => break,
                 msg = rx.recv() => match msg {
                     Some(m) => if out.send(m).is_err() { break },
                     None => break,
                 },
-                _ = cancel.cancelled() => break,
-                _ = shutdown.cancelled() => break,
             }
         }
         drop(sub);
@@ -703,9 +570,5 @@ fn add_cache(r: &mut Value, hints: CacheHints) {
 
 fn decode_cursor(c: &str) -> Option<usize> {
     let bytes = B64.decode(c).ok()?;
-    std::str::from_utf8(&bytes)
-        .ok()?
-        .strip_prefix("o:")?
-        .parse()
-        .ok()
+    std::str::from_utf8(&bytes).ok()?.strip_prefix("o:")?.parse().ok()
 }

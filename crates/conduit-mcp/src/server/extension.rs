@@ -28,12 +28,7 @@ pub trait Extension: Send + Sync + 'static {
     }
 
     /// Handles one of its methods; the result gets `resultType` and server `_meta` added if missing.
-    async fn handle(
-        &self,
-        ctx: Ctx,
-        method: &str,
-        params: Map<String, Value>,
-    ) -> Result<Value, RpcError>;
+    async fn handle(&self, ctx: Ctx, method: &str, params: Map<String, Value>) -> Result<Value, RpcError>;
 
     /// Turns a tool's task into a `CreateTaskResult`; `None` if this extension does not create tasks.
     async fn create_task(&self, _ctx: &Ctx, _spec: TaskSpec) -> Option<Result<Value, RpcError>> {

@@ -53,9 +53,7 @@ pub(crate) struct ServerInner {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("info", &self.inner.info)
-            .finish_non_exhaustive()
+        f.debug_struct("Server").field("info", &self.inner.info).finish_non_exhaustive()
     }
 }
 

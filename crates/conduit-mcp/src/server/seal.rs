@@ -68,9 +68,7 @@ impl Sealer {
         digest: &str,
         expires_ms: u64,
     ) -> String {
-        let payload =
-            json!({ "s": state, "p": principal, "m": method, "d": digest, "e": expires_ms })
-                .to_string();
+        let payload = json!({ "s": state, "p": principal, "m": method, "d": digest, "e": expires_ms }).to_string();
         let tag = self.mac(payload.as_bytes()).finalize().into_bytes();
         format!("{}.{}", B64.encode(payload.as_bytes()), B64.encode(tag))
     }
@@ -86,9 +84,7 @@ impl Sealer {
         let (p, t) = sealed.split_once('.').ok_or(OpenError::Malformed)?;
         let payload = B64.decode(p).map_err(|_| OpenError::Malformed)?;
         let tag = B64.decode(t).map_err(|_| OpenError::Malformed)?;
-        self.mac(&payload)
-            .verify_slice(&tag)
-            .map_err(|_| OpenError::BadSignature)?;
+        self.mac(&payload).verify_slice(&tag).map_err(|_| OpenError::BadSignature)?;
         let v: Value = serde_json::from_slice(&payload).map_err(|_| OpenError::Malformed)?;
         if v.get("p").and_then(Value::as_str) != principal
             || v.get("m").and_then(Value::as_str) != Some(method)
@@ -96,10 +92,7 @@ impl Sealer {
         {
             return Err(OpenError::WrongBinding);
         }
-        let exp = v
-            .get("e")
-            .and_then(Value::as_u64)
-            .ok_or(OpenError::Malformed)?;
+        let exp = v.get("e").and_then(Value::as_u64).ok_or(OpenError::Malformed)?;
         if now_ms > exp {
             return Err(OpenError::Expired);
         }
@@ -115,26 +108,11 @@ mod tests {
     fn round_trips_and_refuses_tampering() {
         let s = Sealer::random();
         let sealed = s.seal(&json!({"n": 1}), Some("alice"), "tools/call", "d1", 100);
-        assert_eq!(
-            s.open(&sealed, Some("alice"), "tools/call", "d1", 50),
-            Ok(json!({"n": 1}))
-        );
-        assert_eq!(
-            s.open(&sealed, Some("bob"), "tools/call", "d1", 50),
-            Err(OpenError::WrongBinding)
-        );
-        assert_eq!(
-            s.open(&sealed, Some("alice"), "prompts/get", "d1", 50),
-            Err(OpenError::WrongBinding)
-        );
-        assert_eq!(
-            s.open(&sealed, Some("alice"), "tools/call", "d2", 50),
-            Err(OpenError::WrongBinding)
-        );
-        assert_eq!(
-            s.open(&sealed, Some("alice"), "tools/call", "d1", 101),
-            Err(OpenError::Expired)
-        );
+        assert_eq!(s.open(&sealed, Some("alice"), "tools/call", "d1", 50), Ok(json!({"n": 1})));
+        assert_eq!(s.open(&sealed, Some("bob"), "tools/call", "d1", 50), Err(OpenError::WrongBinding));
+        assert_eq!(s.open(&sealed, Some("alice"), "prompts/get", "d1", 50), Err(OpenError::WrongBinding));
+        assert_eq!(s.open(&sealed, Some("alice"), "tools/call", "d2", 50), Err(OpenError::WrongBinding));
+        assert_eq!(s.open(&sealed, Some("alice"), "tools/call", "d1", 101), Err(OpenError::Expired));
         let mut bad = sealed.clone();
         bad.insert(3, 'x');
         assert!(s.open(&bad, Some("alice"), "tools/call", "d1", 50).is_err());
@@ -143,15 +121,11 @@ mod tests {
 
     #[test]
     fn digest_ignores_round_fields() {
-        let a = json!({"name": "t", "arguments": {"x": 1}, "_meta": {"a": 1}})
+        let a = json!({"name": "t", "arguments": {"x": 1}, "_meta": {"a": 1}}).as_object().unwrap().clone();
+        let b = json!({"name": "t", "arguments": {"x": 1}, "requestState": "z", "inputResponses": {}})
             .as_object()
             .unwrap()
             .clone();
-        let b =
-            json!({"name": "t", "arguments": {"x": 1}, "requestState": "z", "inputResponses": {}})
-                .as_object()
-                .unwrap()
-                .clone();
         assert_eq!(params_digest(&a), params_digest(&b));
     }
 }

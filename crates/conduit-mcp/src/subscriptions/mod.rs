@@ -44,9 +44,7 @@ struct SubInner {
 
 impl std::fmt::Debug for Subscription {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Subscription")
-            .field("key", &self.inner.key)
-            .finish_non_exhaustive()
+        f.debug_struct("Subscription").field("key", &self.inner.key).finish_non_exhaustive()
     }
 }
 
@@ -74,10 +72,7 @@ impl Subscription {
     /// Sends a notification on this stream, tagging it with the subscription id.
     /// Returns `false` once the stream is closed.
     pub fn send(&self, method: &str, params: Map<String, Value>) -> bool {
-        self.inner
-            .tx
-            .send(tagged(&self.inner.id, method, params))
-            .is_ok()
+        self.inner.tx.send(tagged(&self.inner.id, method, params)).is_ok()
     }
 
     /// Whether the stream is gone.
@@ -88,9 +83,7 @@ impl Subscription {
 
 /// Builds a notification tagged with a subscription id.
 pub(crate) fn tagged(id: &RequestId, method: &str, mut params: Map<String, Value>) -> Message {
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
+    let meta = params.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(m) = meta {
         m.insert(SUBSCRIPTION_ID_KEY.into(), id.to_value());
     }
@@ -127,71 +120,37 @@ impl Hub {
         tx: UnboundedSender<Message>,
     ) -> (Subscription, Registration) {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        let sub = Subscription {
-            inner: Arc::new(SubInner {
-                key,
-                id,
-                principal,
-                filter,
-                tx,
-            }),
-        };
+        let sub = Subscription { inner: Arc::new(SubInner { key, id, principal, filter, tx }) };
         if let Ok(mut s) = self.subs.lock() {
             s.insert(key, sub.clone());
         }
-        (
-            sub,
-            Registration {
-                hub: self.clone(),
-                key,
-            },
-        )
+        (sub, Registration { hub: self.clone(), key })
     }
 
-    fn fan_out(
-        &self,
-        method: &str,
-        params: Map<String, Value>,
-        wants: impl Fn(&CoreFilter) -> bool,
-    ) -> usize {
+    fn fan_out(&self, method: &str, params: Map<String, Value>, wants: impl Fn(&CoreFilter) -> bool) -> usize {
         let targets: Vec<Subscription> = match self.subs.lock() {
-            Ok(s) => s
-                .values()
-                .filter(|s| wants(&s.inner.filter))
-                .cloned()
-                .collect(),
+            Ok(s) => s.values().filter(|s| wants(&s.inner.filter)).cloned().collect(),
             Err(_) => return 0,
         };
-        targets
-            .iter()
-            .filter(|s| s.send(method, params.clone()))
-            .count()
+        targets.iter().filter(|s| s.send(method, params.clone())).count()
     }
 
     pub(crate) fn tools_changed(&self) -> usize {
-        self.fan_out(names::TOOLS_LIST_CHANGED, Map::new(), |f| {
-            f.tools_list_changed
-        })
+        self.fan_out(names::TOOLS_LIST_CHANGED, Map::new(), |f| f.tools_list_changed)
     }
 
     pub(crate) fn prompts_changed(&self) -> usize {
-        self.fan_out(names::PROMPTS_LIST_CHANGED, Map::new(), |f| {
-            f.prompts_list_changed
-        })
+        self.fan_out(names::PROMPTS_LIST_CHANGED, Map::new(), |f| f.prompts_list_changed)
     }
 
     pub(crate) fn resources_changed(&self) -> usize {
-        self.fan_out(names::RESOURCES_LIST_CHANGED, Map::new(), |f| {
-            f.resources_list_changed
-        })
+        self.fan_out(names::RESOURCES_LIST_CHANGED, Map::new(), |f| f.resources_list_changed)
     }
 
     pub(crate) fn resource_updated(&self, uri: &str) -> usize {
         let mut p = Map::new();
         p.insert("uri".into(), uri.into());
-        self.fan_out(names::RESOURCE_UPDATED, p, |f| {
-            f.resource_subscriptions.contains(uri)
-        })
+        self.fan_out(names::RESOURCE_UPDATED, p, |f| f.resource_subscriptions.contains(uri))
     }
 
     pub(crate) fn len(&self) -> usize {

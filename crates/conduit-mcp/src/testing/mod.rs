@@ -14,9 +14,7 @@
 //! own tasks, so the suite may share one database with other tests.
 
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::{
-    Owner, StatusFields, StoreError, TaskRecord, TaskStatus, TaskStore, new_task_id,
-};
+use crate::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStatus, TaskStore, new_task_id};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
@@ -33,20 +31,14 @@ pub struct ContractOptions {
 
 impl Default for ContractOptions {
     fn default() -> Self {
-        Self {
-            race_tasks: 10_000,
-            race_writers: 64,
-        }
+        Self { race_tasks: 10_000, race_writers: 64 }
     }
 }
 
 impl ContractOptions {
     /// Options with these race sizes.
     pub fn race(tasks: usize, writers: usize) -> Self {
-        Self {
-            race_tasks: tasks,
-            race_writers: writers,
-        }
+        Self { race_tasks: tasks, race_writers: writers }
     }
 }
 
@@ -86,71 +78,34 @@ pub async fn create_and_get(store: &dyn TaskStore, clock: &ManualClock) {
     r.status_message = Some("Queued".into());
     r.poll_interval_ms = Some(500);
     store.create(r.clone(), None).await.expect("create");
-    let got = store
-        .get(&r.task_id, Owner::Is(Some("alice")))
-        .await
-        .expect("get after create");
+    let got = store.get(&r.task_id, Owner::Is(Some("alice"))).await.expect("get after create");
     assert_eq!(got.task_id, r.task_id);
     assert_eq!(got.status, TaskStatus::Working);
     assert_eq!(got.status_message.as_deref(), Some("Queued"));
-    assert_eq!(
-        (got.created_at_ms, got.ttl_ms, got.poll_interval_ms),
-        (r.created_at_ms, Some(60_000), Some(500))
-    );
+    assert_eq!((got.created_at_ms, got.ttl_ms, got.poll_interval_ms), (r.created_at_ms, Some(60_000), Some(500)));
     assert!(got.version >= 1, "create sets a version");
-    assert_eq!(
-        store.create(r.clone(), None).await,
-        Err(StoreError::Duplicate),
-        "duplicate ids are refused"
-    );
-    assert_eq!(
-        store.get("no-such-task", Owner::Any).await,
-        Err(StoreError::NotFound)
-    );
+    assert_eq!(store.create(r.clone(), None).await, Err(StoreError::Duplicate), "duplicate ids are refused");
+    assert_eq!(store.get("no-such-task", Owner::Any).await, Err(StoreError::NotFound));
 }
 
 /// Another owner's task answers exactly like a missing one; `Any` sees everything.
 pub async fn owner_scoping(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(Some("alice"), Some(60_000), clock.now_ms());
     store.create(r.clone(), None).await.expect("create");
-    assert_eq!(
-        store.get(&r.task_id, Owner::Is(Some("bob"))).await,
-        Err(StoreError::NotFound)
-    );
-    assert_eq!(
-        store.get(&r.task_id, Owner::Is(None)).await,
-        Err(StoreError::NotFound)
-    );
+    assert_eq!(store.get(&r.task_id, Owner::Is(Some("bob"))).await, Err(StoreError::NotFound));
+    assert_eq!(store.get(&r.task_id, Owner::Is(None)).await, Err(StoreError::NotFound));
     assert!(store.get(&r.task_id, Owner::Any).await.is_ok());
-    assert_eq!(
-        store.cancel(&r.task_id, Owner::Is(Some("bob")), None).await,
-        Err(StoreError::NotFound)
-    );
+    assert_eq!(store.cancel(&r.task_id, Owner::Is(Some("bob")), None).await, Err(StoreError::NotFound));
     let f = |t: &TaskRecord| Ok(t.clone());
-    assert_eq!(
-        store
-            .update(&r.task_id, Owner::Is(Some("bob")), &f)
-            .await
-            .map(|_| ()),
-        Err(StoreError::NotFound)
-    );
+    assert_eq!(store.update(&r.task_id, Owner::Is(Some("bob")), &f).await.map(|_| ()), Err(StoreError::NotFound));
     let anon = record(None, Some(60_000), clock.now_ms());
     store.create(anon.clone(), None).await.expect("create");
-    assert!(
-        store.get(&anon.task_id, Owner::Is(None)).await.is_ok(),
-        "unauthenticated task, unauthenticated reader"
-    );
-    assert_eq!(
-        store.get(&anon.task_id, Owner::Is(Some("alice"))).await,
-        Err(StoreError::NotFound)
-    );
+    assert!(store.get(&anon.task_id, Owner::Is(None)).await.is_ok(), "unauthenticated task, unauthenticated reader");
+    assert_eq!(store.get(&anon.task_id, Owner::Is(Some("alice"))).await, Err(StoreError::NotFound));
 }
 
 /// `update` replaces the record with the function's output; a refusal leaves it as it was.
-pub async fn update_is_atomic_and_refusals_change_nothing(
-    store: &dyn TaskStore,
-    clock: &ManualClock,
-) {
+pub async fn update_is_atomic_and_refusals_change_nothing(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(Some("alice"), Some(60_000), clock.now_ms());
     store.create(r.clone(), None).await.expect("create");
     let before = store.get(&r.task_id, Owner::Any).await.expect("get");
@@ -159,70 +114,35 @@ pub async fn update_is_atomic_and_refusals_change_nothing(
     let set = move |t: &TaskRecord| {
         let mut n = t.clone();
         n.status_message = Some("step 1".into());
-        n.input_responses
-            .insert("k".into(), json!({"action": "accept"}));
+        n.input_responses.insert("k".into(), json!({"action": "accept"}));
         n.touch(now);
         Ok(n)
     };
-    let after = store
-        .update(&r.task_id, Owner::Is(Some("alice")), &set)
-        .await
-        .expect("update");
-    assert!(
-        after.version > before.version,
-        "every write bumps the version"
-    );
+    let after = store.update(&r.task_id, Owner::Is(Some("alice")), &set).await.expect("update");
+    assert!(after.version > before.version, "every write bumps the version");
     let got = store.get(&r.task_id, Owner::Any).await.expect("get");
     assert_eq!(got.status_message.as_deref(), Some("step 1"));
-    assert_eq!(
-        got.input_responses.get("k"),
-        Some(&json!({"action": "accept"}))
-    );
+    assert_eq!(got.input_responses.get("k"), Some(&json!({"action": "accept"})));
     assert_eq!(got.last_updated_at_ms, now);
     let refuse = |_: &TaskRecord| Err(StoreError::Refused("no".into()));
-    assert_eq!(
-        store.update(&r.task_id, Owner::Any, &refuse).await,
-        Err(StoreError::Refused("no".into()))
-    );
-    assert_eq!(
-        store.get(&r.task_id, Owner::Any).await.expect("get"),
-        got,
-        "a refusal changes nothing"
-    );
+    assert_eq!(store.update(&r.task_id, Owner::Any, &refuse).await, Err(StoreError::Refused("no".into())));
+    assert_eq!(store.get(&r.task_id, Owner::Any).await.expect("get"), got, "a refusal changes nothing");
 }
 
 /// `cancel` moves a live task to `cancelled` and returns a terminal one unchanged.
 pub async fn cancel_semantics(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(Some("alice"), Some(60_000), clock.now_ms());
     store.create(r.clone(), None).await.expect("create");
-    let c = store
-        .cancel(&r.task_id, Owner::Is(Some("alice")), None)
-        .await
-        .expect("cancel");
+    let c = store.cancel(&r.task_id, Owner::Is(Some("alice")), None).await.expect("cancel");
     assert_eq!(c.status, TaskStatus::Cancelled);
     assert!(c.terminal_at_ms.is_some());
-    let again = store
-        .cancel(&r.task_id, Owner::Is(Some("alice")), Some("again"))
-        .await
-        .expect("cancel again");
+    let again = store.cancel(&r.task_id, Owner::Is(Some("alice")), Some("again")).await.expect("cancel again");
     assert_eq!(again, c, "cancelling a terminal task changes nothing");
     let done = record(None, Some(60_000), clock.now_ms());
     store.create(done.clone(), None).await.expect("create");
-    let fields = StatusFields {
-        result: Some(json!({"content": []})),
-        ..StatusFields::default()
-    };
-    let completed = store
-        .put_status(&done.task_id, TaskStatus::Completed, fields)
-        .await
-        .expect("complete");
-    assert_eq!(
-        store
-            .cancel(&done.task_id, Owner::Is(None), None)
-            .await
-            .expect("cancel"),
-        completed
-    );
+    let fields = StatusFields { result: Some(json!({"content": []})), ..StatusFields::default() };
+    let completed = store.put_status(&done.task_id, TaskStatus::Completed, fields).await.expect("complete");
+    assert_eq!(store.cancel(&done.task_id, Owner::Is(None), None).await.expect("cancel"), completed);
 }
 
 /// `put_status` on a terminal task answers `Terminal`; nothing changes it.
@@ -231,29 +151,14 @@ pub async fn terminal_states_are_final(store: &dyn TaskStore, clock: &ManualCloc
     store.create(r.clone(), None).await.expect("create");
     let fields = StatusFields {
         status_message: Some("done".into()),
-        result: Some(
-            json!({"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}),
-        ),
+        result: Some(json!({"resultType": "complete", "content": [{"type": "text", "text": "ok"}]})),
         error: None,
     };
-    let done = store
-        .put_status(&r.task_id, TaskStatus::Completed, fields)
-        .await
-        .expect("complete");
+    let done = store.put_status(&r.task_id, TaskStatus::Completed, fields).await.expect("complete");
     assert_eq!(done.status, TaskStatus::Completed);
     assert_eq!(done.status_message.as_deref(), Some("done"));
-    for s in [
-        TaskStatus::Working,
-        TaskStatus::Failed,
-        TaskStatus::Completed,
-        TaskStatus::InputRequired,
-    ] {
-        assert_eq!(
-            store
-                .put_status(&r.task_id, s, StatusFields::default())
-                .await,
-            Err(StoreError::Terminal)
-        );
+    for s in [TaskStatus::Working, TaskStatus::Failed, TaskStatus::Completed, TaskStatus::InputRequired] {
+        assert_eq!(store.put_status(&r.task_id, s, StatusFields::default()).await, Err(StoreError::Terminal));
     }
     let revive = |t: &TaskRecord| {
         let mut n = t.clone();
@@ -261,11 +166,7 @@ pub async fn terminal_states_are_final(store: &dyn TaskStore, clock: &ManualCloc
         Ok(n)
     };
     let _ = store.update(&r.task_id, Owner::Any, &revive).await;
-    assert_eq!(
-        store.get(&r.task_id, Owner::Any).await.expect("get"),
-        done,
-        "a terminal record never changes"
-    );
+    assert_eq!(store.get(&r.task_id, Owner::Any).await.expect("get"), done, "a terminal record never changes");
 }
 
 /// A task past `created_at + ttl` reads as missing before any cleanup.
@@ -273,25 +174,12 @@ pub async fn expired_reads_as_missing(store: &dyn TaskStore, clock: &ManualClock
     let r = record(Some("alice"), Some(1_000), clock.now_ms());
     store.create(r.clone(), None).await.expect("create");
     clock.advance(1_000);
-    assert!(
-        store.get(&r.task_id, Owner::Any).await.is_ok(),
-        "retrievable for the whole ttl"
-    );
+    assert!(store.get(&r.task_id, Owner::Any).await.is_ok(), "retrievable for the whole ttl");
     clock.advance(1);
+    assert_eq!(store.get(&r.task_id, Owner::Is(Some("alice"))).await, Err(StoreError::NotFound));
+    assert_eq!(store.cancel(&r.task_id, Owner::Is(Some("alice")), None).await, Err(StoreError::NotFound));
     assert_eq!(
-        store.get(&r.task_id, Owner::Is(Some("alice"))).await,
-        Err(StoreError::NotFound)
-    );
-    assert_eq!(
-        store
-            .cancel(&r.task_id, Owner::Is(Some("alice")), None)
-            .await,
-        Err(StoreError::NotFound)
-    );
-    assert_eq!(
-        store
-            .put_status(&r.task_id, TaskStatus::Completed, StatusFields::default())
-            .await,
+        store.put_status(&r.task_id, TaskStatus::Completed, StatusFields::default()).await,
         Err(StoreError::NotFound)
     );
 }
@@ -306,66 +194,30 @@ pub async fn cleanup_removes_what_expired(store: &dyn TaskStore, clock: &ManualC
     for r in short.iter().chain([&long, &forever_live, &forever_done]) {
         store.create(r.clone(), None).await.expect("create");
     }
-    store
-        .put_status(
-            &forever_done.task_id,
-            TaskStatus::Failed,
-            StatusFields::default(),
-        )
-        .await
-        .expect("fail");
-    assert_eq!(
-        store.cleanup(3_600_000).await.expect("cleanup"),
-        0,
-        "nothing has expired yet"
-    );
+    store.put_status(&forever_done.task_id, TaskStatus::Failed, StatusFields::default()).await.expect("fail");
+    assert_eq!(store.cleanup(3_600_000).await.expect("cleanup"), 0, "nothing has expired yet");
     clock.advance(101);
-    assert_eq!(
-        store.cleanup(3_600_000).await.expect("cleanup"),
-        3,
-        "the three short tasks"
-    );
+    assert_eq!(store.cleanup(3_600_000).await.expect("cleanup"), 3, "the three short tasks");
     for r in &short {
-        assert_eq!(
-            store.get(&r.task_id, Owner::Any).await,
-            Err(StoreError::NotFound)
-        );
+        assert_eq!(store.get(&r.task_id, Owner::Any).await, Err(StoreError::NotFound));
     }
     clock.advance(3_600_000);
-    assert_eq!(
-        store.cleanup(3_600_000).await.expect("cleanup"),
-        1,
-        "the old terminal unlimited task"
-    );
-    assert_eq!(
-        store.get(&forever_done.task_id, Owner::Any).await,
-        Err(StoreError::NotFound)
-    );
-    assert!(
-        store.get(&forever_live.task_id, Owner::Any).await.is_ok(),
-        "a live unlimited task stays"
-    );
+    assert_eq!(store.cleanup(3_600_000).await.expect("cleanup"), 1, "the old terminal unlimited task");
+    assert_eq!(store.get(&forever_done.task_id, Owner::Any).await, Err(StoreError::NotFound));
+    assert!(store.get(&forever_live.task_id, Owner::Any).await.is_ok(), "a live unlimited task stays");
     assert!(store.get(&long.task_id, Owner::Any).await.is_ok());
 }
 
 /// `create` stops at `max_rows`; `None` means unlimited.
 pub async fn row_cap(store: &dyn TaskStore, clock: &ManualClock) {
     for _ in 0..3 {
-        store
-            .create(record(None, Some(60_000), clock.now_ms()), Some(3))
-            .await
-            .expect("under the cap");
+        store.create(record(None, Some(60_000), clock.now_ms()), Some(3)).await.expect("under the cap");
     }
     assert_eq!(
-        store
-            .create(record(None, Some(60_000), clock.now_ms()), Some(3))
-            .await,
+        store.create(record(None, Some(60_000), clock.now_ms()), Some(3)).await,
         Err(StoreError::TaskLimitReached)
     );
-    store
-        .create(record(None, Some(60_000), clock.now_ms()), None)
-        .await
-        .expect("no cap");
+    store.create(record(None, Some(60_000), clock.now_ms()), None).await.expect("no cap");
 }
 
 /// Many writers per task race `complete`, `fail`, `cancel` and answer updates:
@@ -385,14 +237,9 @@ pub async fn race<S: TaskStore>(store: Arc<S>, clock: &ManualClock, options: Con
                 let op = w % 4;
                 let ok = match op {
                     0 => {
-                        let f = StatusFields {
-                            result: Some(json!({"content": [], "w": w})),
-                            ..StatusFields::default()
-                        };
-                        store
-                            .put_status(&id, TaskStatus::Completed, f)
-                            .await
-                            .is_ok()
+                        let f =
+                            StatusFields { result: Some(json!({"content": [], "w": w})), ..StatusFields::default() };
+                        store.put_status(&id, TaskStatus::Completed, f).await.is_ok()
                     }
                     1 => {
                         let f = StatusFields {
@@ -405,10 +252,7 @@ pub async fn race<S: TaskStore>(store: Arc<S>, clock: &ManualClock, options: Con
                         };
                         store.put_status(&id, TaskStatus::Failed, f).await.is_ok()
                     }
-                    2 => store
-                        .cancel(&id, Owner::Is(Some("racer")), None)
-                        .await
-                        .is_ok(),
+                    2 => store.cancel(&id, Owner::Is(Some("racer")), None).await.is_ok(),
                     _ => {
                         let key = format!("w{w}");
                         let f = move |t: &TaskRecord| {
@@ -419,18 +263,14 @@ pub async fn race<S: TaskStore>(store: Arc<S>, clock: &ManualClock, options: Con
                             n.input_responses.insert(key.clone(), Value::from(w));
                             Ok(n)
                         };
-                        store
-                            .update(&id, Owner::Is(Some("racer")), &f)
-                            .await
-                            .is_ok()
+                        store.update(&id, Owner::Is(Some("racer")), &f).await.is_ok()
                     }
                 };
                 (id, op, w, ok)
             });
         }
     }
-    let mut outcomes: std::collections::HashMap<String, Vec<(usize, usize, bool)>> =
-        Default::default();
+    let mut outcomes: std::collections::HashMap<String, Vec<(usize, usize, bool)>> = Default::default();
     while let Some(r) = set.join_next().await {
         let (id, op, w, ok) = r.expect("writer task");
         outcomes.entry(id).or_default().push((op, w, ok));
@@ -441,33 +281,16 @@ pub async fn race<S: TaskStore>(store: Arc<S>, clock: &ManualClock, options: Con
         let ops = &outcomes[id];
         let status_wins = ops.iter().filter(|(op, _, ok)| *op < 2 && *ok).count();
         match fin.status {
-            TaskStatus::Cancelled => assert_eq!(
-                status_wins, 0,
-                "a cancelled task had no other terminal write"
-            ),
+            TaskStatus::Cancelled => assert_eq!(status_wins, 0, "a cancelled task had no other terminal write"),
             TaskStatus::Completed | TaskStatus::Failed => {
                 assert_eq!(status_wins, 1, "exactly one terminal transition");
-                let (op, _, _) = ops
-                    .iter()
-                    .find(|(op, _, ok)| *op < 2 && *ok)
-                    .copied()
-                    .unwrap_or((9, 0, false));
-                assert_eq!(
-                    fin.status,
-                    if op == 0 {
-                        TaskStatus::Completed
-                    } else {
-                        TaskStatus::Failed
-                    }
-                );
+                let (op, _, _) = ops.iter().find(|(op, _, ok)| *op < 2 && *ok).copied().unwrap_or((9, 0, false));
+                assert_eq!(fin.status, if op == 0 { TaskStatus::Completed } else { TaskStatus::Failed });
             }
             s => panic!("unexpected final status {s:?}"),
         }
         for (_, w, _) in ops.iter().filter(|(op, _, ok)| *op == 3 && *ok) {
-            assert!(
-                fin.input_responses.contains_key(&format!("w{w}")),
-                "acknowledged answer w{w} was lost"
-            );
+            assert!(fin.input_responses.contains_key(&format!("w{w}")), "acknowledged answer w{w} was lost");
         }
     }
 }

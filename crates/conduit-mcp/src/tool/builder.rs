@@ -20,10 +20,7 @@ impl Param {
         let mut schema = Map::new();
         schema.insert("type".into(), ty.into());
         schema.insert("description".into(), description.into());
-        Self {
-            schema,
-            required: false,
-        }
+        Self { schema, required: false }
     }
 
     /// A string parameter.
@@ -65,8 +62,7 @@ impl Param {
     }
 }
 
-type Handler =
-    Arc<dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<ToolOutput, RpcError>> + Send + Sync>;
+type Handler = Arc<dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<ToolOutput, RpcError>> + Send + Sync>;
 
 /// A tool built from a closure.
 ///
@@ -94,9 +90,7 @@ pub struct Tool {
 
 impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool")
-            .field("name", &self.info.name)
-            .finish_non_exhaustive()
+        f.debug_struct("Tool").field("name", &self.info.name).finish_non_exhaustive()
     }
 }
 
@@ -119,8 +113,7 @@ impl Tool {
         if param.required {
             self.required.push(name.into());
         }
-        self.properties
-            .insert(name.into(), Value::Object(param.schema));
+        self.properties.insert(name.into(), Value::Object(param.schema));
         self
     }
 
@@ -212,10 +205,7 @@ impl ToolHandler for Tool {
     async fn call(&self, ctx: Ctx, args: Value) -> Result<ToolOutput, RpcError> {
         match &self.handler {
             Some(h) => h(ctx, args).await,
-            None => Err(RpcError::internal(format!(
-                "tool {} has no handler",
-                self.info.name
-            ))),
+            None => Err(RpcError::internal(format!("tool {} has no handler", self.info.name))),
         }
     }
 }

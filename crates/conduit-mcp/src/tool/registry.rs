@@ -16,10 +16,7 @@ pub(crate) struct HeaderParam {
 
 impl HeaderParam {
     pub(crate) fn lookup<'a>(&self, args: &'a Value) -> Option<&'a Value> {
-        self.path
-            .iter()
-            .try_fold(args, |v, k| v.get(k))
-            .filter(|v| !v.is_null())
+        self.path.iter().try_fold(args, |v, k| v.get(k)).filter(|v| !v.is_null())
     }
 }
 
@@ -56,9 +53,7 @@ pub enum ToolError {
 }
 
 fn is_token(s: &str) -> bool {
-    !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 fn collect_headers(
@@ -74,30 +69,19 @@ fn collect_headers(
         path.push(name.clone());
         if let Some(h) = prop.get("x-mcp-header") {
             let h = h.as_str().filter(|h| is_token(h)).ok_or_else(|| {
-                ToolError::InvalidHeader(
-                    tool.into(),
-                    format!("property {name:?}: not an HTTP token"),
-                )
+                ToolError::InvalidHeader(tool.into(), format!("property {name:?}: not an HTTP token"))
             })?;
             let ty = prop.get("type").and_then(Value::as_str);
             if !matches!(ty, Some("string" | "integer" | "boolean")) {
                 return Err(ToolError::InvalidHeader(
                     tool.into(),
-                    format!(
-                        "property {name:?}: only string, integer or boolean properties can be mirrored"
-                    ),
+                    format!("property {name:?}: only string, integer or boolean properties can be mirrored"),
                 ));
             }
             if out.iter().any(|p| p.header.eq_ignore_ascii_case(h)) {
-                return Err(ToolError::InvalidHeader(
-                    tool.into(),
-                    format!("{h:?} used twice"),
-                ));
+                return Err(ToolError::InvalidHeader(tool.into(), format!("{h:?} used twice")));
             }
-            out.push(HeaderParam {
-                header: h.to_owned(),
-                path: path.clone(),
-            });
+            out.push(HeaderParam { header: h.to_owned(), path: path.clone() });
         }
         collect_headers(tool, prop, path, out)?;
         path.pop();
@@ -118,21 +102,10 @@ impl ToolRegistry {
         let validator = jsonschema::validator_for(&info.input_schema)
             .map_err(|e| ToolError::InvalidSchema(name.clone(), e.to_string()))?;
         let mut header_params = Vec::new();
-        collect_headers(
-            &name,
-            &info.input_schema,
-            &mut Vec::new(),
-            &mut header_params,
-        )?;
+        collect_headers(&name, &info.input_schema, &mut Vec::new(), &mut header_params)?;
         let scopes = handler.required_scopes();
         self.index.insert(name, self.tools.len());
-        self.tools.push(Registered {
-            handler,
-            info,
-            validator: Some(validator),
-            header_params,
-            scopes,
-        });
+        self.tools.push(Registered { handler, info, validator: Some(validator), header_params, scopes });
         Ok(())
     }
 
@@ -156,21 +129,13 @@ impl Registered {
             .take(5)
             .map(|e| {
                 let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{path}: {e}")
-                }
+                if path.is_empty() { e.to_string() } else { format!("{path}: {e}") }
             })
             .collect();
         if errors.is_empty() {
             Ok(())
         } else {
-            Err(format!(
-                "Invalid arguments for tool {}: {}",
-                self.info.name,
-                errors.join("; ")
-            ))
+            Err(format!("Invalid arguments for tool {}: {}", self.info.name, errors.join("; ")))
         }
     }
 }

@@ -96,11 +96,7 @@ impl<T: TypedTool> ToolHandler for TypedToolHandler<T> {
     async fn call(&self, ctx: Ctx, args: Value) -> Result<ToolOutput, RpcError> {
         match serde_json::from_value::<T>(args) {
             Ok(t) => t.run(ctx).await,
-            Err(e) => Ok(CallToolResult::error(format!(
-                "Invalid arguments for tool {}: {e}",
-                T::NAME
-            ))
-            .into()),
+            Err(e) => Ok(CallToolResult::error(format!("Invalid arguments for tool {}: {e}", T::NAME)).into()),
         }
     }
 }

@@ -48,9 +48,7 @@ where
     let mut tasks = tokio::task::JoinSet::new();
     loop {
         buf.clear();
-        let n = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut buf)
-            .await?;
+        let n = AsyncReadExt::take(&mut reader, MAX_LINE as u64 + 1).read_until(b'\n', &mut buf).await?;
         if n == 0 {
             break;
         }
@@ -58,10 +56,8 @@ where
             // Skip the rest of an oversized line.
             let mut sink = Vec::new();
             reader.read_until(b'\n', &mut sink).await?;
-            let _ = tx.send(Message::Error {
-                id: None,
-                error: crate::protocol::RpcError::parse_error("line too long"),
-            });
+            let _ =
+                tx.send(Message::Error { id: None, error: crate::protocol::RpcError::parse_error("line too long") });
             continue;
         }
         let line = buf.trim_ascii();
@@ -74,14 +70,11 @@ where
             }
             Ok(Incoming::Notification { method, params }) => {
                 if method == CANCELLED {
-                    let id = params
-                        .as_ref()
-                        .and_then(|p| p.get("requestId"))
-                        .and_then(RequestId::from_value);
-                    if let Some(id) = id {
-                        if let Some(t) = in_flight.lock().ok().and_then(|m| m.get(&id).cloned()) {
-                            t.cancel();
-                        }
+                    let id = params.as_ref().and_then(|p| p.get("requestId")).and_then(RequestId::from_value);
+                    if let Some(id) = id
+                        && let Some(t) = in_flight.lock().ok().and_then(|m| m.get(&id).cloned())
+                    {
+                        t.cancel();
                     }
                 }
             }

@@ -71,20 +71,11 @@ pub fn call(id: impl Into<Value>, tool: &str, args: Value) -> Value {
 pub fn std_headers(body: &Value) -> HeaderMap {
     let mut h = HeaderMap::new();
     h.insert("content-type", HeaderValue::from_static("application/json"));
-    h.insert(
-        "accept",
-        HeaderValue::from_static("application/json, text/event-stream"),
-    );
+    h.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
     let version = body["params"]["_meta"][PV].as_str().unwrap_or(V);
-    h.insert(
-        "mcp-protocol-version",
-        HeaderValue::from_str(version).expect("ascii version"),
-    );
+    h.insert("mcp-protocol-version", HeaderValue::from_str(version).expect("ascii version"));
     if let Some(m) = body["method"].as_str() {
-        h.insert(
-            "mcp-method",
-            HeaderValue::from_str(m).expect("ascii method"),
-        );
+        h.insert("mcp-method", HeaderValue::from_str(m).expect("ascii method"));
         let name = match m {
             "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
             "resources/read" => body["params"]["uri"].as_str(),
@@ -92,15 +83,8 @@ pub fn std_headers(body: &Value) -> HeaderMap {
             _ => None,
         };
         if let Some(n) = name {
-            let v = if n.bytes().all(|b| (0x21..0x7f).contains(&b)) {
-                n.to_owned()
-            } else {
-                b64_sentinel(n)
-            };
-            h.insert(
-                "mcp-name",
-                HeaderValue::from_str(&v).expect("header-safe name"),
-            );
+            let v = if n.bytes().all(|b| (0x21..0x7f).contains(&b)) { n.to_owned() } else { b64_sentinel(n) };
+            h.insert("mcp-name", HeaderValue::from_str(&v).expect("header-safe name"));
         }
     }
     h
@@ -109,10 +93,7 @@ pub fn std_headers(body: &Value) -> HeaderMap {
 /// `=?base64?…?=` of the UTF-8 of `s`.
 pub fn b64_sentinel(s: &str) -> String {
     use base64::Engine;
-    format!(
-        "=?base64?{}?=",
-        base64::engine::general_purpose::STANDARD.encode(s.as_bytes())
-    )
+    format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(s.as_bytes()))
 }
 
 /// Sets a header (panics on an invalid name or value, which is a test bug).
@@ -164,11 +145,7 @@ impl Resp {
 
     /// The `WWW-Authenticate` header.
     pub fn www_authenticate(&self) -> String {
-        self.headers
-            .get("www-authenticate")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
+        self.headers.get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned()
     }
 
     /// Asserts a JSON-RPC error with this HTTP status and code that echoes `id`.
@@ -178,13 +155,7 @@ impl Resp {
         assert_eq!(self.code(), Some(code), "code; body {}", self.text);
         assert_eq!(&self.body["id"], id, "id echoed; body {}", self.text);
         assert_eq!(self.body["jsonrpc"], "2.0");
-        assert!(
-            self.body["error"]["message"]
-                .as_str()
-                .is_some_and(|m| !m.is_empty()),
-            "message; body {}",
-            self.text
-        );
+        assert!(self.body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "message; body {}", self.text);
     }
 
     /// Asserts a 200 JSON result that echoes `id`, and returns the result.
@@ -206,17 +177,12 @@ pub fn parse_sse(buf: &[u8]) -> (Vec<Value>, Vec<u8>) {
     while let Some(end) = rest.find("\n\n") {
         let block = &rest[..end];
         rest = &rest[end + 2..];
-        let data: Vec<&str> = block
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
+        let data: Vec<&str> =
+            block.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
         if !data.is_empty() {
             let joined = data.join("\n");
-            events.push(
-                serde_json::from_str(&joined)
-                    .unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {joined}")),
-            );
+            events
+                .push(serde_json::from_str(&joined).unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {joined}")));
         }
     }
     (events, rest.as_bytes().to_vec())
@@ -287,36 +253,21 @@ pub async fn start(server: Server) -> Harness {
 
 /// Starts `server` with `config`.
 pub async fn start_with(server: Server, config: HttpConfig) -> Harness {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind 127.0.0.1:0");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
     let addr = listener.local_addr().expect("local addr");
     let app = axum::Router::new().nest("/mcp", http::router(server.clone(), config));
     let task = tokio::spawn(async move {
         axum::serve(listener, app).await.expect("axum::serve");
     });
-    Harness {
-        addr,
-        url: format!("http://{addr}/mcp"),
-        server,
-        client: reqwest::Client::new(),
-        task,
-    }
+    Harness { addr, url: format!("http://{addr}/mcp"), server, client: reqwest::Client::new(), task }
 }
 
 impl Harness {
     /// A POST of `body` with the standard headers, edited by `edit`, not yet sent.
-    pub fn post_with(
-        &self,
-        body: &Value,
-        edit: impl FnOnce(&mut HeaderMap),
-    ) -> reqwest::RequestBuilder {
+    pub fn post_with(&self, body: &Value, edit: impl FnOnce(&mut HeaderMap)) -> reqwest::RequestBuilder {
         let mut h = std_headers(body);
         edit(&mut h);
-        self.client
-            .post(&self.url)
-            .headers(h)
-            .body(body.to_string())
+        self.client.post(&self.url).headers(h).body(body.to_string())
     }
 
     /// Sends `body` with the standard headers and reads the whole response.
@@ -336,9 +287,7 @@ impl Harness {
 
     /// Sends `body` and returns the live response as an SSE reader.
     pub async fn open(&self, body: &Value) -> SseStream {
-        let resp = guard("response headers", self.post_with(body, |_| {}).send())
-            .await
-            .expect("request sent");
+        let resp = guard("response headers", self.post_with(body, |_| {}).send()).await.expect("request sent");
         SseStream::new(resp)
     }
 
@@ -361,16 +310,9 @@ pub async fn read(rb: reqwest::RequestBuilder) -> Resp {
     let resp = guard("a response", rb.send()).await.expect("request sent");
     let status = resp.status();
     let headers = resp.headers().clone();
-    let text = guard("the response body", resp.text())
-        .await
-        .expect("body read");
+    let text = guard("the response body", resp.text()).await.expect("body read");
     let body = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Resp {
-        status,
-        headers,
-        text,
-        body,
-    }
+    Resp { status, headers, text, body }
 }
 
 /// A response read off a raw socket.
@@ -388,38 +330,21 @@ pub async fn raw_http(addr: SocketAddr, head: &[u8], body: &[u8]) -> RawResp {
     s.write_all(head).await.expect("write head");
     s.write_all(body).await.expect("write body");
     let mut buf = Vec::new();
-    guard("a raw response", s.read_to_end(&mut buf))
-        .await
-        .expect("read");
-    let split = buf
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a response head");
+    guard("a raw response", s.read_to_end(&mut buf)).await.expect("read");
+    let split = buf.windows(4).position(|w| w == b"\r\n\r\n").expect("a response head");
     let head = String::from_utf8_lossy(&buf[..split]).into_owned();
     let mut payload = buf[split + 4..].to_vec();
-    if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
         payload = dechunk(&payload);
     }
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("a status code");
-    RawResp {
-        status,
-        head,
-        body: serde_json::from_slice(&payload).unwrap_or(Value::Null),
-    }
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).expect("a status code");
+    RawResp { status, head, body: serde_json::from_slice(&payload).unwrap_or(Value::Null) }
 }
 
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     while let Some(eol) = b.windows(2).position(|w| w == b"\r\n") {
-        let size = usize::from_str_radix(std::str::from_utf8(&b[..eol]).unwrap_or("0").trim(), 16)
-            .unwrap_or(0);
+        let size = usize::from_str_radix(std::str::from_utf8(&b[..eol]).unwrap_or("0").trim(), 16).unwrap_or(0);
         if size == 0 {
             break;
         }
@@ -447,19 +372,12 @@ pub fn raw_head(addr: SocketAddr, extra: &[(&str, &str)], body_len: usize) -> Ve
 
 /// `echo`: returns its `text` argument.
 pub fn echo_tool() -> Tool {
-    Tool::new("echo", "Echoes the text back")
-        .param("text", Param::string("What to echo").required())
-        .handle(|_ctx, args| async move {
-            Ok(CallToolResult::text(
-                args["text"].as_str().unwrap_or_default().to_owned(),
-            ))
-        })
+    Tool::new("echo", "Echoes the text back").param("text", Param::string("What to echo").required()).handle(
+        |_ctx, args| async move { Ok(CallToolResult::text(args["text"].as_str().unwrap_or_default().to_owned())) },
+    )
 }
 
 /// The text of the first content block of a tool result.
 pub fn first_text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content in {result}"))
-        .to_owned()
+    result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text content in {result}")).to_owned()
 }

@@ -22,10 +22,7 @@ pub enum JanitorConfig {
 
 impl Default for JanitorConfig {
     fn default() -> Self {
-        Self::Every {
-            interval: Duration::from_secs(60),
-            ttl: Duration::from_secs(3600),
-        }
+        Self::Every { interval: Duration::from_secs(60), ttl: Duration::from_secs(3600) }
     }
 }
 
@@ -106,19 +103,13 @@ pub struct ConfigError {
 }
 
 fn err(key: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError {
-        key: key.into(),
-        reason: reason.into(),
-    }
+    ConfigError { key: key.into(), reason: reason.into() }
 }
 
 impl TasksConfig {
     /// The extension on, with defaults.
     pub fn enabled() -> Self {
-        Self {
-            enabled: true,
-            ..Self::default()
-        }
+        Self { enabled: true, ..Self::default() }
     }
 
     /// The extension off.
@@ -153,15 +144,12 @@ impl TasksConfig {
     /// Checks the values.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.max_rows == Some(0) {
-            return Err(err(
-                "max_rows",
-                "must be a positive integer or \"unlimited\"",
-            ));
+            return Err(err("max_rows", "must be a positive integer or \"unlimited\""));
         }
-        if let JanitorConfig::Every { interval, .. } = self.janitor {
-            if interval.is_zero() {
-                return Err(err("janitor.interval", "must be positive"));
-            }
+        if let JanitorConfig::Every { interval, .. } = self.janitor
+            && interval.is_zero()
+        {
+            return Err(err("janitor.interval", "must be positive"));
         }
         if self.default_ttl.is_zero() {
             return Err(err("default_ttl", "must be positive"));
@@ -177,9 +165,8 @@ impl TasksConfig {
     /// Stores other than `"memory"` are resolved by the caller (see
     /// `store_url`), which is why the raw `store` string is returned too.
     pub fn from_toml(doc: &str) -> Result<(Self, Option<String>), ConfigError> {
-        let root: toml::Table = doc.parse().map_err(|e: toml::de::Error| {
-            err("ext_tasks", format!("not valid TOML: {}", e.message()))
-        })?;
+        let root: toml::Table =
+            doc.parse().map_err(|e: toml::de::Error| err("ext_tasks", format!("not valid TOML: {}", e.message())))?;
         let Some(v) = root.get("ext_tasks") else {
             return Ok((Self::disabled(), None));
         };
@@ -201,17 +188,12 @@ impl TasksConfig {
                 "store" => match v.as_str() {
                     Some("memory") => {}
                     Some(s)
-                        if s.starts_with("sqlite:")
-                            || s.starts_with("postgres:")
-                            || s.starts_with("postgresql:") =>
+                        if s.starts_with("sqlite:") || s.starts_with("postgres:") || s.starts_with("postgresql:") =>
                     {
                         store = Some(s.to_owned())
                     }
                     _ => {
-                        return Err(err(
-                            "store",
-                            "must be \"memory\", \"sqlite:PATH\" or \"postgres:URL\"",
-                        ));
+                        return Err(err("store", "must be \"memory\", \"sqlite:PATH\" or \"postgres:URL\""));
                     }
                 },
                 "janitor" => {
@@ -219,19 +201,13 @@ impl TasksConfig {
                         toml::Value::Boolean(false) => JanitorConfig::Disabled,
                         toml::Value::Boolean(true) => JanitorConfig::default(),
                         toml::Value::Table(t) => {
-                            let (mut interval, mut ttl) =
-                                (Duration::from_secs(60), Duration::from_secs(3600));
+                            let (mut interval, mut ttl) = (Duration::from_secs(60), Duration::from_secs(3600));
                             for (jk, jv) in t {
                                 let ms = jv.as_integer().filter(|n| *n > 0).ok_or_else(|| {
-                                    err(
-                                        &format!("janitor.{jk}"),
-                                        "must be a positive integer (milliseconds)",
-                                    )
+                                    err(&format!("janitor.{jk}"), "must be a positive integer (milliseconds)")
                                 })? as u64;
                                 match jk.as_str() {
-                                    "interval_ms" | "interval" => {
-                                        interval = Duration::from_millis(ms)
-                                    }
+                                    "interval_ms" | "interval" => interval = Duration::from_millis(ms),
                                     "ttl_ms" | "ttl" => ttl = Duration::from_millis(ms),
                                     _ => {
                                         return Err(err(
@@ -244,10 +220,7 @@ impl TasksConfig {
                             JanitorConfig::Every { interval, ttl }
                         }
                         _ => {
-                            return Err(err(
-                                "janitor",
-                                "must be false or a table { interval_ms, ttl_ms }",
-                            ));
+                            return Err(err("janitor", "must be false or a table { interval_ms, ttl_ms }"));
                         }
                     }
                 }
@@ -256,10 +229,7 @@ impl TasksConfig {
                         toml::Value::String(s) if s == "unlimited" || s == "infinity" => None,
                         toml::Value::Integer(n) if *n > 0 => Some(*n as usize),
                         _ => {
-                            return Err(err(
-                                "max_rows",
-                                "must be a positive integer or \"unlimited\"",
-                            ));
+                            return Err(err("max_rows", "must be a positive integer or \"unlimited\""));
                         }
                     }
                 }
@@ -271,10 +241,7 @@ impl TasksConfig {
                     }
                 }
                 other => {
-                    return Err(err(
-                        other,
-                        "unknown key (expected store, janitor, max_rows, notifier)",
-                    ));
+                    return Err(err(other, "unknown key (expected store, janitor, max_rows, notifier)"));
                 }
             }
         }
@@ -290,18 +257,8 @@ mod tests {
     #[test]
     fn toml_values() {
         assert!(!TasksConfig::from_toml("").unwrap().0.enabled);
-        assert!(
-            TasksConfig::from_toml("ext_tasks = true")
-                .unwrap()
-                .0
-                .enabled
-        );
-        assert!(
-            !TasksConfig::from_toml("ext_tasks = false")
-                .unwrap()
-                .0
-                .enabled
-        );
+        assert!(TasksConfig::from_toml("ext_tasks = true").unwrap().0.enabled);
+        assert!(!TasksConfig::from_toml("ext_tasks = false").unwrap().0.enabled);
         let (c, s) = TasksConfig::from_toml(
             "[ext_tasks]\nmax_rows = \"unlimited\"\njanitor = { interval_ms = 30000, ttl_ms = 14400000 }\nnotifier = \"none\"\nstore = \"sqlite:/tmp/t.db\"",
         )
@@ -309,18 +266,12 @@ mod tests {
         assert_eq!(c.max_rows, None);
         assert_eq!(
             c.janitor,
-            JanitorConfig::Every {
-                interval: Duration::from_secs(30),
-                ttl: Duration::from_secs(14400)
-            }
+            JanitorConfig::Every { interval: Duration::from_secs(30), ttl: Duration::from_secs(14400) }
         );
         assert!(matches!(c.notifier, NotifierConfig::None));
         assert_eq!(s.as_deref(), Some("sqlite:/tmp/t.db"));
         assert!(matches!(
-            TasksConfig::from_toml("[ext_tasks]\njanitor = false")
-                .unwrap()
-                .0
-                .janitor,
+            TasksConfig::from_toml("[ext_tasks]\njanitor = false").unwrap().0.janitor,
             JanitorConfig::Disabled
         ));
     }
@@ -333,18 +284,12 @@ mod tests {
             ("[ext_tasks]\nmax_rows = \"lots\"", "max_rows"),
             ("[ext_tasks]\nbogus = 1", "bogus"),
             ("[ext_tasks]\nnotifier = \"email\"", "notifier"),
-            (
-                "[ext_tasks]\njanitor = { interval_ms = -1 }",
-                "janitor.interval_ms",
-            ),
+            ("[ext_tasks]\njanitor = { interval_ms = -1 }", "janitor.interval_ms"),
             ("[ext_tasks]\nstore = \"redis:x\"", "store"),
         ] {
             let e = TasksConfig::from_toml(doc).unwrap_err();
             assert_eq!(e.key, key, "{doc}");
-            assert!(
-                e.to_string().contains("ext_tasks") && e.to_string().contains(key),
-                "{e}"
-            );
+            assert!(e.to_string().contains("ext_tasks") && e.to_string().contains(key), "{e}");
         }
     }
 }

@@ -1,8 +1,6 @@
 //! `MemoryStore`: the in-memory, single-node default.
 
-use super::store::{
-    Owner, StatusFields, StoreError, TaskStore, UpdateFn, apply_cancel, apply_status,
-};
+use super::store::{Owner, StatusFields, StoreError, TaskStore, UpdateFn, apply_cancel, apply_status};
 use super::task::{TaskRecord, TaskStatus};
 use crate::clock::{Clock, SystemClock};
 use async_trait::async_trait;
@@ -30,9 +28,7 @@ pub struct MemoryStore {
 
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryStore")
-            .field("len", &self.len())
-            .finish_non_exhaustive()
+        f.debug_struct("MemoryStore").field("len", &self.len()).finish_non_exhaustive()
     }
 }
 
@@ -92,10 +88,7 @@ impl MemoryStore {
         let became_terminal;
         let out = {
             let mut shard = lock(self.shard(id));
-            let cur = shard
-                .get(id)
-                .filter(|r| owner.allows(r) && !r.is_expired(now))
-                .ok_or(StoreError::NotFound)?;
+            let cur = shard.get(id).filter(|r| owner.allows(r) && !r.is_expired(now)).ok_or(StoreError::NotFound)?;
             let was_terminal = cur.is_terminal();
             match f(cur)? {
                 None => return Ok(cur.clone()),
@@ -112,8 +105,7 @@ impl MemoryStore {
             }
         };
         if became_terminal {
-            lock(&self.terminal_unlimited)
-                .insert((out.terminal_at_ms.unwrap_or(now), id.to_owned()));
+            lock(&self.terminal_unlimited).insert((out.terminal_at_ms.unwrap_or(now), id.to_owned()));
         }
         Ok(out)
     }
@@ -133,22 +125,13 @@ impl TaskStore for MemoryStore {
         "memory"
     }
 
-    async fn create(
-        &self,
-        mut record: TaskRecord,
-        max_rows: Option<usize>,
-    ) -> Result<(), StoreError> {
+    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
         let mut cur = self.count.load(Ordering::Relaxed);
         loop {
             if max_rows.is_some_and(|m| cur >= m) {
                 return Err(StoreError::TaskLimitReached);
             }
-            match self.count.compare_exchange_weak(
-                cur,
-                cur + 1,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            ) {
+            match self.count.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Relaxed) {
                 Ok(_) => break,
                 Err(actual) => cur = actual,
             }
@@ -174,19 +157,10 @@ impl TaskStore for MemoryStore {
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
         let now = self.clock.now_ms();
         let shard = lock(self.shard(task_id));
-        shard
-            .get(task_id)
-            .filter(|r| owner.allows(r) && !r.is_expired(now))
-            .cloned()
-            .ok_or(StoreError::NotFound)
+        shard.get(task_id).filter(|r| owner.allows(r) && !r.is_expired(now)).cloned().ok_or(StoreError::NotFound)
     }
 
-    async fn update(
-        &self,
-        task_id: &str,
-        owner: Owner<'_>,
-        f: UpdateFn<'_>,
-    ) -> Result<TaskRecord, StoreError> {
+    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
         self.modify(task_id, owner, |r| f(r).map(Some))
     }
 
@@ -223,24 +197,14 @@ impl TaskStore for MemoryStore {
         let expired: Vec<String> = {
             let mut idx = lock(&self.expiry);
             let keep = idx.split_off(&(now, String::new()));
-            std::mem::replace(&mut *idx, keep)
-                .into_iter()
-                .map(|(_, id)| id)
-                .collect()
+            std::mem::replace(&mut *idx, keep).into_iter().map(|(_, id)| id).collect()
         };
         let cutoff = now.saturating_sub(terminal_ttl_ms);
         let old_terminal: Vec<String> = {
             let mut idx = lock(&self.terminal_unlimited);
             let keep = idx.split_off(&(cutoff, String::new()));
-            std::mem::replace(&mut *idx, keep)
-                .into_iter()
-                .map(|(_, id)| id)
-                .collect()
+            std::mem::replace(&mut *idx, keep).into_iter().map(|(_, id)| id).collect()
         };
-        Ok(expired
-            .iter()
-            .chain(old_terminal.iter())
-            .filter(|id| self.remove(id))
-            .count())
+        Ok(expired.iter().chain(old_terminal.iter()).filter(|id| self.remove(id)).count())
     }
 }

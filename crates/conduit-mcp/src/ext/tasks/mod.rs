@@ -23,17 +23,16 @@
 //!         .handle(|ctx, args| async move {
 //!             let r = args["ref"].as_str().unwrap_or("main").to_owned();
 //!             if !ctx.tasks_declared() {
-//!                 return Ok(CallToolResult::text(format!("built {r}")).into());
+//!                 return Ok(ToolOutput::Complete(CallToolResult::text(format!("built {r}"))));
 //!             }
-//!             Ok(TaskSpec::new()
+//!             Ok(ToolOutput::Task(TaskSpec::new()
 //!                 .ttl(Duration::from_secs(1800))
 //!                 .poll_interval(Duration::from_secs(2))
 //!                 .status_message("Queued")
 //!                 .spawn(move |task| async move {
 //!                     task.progress(format!("Building {r}")).await.ok();
 //!                     Ok(CallToolResult::text(format!("built {r}")))
-//!                 })
-//!                 .into())
+//!                 })))
 //!         }))
 //!     .build()
 //!     .expect("valid server");
@@ -68,9 +67,7 @@ use std::sync::Arc;
 impl Tasks {
     /// The extension to install with `ServerBuilder::extension`.
     pub fn extension(&self) -> Arc<dyn Extension> {
-        Arc::new(routes::TasksExtension {
-            tasks: self.clone(),
-        })
+        Arc::new(routes::TasksExtension { tasks: self.clone() })
     }
 }
 

@@ -48,10 +48,7 @@ impl ListenNotifier {
     pub fn watchers(&self, task_id: &str) -> usize {
         self.index
             .lock()
-            .map(|i| {
-                i.get(task_id)
-                    .map_or(0, |v| v.iter().filter(|s| !s.is_closed()).count())
-            })
+            .map(|i| i.get(task_id).map_or(0, |v| v.iter().filter(|s| !s.is_closed()).count()))
             .unwrap_or(0)
     }
 
@@ -75,10 +72,7 @@ impl ListenNotifier {
             return;
         }
         let params = task.detailed();
-        for s in targets
-            .iter()
-            .filter(|s| s.owner() == task.owner.as_deref())
-        {
+        for s in targets.iter().filter(|s| s.owner() == task.owner.as_deref()) {
             s.send(TASKS_NOTIFICATION, params.clone());
         }
     }

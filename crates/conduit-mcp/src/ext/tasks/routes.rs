@@ -54,35 +54,23 @@ fn valid_response(kind: Option<InputKind>, v: &Value) -> bool {
     let Some(o) = v.as_object() else { return false };
     match kind {
         Some(InputKind::ElicitForm | InputKind::ElicitUrl) => {
-            matches!(
-                o.get("action").and_then(Value::as_str),
-                Some("accept" | "decline" | "cancel")
-            ) && o.get("content").is_none_or(Value::is_object)
+            matches!(o.get("action").and_then(Value::as_str), Some("accept" | "decline" | "cancel"))
+                && o.get("content").is_none_or(Value::is_object)
         }
-        Some(InputKind::Sample | InputKind::SampleWithTools) => {
-            o.contains_key("role") && o.contains_key("content")
-        }
+        Some(InputKind::Sample | InputKind::SampleWithTools) => o.contains_key("role") && o.contains_key("content"),
         Some(InputKind::ListRoots) => o.get("roots").is_some_and(Value::is_array),
         None => false,
     }
 }
 
 fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
-    params
-        .get("taskId")
-        .and_then(Value::as_str)
-        .ok_or_else(|| RpcError::invalid_params("Missing taskId"))
+    params.get("taskId").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("Missing taskId"))
 }
 
 impl TasksExtension {
     async fn get(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
-        let rec = self
-            .tasks
-            .store()
-            .get(id, Owner::Is(ctx.owner()))
-            .await
-            .map_err(store_error)?;
+        let rec = self.tasks.store().get(id, Owner::Is(ctx.owner())).await.map_err(store_error)?;
         let mut m = rec.detailed();
         m.insert("resultType".into(), json!("complete"));
         Ok(Value::Object(m))
@@ -137,19 +125,9 @@ impl TasksExtension {
 
     async fn cancel(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
-        let before = self
-            .tasks
-            .store()
-            .get(id, Owner::Is(ctx.owner()))
-            .await
-            .map_err(store_error)?;
+        let before = self.tasks.store().get(id, Owner::Is(ctx.owner())).await.map_err(store_error)?;
         if !before.is_terminal() {
-            let rec = self
-                .tasks
-                .store()
-                .cancel(id, Owner::Is(ctx.owner()), None)
-                .await
-                .map_err(store_error)?;
+            let rec = self.tasks.store().cancel(id, Owner::Is(ctx.owner()), None).await.map_err(store_error)?;
             if rec.version != before.version {
                 self.tasks.after_write(&rec);
             }
@@ -172,12 +150,7 @@ impl Extension for TasksExtension {
         params.get("taskId").and_then(Value::as_str)
     }
 
-    async fn handle(
-        &self,
-        ctx: Ctx,
-        method: &str,
-        params: Map<String, Value>,
-    ) -> Result<Value, RpcError> {
+    async fn handle(&self, ctx: Ctx, method: &str, params: Map<String, Value>) -> Result<Value, RpcError> {
         self.tasks.start_janitor();
         if !ctx.tasks_declared() {
             return Err(missing_capability());
@@ -214,9 +187,7 @@ impl Extension for TasksExtension {
         let ids = match ids {
             Value::Array(a) if a.iter().all(Value::is_string) => a,
             _ => {
-                return Err(RpcError::invalid_params(
-                    "notifications.taskIds must be an array of strings",
-                ));
+                return Err(RpcError::invalid_params("notifications.taskIds must be an array of strings"));
             }
         };
         if ids.len() > MAX_LISTEN_TASK_IDS {
@@ -224,23 +195,13 @@ impl Extension for TasksExtension {
                 "notifications.taskIds may name at most {MAX_LISTEN_TASK_IDS} tasks"
             )));
         }
-        let delivers = !matches!(
-            self.tasks.config().notifier,
-            super::config::NotifierConfig::None
-        );
+        let delivers = !matches!(self.tasks.config().notifier, super::config::NotifierConfig::None);
         let mut kept: Vec<&str> = Vec::new();
         for id in ids.iter().filter_map(Value::as_str) {
             if kept.contains(&id) {
                 continue;
             }
-            if delivers
-                && self
-                    .tasks
-                    .store()
-                    .get(id, Owner::Is(ctx.owner()))
-                    .await
-                    .is_ok()
-            {
+            if delivers && self.tasks.store().get(id, Owner::Is(ctx.owner())).await.is_ok() {
                 self.tasks.listen_notifier().watch(id, sub);
                 kept.push(id);
             }
@@ -258,50 +219,29 @@ impl Extension for TasksExtension {
 impl TasksExtension {
     async fn create(&self, ctx: &Ctx, spec: &mut TaskSpec) -> Result<Value, RpcError> {
         let invalid = |why: &str| {
-            tracing::warn!(
-                reason = why,
-                "tool returned invalid task attributes; no task created"
-            );
+            tracing::warn!(reason = why, "tool returned invalid task attributes; no task created");
             RpcError::internal(format!("Invalid task attributes: {why}"))
         };
         let ttl_ms = match spec.ttl {
             None => Some(self.tasks.config().default_ttl.as_millis() as u64),
             Some(None) => None,
-            Some(Some(d)) => {
-                Some(u64::try_from(d.as_millis()).map_err(|_| invalid("ttl is too large"))?)
-            }
+            Some(Some(d)) => Some(u64::try_from(d.as_millis()).map_err(|_| invalid("ttl is too large"))?),
         };
         let poll_ms = match spec.poll_interval {
             None => None,
             Some(d) if d.is_zero() => return Err(invalid("poll_interval must be positive")),
-            Some(d) => Some(
-                u64::try_from(d.as_millis())
-                    .map_err(|_| invalid("poll_interval is too large"))?
-                    .max(1),
-            ),
+            Some(d) => Some(u64::try_from(d.as_millis()).map_err(|_| invalid("poll_interval is too large"))?.max(1)),
         };
         let work: Option<SpawnFn> = match spec.spawn.take() {
             None => None,
-            Some(any) => Some(
-                *any.downcast::<SpawnFn>()
-                    .map_err(|_| invalid("spawn holds an unknown work type"))?,
-            ),
+            Some(any) => Some(*any.downcast::<SpawnFn>().map_err(|_| invalid("spawn holds an unknown work type"))?),
         };
-        let mut rec = TaskRecord::new(
-            new_task_id(),
-            ctx.owner().map(String::from),
-            self.tasks.now(),
-            ttl_ms,
-        );
+        let mut rec = TaskRecord::new(new_task_id(), ctx.owner().map(String::from), self.tasks.now(), ttl_ms);
         rec.poll_interval_ms = poll_ms;
         rec.status_message = spec.status_message.take();
         rec.client_capabilities = ctx.client_capabilities().clone();
         let max_rows = self.tasks.config().max_rows;
-        self.tasks
-            .store()
-            .create(rec.clone(), max_rows)
-            .await
-            .map_err(store_error)?;
+        self.tasks.store().create(rec.clone(), max_rows).await.map_err(store_error)?;
         rec.version = 1;
         self.tasks.after_write(&rec);
         tracing::debug!(task_id = %rec.task_id, "task created");
@@ -311,11 +251,7 @@ impl TasksExtension {
                 tracing::error!("a task's start function panicked; the task is marked failed");
                 let _ = self
                     .tasks
-                    .fail(
-                        &rec.task_id,
-                        RpcError::internal("Internal error: the task could not start"),
-                        None,
-                    )
+                    .fail(&rec.task_id, RpcError::internal("Internal error: the task could not start"), None)
                     .await;
             }
         }

@@ -85,12 +85,7 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError>;
 
     /// Atomically replaces the record with `f(record)`; a refusal leaves it unchanged.
-    async fn update(
-        &self,
-        task_id: &str,
-        owner: Owner<'_>,
-        f: UpdateFn<'_>,
-    ) -> Result<TaskRecord, StoreError>;
+    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError>;
 
     /// Moves a non-terminal record to `cancelled`; returns a terminal one unchanged.
     async fn cancel(
@@ -145,20 +140,12 @@ pub fn apply_status(
 }
 
 /// Applies `cancel` semantics to a record: `None` when it is already terminal.
-pub fn apply_cancel(
-    record: &TaskRecord,
-    status_message: Option<&str>,
-    now_ms: u64,
-) -> Option<TaskRecord> {
+pub fn apply_cancel(record: &TaskRecord, status_message: Option<&str>, now_ms: u64) -> Option<TaskRecord> {
     if record.is_terminal() {
         return None;
     }
     let mut r = record.clone();
-    r.status_message = Some(
-        status_message
-            .unwrap_or("Cancelled by client request")
-            .to_owned(),
-    );
+    r.status_message = Some(status_message.unwrap_or("Cancelled by client request").to_owned());
     r.transition(TaskStatus::Cancelled, now_ms);
     Some(r)
 }

@@ -68,11 +68,7 @@ pub struct TaskFailure {
 
 impl From<RpcError> for TaskFailure {
     fn from(e: RpcError) -> Self {
-        Self {
-            code: e.code,
-            message: e.message,
-            data: e.data,
-        }
+        Self { code: e.code, message: e.message, data: e.data }
     }
 }
 
@@ -200,14 +196,8 @@ impl TaskRecord {
         if let Some(s) = &self.status_message {
             m.insert("statusMessage".into(), json!(s));
         }
-        m.insert(
-            "createdAt".into(),
-            json!(format_rfc3339_ms(self.created_at_ms)),
-        );
-        m.insert(
-            "lastUpdatedAt".into(),
-            json!(format_rfc3339_ms(self.last_updated_at_ms)),
-        );
+        m.insert("createdAt".into(), json!(format_rfc3339_ms(self.created_at_ms)));
+        m.insert("lastUpdatedAt".into(), json!(format_rfc3339_ms(self.last_updated_at_ms)));
         m.insert("ttlMs".into(), json!(self.ttl_ms));
         if let Some(p) = self.poll_interval_ms {
             m.insert("pollIntervalMs".into(), json!(p));
@@ -231,12 +221,7 @@ impl TaskRecord {
                 m.insert("inputRequests".into(), json!(self.input_requests));
             }
             TaskStatus::Completed => {
-                m.insert(
-                    "result".into(),
-                    self.result
-                        .clone()
-                        .unwrap_or_else(|| json!({ "content": [] })),
-                );
+                m.insert("result".into(), self.result.clone().unwrap_or_else(|| json!({ "content": [] })));
             }
             TaskStatus::Failed => {
                 let e = self.error.clone().unwrap_or(TaskFailure {

@@ -12,7 +12,7 @@ use crate::protocol::mrtr::{InputKind, InputRequest};
 use crate::protocol::tools::CallToolResult;
 use crate::tool::TaskSpec;
 use futures_util::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -56,8 +56,7 @@ impl From<StoreError> for WorkerError {
 }
 
 /// Work run by the server for a task (see [`TaskSpecExt::spawn`]).
-pub(crate) type SpawnFn =
-    Box<dyn FnOnce(TaskContext) -> BoxFuture<'static, Result<CallToolResult, RpcError>> + Send>;
+pub(crate) type SpawnFn = Box<dyn FnOnce(TaskContext) -> BoxFuture<'static, Result<CallToolResult, RpcError>> + Send>;
 
 /// Adds `spawn` to [`TaskSpec`].
 pub trait TaskSpecExt {
@@ -129,15 +128,26 @@ impl TaskContext {
     pub async fn input(&self, key: &str, request: InputRequest) -> Result<Value, WorkerError> {
         let mut map = BTreeMap::new();
         map.insert(key.to_owned(), request);
-        self.tasks.require_input(&self.id, map, None).await?;
+        let mut answers = self.inputs(map).await?;
+        answers.remove(key).ok_or(WorkerError::Terminal)
+    }
+
+    /// Asks several questions at once (all pending together) and waits until
+    /// every one is answered; returns the answers by key.
+    pub async fn inputs(&self, requests: BTreeMap<String, InputRequest>) -> Result<Map<String, Value>, WorkerError> {
+        let keys: Vec<String> = requests.keys().cloned().collect();
+        self.tasks.require_input(&self.id, requests, None).await?;
         let notify = self.tasks.waker(&self.id);
         loop {
             let notified = notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let rec = self.tasks.status(&self.id).await?;
-            if let Some(v) = rec.input_responses.get(key) {
-                return Ok(v.clone());
+            if keys.iter().all(|k| rec.input_responses.contains_key(k)) {
+                return Ok(keys
+                    .iter()
+                    .filter_map(|k| rec.input_responses.get(k).map(|v| (k.clone(), v.clone())))
+                    .collect());
             }
             if rec.is_terminal() {
                 return Err(WorkerError::Terminal);
@@ -173,9 +183,7 @@ pub(crate) struct TasksInner {
 
 impl std::fmt::Debug for Tasks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tasks")
-            .field("store", &self.inner.store.name())
-            .finish_non_exhaustive()
+        f.debug_struct("Tasks").field("store", &self.inner.store.name()).finish_non_exhaustive()
     }
 }
 
@@ -190,15 +198,9 @@ impl Tasks {
     }
 
     /// A handle on an injected clock (the default memory store uses it too).
-    pub fn with_clock(
-        config: TasksConfig,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Self, super::config::ConfigError> {
+    pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, super::config::ConfigError> {
         config.validate()?;
-        let store = config
-            .store
-            .clone()
-            .unwrap_or_else(|| Arc::new(MemoryStore::with_clock(clock.clone())));
+        let store = config.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::with_clock(clock.clone())));
         Ok(Self {
             inner: Arc::new(TasksInner {
                 config,
@@ -248,10 +250,10 @@ impl Tasks {
             self.inner.janitor.call_once(move || {
                 let shutdown = me.inner.shutdown.clone();
                 let tracker = me.inner.tracker.clone();
+                // The schedule starts now, not when the task is first polled.
+                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 tracker.spawn(async move {
-                    let mut tick = tokio::time::interval(interval);
-                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    tick.tick().await;
                     loop {
                         tokio::select! {
                             _ = tick.tick() => { let _ = super::janitor::sweep(&me).await; }
@@ -266,21 +268,15 @@ impl Tasks {
     /// Called after every successful store write: notifier (panics swallowed), local wake-ups, cancellation.
     pub(crate) fn after_write(&self, record: &TaskRecord) {
         let listen = &self.inner.listen;
-        let call =
-            std::panic::catch_unwind(AssertUnwindSafe(|| match &self.inner.config.notifier {
-                NotifierConfig::Listen => listen.task_changed(record),
-                NotifierConfig::None => {}
-                NotifierConfig::Custom(n) => n.task_changed(record, listen),
-            }));
+        let call = std::panic::catch_unwind(AssertUnwindSafe(|| match &self.inner.config.notifier {
+            NotifierConfig::Listen => listen.task_changed(record),
+            NotifierConfig::None => {}
+            NotifierConfig::Custom(n) => n.task_changed(record, listen),
+        }));
         if call.is_err() {
             tracing::error!("task notifier panicked; the change itself was stored");
         }
-        let waker = self
-            .inner
-            .wakers
-            .lock()
-            .ok()
-            .and_then(|w| w.get(&record.task_id).cloned());
+        let waker = self.inner.wakers.lock().ok().and_then(|w| w.get(&record.task_id).cloned());
         if let Some(w) = waker {
             w.notify_waiters();
         }
@@ -289,12 +285,7 @@ impl Tasks {
                 w.remove(&record.task_id);
             }
             if record.status == TaskStatus::Cancelled {
-                let token = self
-                    .inner
-                    .running
-                    .lock()
-                    .ok()
-                    .and_then(|mut r| r.remove(&record.task_id));
+                let token = self.inner.running.lock().ok().and_then(|mut r| r.remove(&record.task_id));
                 if let Some(t) = token {
                     t.cancel();
                 }
@@ -309,9 +300,7 @@ impl Tasks {
 
     /// Whether `tasks/cancel` ran; `false` for an unknown id.
     pub async fn cancelled(&self, id: &str) -> bool {
-        self.status(id)
-            .await
-            .is_ok_and(|t| t.status == TaskStatus::Cancelled)
+        self.status(id).await.is_ok_and(|t| t.status == TaskStatus::Cancelled)
     }
 
     /// Updates `statusMessage` and `lastUpdatedAt` without changing the status.
@@ -336,18 +325,8 @@ impl Tasks {
         Ok(())
     }
 
-    async fn finish(
-        &self,
-        id: &str,
-        status: TaskStatus,
-        fields: StatusFields,
-    ) -> Result<(), WorkerError> {
-        let rec = self
-            .inner
-            .store
-            .put_status(id, status, fields)
-            .await
-            .map_err(status_error)?;
+    async fn finish(&self, id: &str, status: TaskStatus, fields: StatusFields) -> Result<(), WorkerError> {
+        let rec = self.inner.store.put_status(id, status, fields).await.map_err(status_error)?;
         self.after_write(&rec);
         Ok(())
     }
@@ -359,26 +338,13 @@ impl Tasks {
         result: CallToolResult,
         status_message: Option<String>,
     ) -> Result<(), WorkerError> {
-        let fields = StatusFields {
-            status_message,
-            result: Some(result.to_value()),
-            error: None,
-        };
+        let fields = StatusFields { status_message, result: Some(result.to_value()), error: None };
         self.finish(id, TaskStatus::Completed, fields).await
     }
 
     /// `failed` with a JSON-RPC error.
-    pub async fn fail(
-        &self,
-        id: &str,
-        error: RpcError,
-        status_message: Option<String>,
-    ) -> Result<(), WorkerError> {
-        let fields = StatusFields {
-            status_message,
-            result: None,
-            error: Some(error.into()),
-        };
+    pub async fn fail(&self, id: &str, error: RpcError, status_message: Option<String>) -> Result<(), WorkerError> {
+        let fields = StatusFields { status_message, result: None, error: Some(error.into()) };
         self.finish(id, TaskStatus::Failed, fields).await
     }
 
@@ -407,11 +373,7 @@ impl Tasks {
                 if r.is_terminal() {
                     return Err(StoreError::Terminal);
                 }
-                let dup: Vec<String> = requests
-                    .keys()
-                    .filter(|k| r.issued_keys.contains(*k))
-                    .cloned()
-                    .collect();
+                let dup: Vec<String> = requests.keys().filter(|k| r.issued_keys.contains(*k)).cloned().collect();
                 if !dup.is_empty() {
                     return refuse(WorkerError::DuplicateKeys(dup));
                 }
@@ -426,9 +388,7 @@ impl Tasks {
                         InputKind::ListRoots => caps.roots(),
                     };
                     if !ok {
-                        return refuse(WorkerError::UndeclaredCapability(
-                            crate::mrtr::required_capability(kind),
-                        ));
+                        return refuse(WorkerError::UndeclaredCapability(crate::mrtr::required_capability(kind)));
                     }
                 }
                 let mut n = r.clone();
@@ -448,11 +408,9 @@ impl Tasks {
                 self.after_write(&rec);
                 Ok(())
             }
-            Err(StoreError::Refused(_)) => Err(refusal
-                .lock()
-                .ok()
-                .and_then(|mut r| r.take())
-                .unwrap_or(WorkerError::InvalidInputRequests)),
+            Err(StoreError::Refused(_)) => {
+                Err(refusal.lock().ok().and_then(|mut r| r.take()).unwrap_or(WorkerError::InvalidInputRequests))
+            }
             Err(e) => Err(status_error(e)),
         }
     }
@@ -463,11 +421,7 @@ impl Tasks {
         if let Ok(mut r) = self.inner.running.lock() {
             r.insert(id.clone(), token.clone());
         }
-        let ctx = TaskContext {
-            id: id.clone(),
-            tasks: self.clone(),
-            cancel: token,
-        };
+        let ctx = TaskContext { id: id.clone(), tasks: self.clone(), cancel: token };
         let me = self.clone();
         self.inner.tracker.spawn(async move {
             let outcome = tokio::spawn(work(ctx)).await;
@@ -475,24 +429,15 @@ impl Tasks {
                 Ok(Ok(result)) => me.complete(&id, result, None).await,
                 Ok(Err(error)) => me.fail(&id, error, None).await,
                 Err(join) => {
-                    let msg = if join.is_panic() {
-                        "the task's work panicked"
-                    } else {
-                        "the task's work was aborted"
-                    };
+                    let msg = if join.is_panic() { "the task's work panicked" } else { "the task's work was aborted" };
                     tracing::error!("{msg}");
-                    me.fail(
-                        &id,
-                        RpcError::internal("Internal error: the task's work failed"),
-                        Some(msg.into()),
-                    )
-                    .await
+                    me.fail(&id, RpcError::internal("Internal error: the task's work failed"), Some(msg.into())).await
                 }
             };
-            if let Err(e) = done {
-                if !matches!(e, WorkerError::Terminal | WorkerError::NotFound) {
-                    tracing::warn!(error = %e, "could not record the end of a task's work");
-                }
+            if let Err(e) = done
+                && !matches!(e, WorkerError::Terminal | WorkerError::NotFound)
+            {
+                tracing::warn!(error = %e, "could not record the end of a task's work");
             }
             if let Ok(mut r) = me.inner.running.lock() {
                 r.remove(&id);
@@ -503,12 +448,7 @@ impl Tasks {
     /// Stops spawned work: running tasks are marked failed as interrupted.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        let ids: Vec<String> = self
-            .inner
-            .running
-            .lock()
-            .map(|r| r.keys().cloned().collect())
-            .unwrap_or_default();
+        let ids: Vec<String> = self.inner.running.lock().map(|r| r.keys().cloned().collect()).unwrap_or_default();
         for id in ids {
             let _ = self
                 .fail(
@@ -519,7 +459,6 @@ impl Tasks {
                 .await;
         }
         self.inner.tracker.close();
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.inner.tracker.wait())
-            .await;
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.inner.tracker.wait()).await;
     }
 }

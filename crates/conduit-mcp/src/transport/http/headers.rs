@@ -28,10 +28,7 @@ fn raw(headers: &HeaderMap, name: &str) -> Raw {
 
 /// Decodes the `=?base64?…?=` sentinel; other values are literal.
 pub(crate) fn decode_value(v: &str) -> Result<String, ()> {
-    match v
-        .strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="))
-    {
+    match v.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) {
         Some(inner) => {
             let bytes = STANDARD.decode(inner).map_err(|_| ())?;
             String::from_utf8(bytes).map_err(|_| ())
@@ -53,18 +50,9 @@ impl McpHeaders {
     pub(crate) fn from_headers(h: &HeaderMap) -> Self {
         let params = h
             .keys()
-            .filter_map(|k| {
-                k.as_str()
-                    .strip_prefix("mcp-param-")
-                    .map(|suffix| (suffix.to_owned(), raw(h, k.as_str())))
-            })
+            .filter_map(|k| k.as_str().strip_prefix("mcp-param-").map(|suffix| (suffix.to_owned(), raw(h, k.as_str()))))
             .collect();
-        Self {
-            version: raw(h, "mcp-protocol-version"),
-            method: raw(h, "mcp-method"),
-            name: raw(h, "mcp-name"),
-            params,
-        }
+        Self { version: raw(h, "mcp-protocol-version"), method: raw(h, "mcp-method"), name: raw(h, "mcp-name"), params }
     }
 }
 
@@ -89,9 +77,7 @@ impl HeaderCheck for McpHeaders {
         match &self.version {
             Raw::Absent => return Err(mismatch("missing MCP-Protocol-Version header".into())),
             Raw::Unreadable => {
-                return Err(mismatch(
-                    "MCP-Protocol-Version header has invalid characters".into(),
-                ));
+                return Err(mismatch("MCP-Protocol-Version header has invalid characters".into()));
             }
             Raw::Text(v) if v != meta_version => {
                 return Err(mismatch(format!(
@@ -103,9 +89,9 @@ impl HeaderCheck for McpHeaders {
         match &self.method {
             Raw::Absent => Err(mismatch("missing Mcp-Method header".into())),
             Raw::Unreadable => Err(mismatch("Mcp-Method header has invalid characters".into())),
-            Raw::Text(m) if m != method => Err(mismatch(format!(
-                "Mcp-Method header value '{m}' does not match body method '{method}'"
-            ))),
+            Raw::Text(m) if m != method => {
+                Err(mismatch(format!("Mcp-Method header value '{m}' does not match body method '{method}'")))
+            }
             Raw::Text(_) => Ok(()),
         }
     }
@@ -118,40 +104,28 @@ impl HeaderCheck for McpHeaders {
                     return Err(mismatch("Mcp-Name header has invalid characters".into()));
                 }
                 Raw::Text(v) => {
-                    let decoded = decode_value(v)
-                        .map_err(|_| mismatch("Mcp-Name header has invalid base64".into()))?;
+                    let decoded = decode_value(v).map_err(|_| mismatch("Mcp-Name header has invalid base64".into()))?;
                     if decoded != expected {
                         // The header value is the client's own; the body value may be a capability (task id), so it is not echoed.
-                        return Err(mismatch(
-                            "Mcp-Name header value does not match the body".into(),
-                        ));
+                        return Err(mismatch("Mcp-Name header value does not match the body".into()));
                     }
                 }
             }
         }
         for (header, body) in params {
-            let found = self
-                .params
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(header))
-                .map(|(_, v)| v);
+            let found = self.params.iter().find(|(k, _)| k.eq_ignore_ascii_case(header)).map(|(_, v)| v);
             match found {
                 None | Some(Raw::Absent) => {
                     return Err(mismatch(format!("missing Mcp-Param-{header} header")));
                 }
                 Some(Raw::Unreadable) => {
-                    return Err(mismatch(format!(
-                        "Mcp-Param-{header} header has invalid characters"
-                    )));
+                    return Err(mismatch(format!("Mcp-Param-{header} header has invalid characters")));
                 }
                 Some(Raw::Text(v)) => {
-                    let decoded = decode_value(v).map_err(|_| {
-                        mismatch(format!("Mcp-Param-{header} header has invalid base64"))
-                    })?;
+                    let decoded = decode_value(v)
+                        .map_err(|_| mismatch(format!("Mcp-Param-{header} header has invalid base64")))?;
                     if !matches_body(&decoded, body) {
-                        return Err(mismatch(format!(
-                            "Mcp-Param-{header} header does not match the argument"
-                        )));
+                        return Err(mismatch(format!("Mcp-Param-{header} header does not match the argument")));
                     }
                 }
             }
@@ -170,14 +144,8 @@ mod tests {
         assert_eq!(decode_value("=?base64?SGVsbG8=?=").unwrap(), "Hello");
         assert!(decode_value("=?base64?SGVsbG8?=").is_err());
         assert!(decode_value("=?base64?SGVs!!!bG8=?=").is_err());
-        assert_eq!(
-            decode_value("=?base64?SGVsbG8=").unwrap(),
-            "=?base64?SGVsbG8="
-        );
-        assert_eq!(
-            decode_value("=?BASE64?SGVsbG8=?=").unwrap(),
-            "=?BASE64?SGVsbG8=?="
-        );
+        assert_eq!(decode_value("=?base64?SGVsbG8=").unwrap(), "=?base64?SGVsbG8=");
+        assert_eq!(decode_value("=?BASE64?SGVsbG8=?=").unwrap(), "=?BASE64?SGVsbG8=?=");
         assert_eq!(decode_value("SGVsbG8=").unwrap(), "SGVsbG8=");
     }
 

@@ -130,9 +130,7 @@ struct AppState {
 /// A router serving MCP at its root: mount it with `Router::nest("/mcp", ...)`.
 pub fn router(server: Server, config: HttpConfig) -> Router {
     let state = Arc::new(AppState { server, config });
-    Router::new()
-        .route("/", post(handle_post).fallback(method_not_allowed))
-        .with_state(state)
+    Router::new().route("/", post(handle_post).fallback(method_not_allowed)).with_state(state)
 }
 
 async fn method_not_allowed() -> Response {
@@ -155,10 +153,7 @@ pub fn status_for(error: &RpcError) -> StatusCode {
 
 fn json_body(status: StatusCode, msg: &Message) -> Response {
     let mut r = (status, msg.to_json()).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }
 
@@ -169,15 +164,9 @@ fn error_response(id: Option<crate::protocol::RequestId>, error: RpcError) -> Re
 
 fn host_allowed(policy: &HostPolicy, host: &str) -> bool {
     let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']')
-            .next()
-            .map(|h| format!("[{h}]"))
-            .unwrap_or_default()
+        rest.split(']').next().map(|h| format!("[{h}]")).unwrap_or_default()
     } else {
-        host.rsplit_once(':')
-            .map(|(h, _)| h)
-            .unwrap_or(host)
-            .to_owned()
+        host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host).to_owned()
     };
     let name = name.to_ascii_lowercase();
     let local = matches!(name.as_str(), "localhost" | "127.0.0.1" | "[::1]");
@@ -195,10 +184,7 @@ fn origin_host(origin: &str) -> Option<&str> {
 
 fn forbidden(msg: &str) -> Response {
     let e = RpcError::invalid_request(msg);
-    json_body(
-        StatusCode::FORBIDDEN,
-        &Message::Error { id: None, error: e },
-    )
+    json_body(StatusCode::FORBIDDEN, &Message::Error { id: None, error: e })
 }
 
 fn challenge(cfg: &HttpConfig, scheme: &str, extra: &str) -> HeaderValue {
@@ -221,19 +207,12 @@ async fn handle_post(State(st): State<Arc<AppState>>, headers: HeaderMap, body: 
     let cfg = &st.config;
     // Origin and Host first (DNS rebinding).
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let ok = origin
-            .to_str()
-            .ok()
-            .and_then(origin_host)
-            .is_some_and(|h| host_allowed(&cfg.hosts, h));
+        let ok = origin.to_str().ok().and_then(origin_host).is_some_and(|h| host_allowed(&cfg.hosts, h));
         if !ok {
             return forbidden("Forbidden: Origin not allowed");
         }
     }
-    let host_ok = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .is_none_or(|h| host_allowed(&cfg.hosts, h));
+    let host_ok = headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_none_or(|h| host_allowed(&cfg.hosts, h));
     if !host_ok {
         return forbidden("Forbidden: Host not allowed");
     }
@@ -249,8 +228,7 @@ async fn handle_post(State(st): State<Arc<AppState>>, headers: HeaderMap, body: 
                 };
                 tracing::debug!(error = %e, "authentication failed");
                 let mut r = (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
-                r.headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, challenge(cfg, a.scheme(), &extra));
+                r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, a.scheme(), &extra));
                 return r;
             }
         },
@@ -262,19 +240,13 @@ async fn handle_post(State(st): State<Arc<AppState>>, headers: HeaderMap, body: 
         .and_then(|v| v.split(';').next())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
     if !is_json {
-        return error_response(
-            None,
-            RpcError::parse_error("Content-Type must be application/json"),
-        );
+        return error_response(None, RpcError::parse_error("Content-Type must be application/json"));
     }
     let bytes: Bytes = match axum::body::to_bytes(body, cfg.body_limit).await {
         Ok(b) => b,
         Err(_) => {
-            return error_response(
-                None,
-                RpcError::invalid_request(format!("body exceeds {} bytes", cfg.body_limit)),
-            )
-            .map_status(StatusCode::PAYLOAD_TOO_LARGE);
+            return error_response(None, RpcError::invalid_request(format!("body exceeds {} bytes", cfg.body_limit)))
+                .map_status(StatusCode::PAYLOAD_TOO_LARGE);
         }
     };
     let req = match parse_incoming(&bytes) {
@@ -304,26 +276,13 @@ async fn handle_post(State(st): State<Arc<AppState>>, headers: HeaderMap, body: 
                     .as_ref()
                     .and_then(|d| d.get("requiredScopes"))
                     .and_then(|s| s.as_array())
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str())
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
+                    .map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "))
                     .unwrap_or_default();
                 let mut r = json_body(StatusCode::FORBIDDEN, &first);
-                let scheme = cfg
-                    .auth
-                    .as_ref()
-                    .map(|a| a.scheme().to_owned())
-                    .unwrap_or_else(|| "Bearer".into());
+                let scheme = cfg.auth.as_ref().map(|a| a.scheme().to_owned()).unwrap_or_else(|| "Bearer".into());
                 r.headers_mut().insert(
                     header::WWW_AUTHENTICATE,
-                    challenge(
-                        cfg,
-                        &scheme,
-                        &format!("error=\"insufficient_scope\", scope=\"{scopes}\""),
-                    ),
+                    challenge(cfg, &scheme, &format!("error=\"insufficient_scope\", scope=\"{scopes}\"")),
                 );
                 r
             }
@@ -332,31 +291,21 @@ async fn handle_post(State(st): State<Arc<AppState>>, headers: HeaderMap, body: 
         };
     }
     // Notifications came first: stream them, then the response, then end.
-    let events = stream::unfold(
-        (Some(first), rx, false, Some(guard)),
-        |(pending, mut rx, done, guard)| async move {
-            if done {
-                drop(guard);
-                return None;
-            }
-            let msg = match pending {
-                Some(m) => m,
-                None => rx.recv().await?,
-            };
-            let end = msg.is_response();
-            Some((
-                Ok::<_, Infallible>(Event::default().data(msg.to_json())),
-                (None, rx, end, guard),
-            ))
-        },
-    );
-    let mut r = Sse::new(events)
-        .keep_alive(KeepAlive::new().interval(cfg.keep_alive))
-        .into_response();
-    r.headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    r.headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    let events = stream::unfold((Some(first), rx, false, Some(guard)), |(pending, mut rx, done, guard)| async move {
+        if done {
+            drop(guard);
+            return None;
+        }
+        let msg = match pending {
+            Some(m) => m,
+            None => rx.recv().await?,
+        };
+        let end = msg.is_response();
+        Some((Ok::<_, Infallible>(Event::default().data(msg.to_json())), (None, rx, end, guard)))
+    });
+    let mut r = Sse::new(events).keep_alive(KeepAlive::new().interval(cfg.keep_alive)).into_response();
+    r.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }
 
@@ -399,31 +348,13 @@ mod tests {
     #[test]
     fn host_policy() {
         let p = HostPolicy::Localhost;
-        for h in [
-            "localhost",
-            "localhost:8080",
-            "127.0.0.1:1",
-            "[::1]:3000",
-            "[::1]",
-            "LOCALHOST",
-        ] {
+        for h in ["localhost", "localhost:8080", "127.0.0.1:1", "[::1]:3000", "[::1]", "LOCALHOST"] {
             assert!(host_allowed(&p, h), "{h}");
         }
-        for h in [
-            "evil.example.com",
-            "evil.example.com:80",
-            "127.0.0.2",
-            "localhost.evil.com",
-        ] {
+        for h in ["evil.example.com", "evil.example.com:80", "127.0.0.2", "localhost.evil.com"] {
             assert!(!host_allowed(&p, h), "{h}");
         }
-        assert!(host_allowed(
-            &HostPolicy::AllowList(vec!["mcp.example.com".into()]),
-            "mcp.example.com:443"
-        ));
-        assert_eq!(
-            origin_host("http://localhost:3000/x"),
-            Some("localhost:3000")
-        );
+        assert!(host_allowed(&HostPolicy::AllowList(vec!["mcp.example.com".into()]), "mcp.example.com:443"));
+        assert_eq!(origin_host("http://localhost:3000/x"), Some("localhost:3000"));
     }
 }
