@@ -14,7 +14,7 @@
 //! own tasks, so the suite may share one database with other tests.
 
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStatus, TaskStore, new_task_id};
+use crate::ext::tasks::{Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStatus, TaskStore, new_task_id};
 use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
@@ -64,6 +64,7 @@ where
     cancel_semantics(&*store, &clock).await;
     terminal_states_are_final(&*store, &clock).await;
     expired_reads_as_missing(&*store, &clock).await;
+    leases(&*store, &clock).await;
     // Cleanup and the row cap count every row, so they run on stores of their own.
     let swept = make(Arc::new(clock.clone())).await;
     cleanup_removes_what_expired(&swept, &clock).await;
@@ -206,6 +207,37 @@ pub async fn cleanup_removes_what_expired(store: &dyn TaskStore, clock: &ManualC
     assert_eq!(store.get(&forever_done.task_id, Owner::Any).await, Err(StoreError::NotFound));
     assert!(store.get(&forever_live.task_id, Owner::Any).await.is_ok(), "a live unlimited task stays");
     assert!(store.get(&long.task_id, Owner::Any).await.is_ok());
+}
+
+/// Leases: renewed per node, reported back on read, listed once lapsed or by node.
+pub async fn leases(store: &dyn TaskStore, clock: &ManualClock) {
+    let start = clock.now_ms();
+    let lease = |node: &str| Some(Lease { node: node.into(), expires_at_ms: start + 1_000 });
+    let mut mine = record(None, Some(3_600_000), start);
+    mine.lease = lease("contract-n1");
+    let mut theirs = record(None, Some(3_600_000), start);
+    theirs.lease = lease("contract-n2");
+    let mut done = record(None, Some(3_600_000), start);
+    done.lease = lease("contract-n2");
+    let plain = record(None, Some(3_600_000), start);
+    for r in [&mine, &theirs, &done, &plain] {
+        store.create(r.clone(), None).await.expect("create");
+    }
+    store.put_status(&done.task_id, TaskStatus::Completed, StatusFields::default()).await.expect("complete");
+    let ids = |v: Vec<TaskRecord>| v.into_iter().map(|r| r.task_id).collect::<Vec<_>>();
+    assert_eq!(ids(store.leased_to("contract-n1", 100).await.expect("leased_to")), vec![mine.task_id.clone()]);
+    clock.advance(500);
+    assert!(store.renew_leases("contract-n1", clock.now_ms() + 1_000).await.expect("renew") >= 1);
+    let got = store.get(&mine.task_id, Owner::Any).await.expect("get");
+    assert_eq!(got.lease.as_ref().map(|l| l.expires_at_ms), Some(start + 1_500), "a renewal is visible on read");
+    clock.advance(600);
+    let lapsed = ids(store.lapsed_leases(1_000).await.expect("lapsed"));
+    assert!(lapsed.contains(&theirs.task_id), "an unrenewed lease lapses");
+    assert!(!lapsed.contains(&mine.task_id), "a renewed lease holds");
+    assert!(!lapsed.contains(&done.task_id), "terminal tasks hold no lease");
+    assert!(!lapsed.contains(&plain.task_id));
+    clock.advance(1_000);
+    assert!(ids(store.lapsed_leases(1_000).await.expect("lapsed")).contains(&mine.task_id));
 }
 
 /// `create` stops at `max_rows`; `None` means unlimited.

@@ -1,8 +1,10 @@
 //! The janitor: runs the store's cleanup on a schedule.
 
 use super::config::JanitorConfig;
-use super::store::StoreError;
+use super::store::{Owner, StoreError};
+use super::task::{TaskRecord, TaskStatus};
 use super::worker::Tasks;
+use crate::protocol::RpcError;
 
 /// Runs one sweep now: evicts expired tasks (and old terminal unlimited-TTL
 /// ones) and emits the `conduit_mcp::ext_tasks::cleanup` event with `removed`
@@ -30,4 +32,91 @@ impl JanitorConfig {
     pub fn default_ttl() -> std::time::Duration {
         std::time::Duration::from_secs(3600)
     }
+}
+
+/// What one recovery pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Recovery {
+    /// Tasks restarted on this node (resumable work).
+    pub resumed: usize,
+    /// Tasks marked failed as interrupted.
+    pub failed: usize,
+}
+
+const INTERRUPTED: &str = "interrupted: the server running this task stopped";
+const BATCH: usize = 100;
+
+/// Recovers tasks whose work lease lapsed (the node running them died):
+/// resumable work is claimed and started again here, anything else is moved
+/// to `failed` with `-32603` "interrupted: the server running this task stopped".
+/// The scheduled janitor calls this every third of the lease period.
+pub async fn recover(tasks: &Tasks) -> Result<Recovery, StoreError> {
+    let lapsed = tasks.store().lapsed_leases(BATCH).await?;
+    recover_records(tasks, lapsed, false).await
+}
+
+/// Recovers the tasks this node id had leased before a restart (they cannot
+/// be running here: this process just started). Called once when the janitor starts.
+pub async fn recover_own(tasks: &Tasks) -> Result<Recovery, StoreError> {
+    let mine = tasks.store().leased_to(tasks.node_id(), BATCH * 100).await?;
+    recover_records(tasks, mine, true).await
+}
+
+async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> Result<Recovery, StoreError> {
+    let mut done = Recovery::default();
+    for rec in records {
+        if tasks.is_running(&rec.task_id) {
+            continue;
+        }
+        let previous = rec.lease.clone();
+        let now = tasks.now();
+        let resumable = rec.tool.as_deref().and_then(|name| tasks.resumable_work(name));
+        let claim = tasks.new_lease();
+        // Claim the task only if its lease is still the one we judged lapsed
+        // (another node may have claimed it since).
+        let claimed = tasks
+            .store()
+            .update(&rec.task_id, Owner::Any, &|cur: &TaskRecord| {
+                let still = cur.lease == previous && cur.lease.as_ref().is_some_and(|l| own || l.expires_at_ms < now);
+                if cur.is_terminal() || !still {
+                    return Err(StoreError::Refused("claimed elsewhere".into()));
+                }
+                let mut n = cur.clone();
+                if resumable.is_some() {
+                    n.lease = Some(claim.clone());
+                    n.status_message = Some("Resumed after the server running it stopped".into());
+                } else {
+                    n.error = Some(RpcError::internal(INTERRUPTED).into());
+                    n.status_message = Some(INTERRUPTED.into());
+                    n.transition(TaskStatus::Failed, now);
+                }
+                n.touch(now);
+                Ok(n)
+            })
+            .await;
+        let updated = match claimed {
+            Ok(r) => r,
+            Err(StoreError::Refused(_) | StoreError::NotFound | StoreError::Terminal) => continue,
+            Err(e) => return Err(e),
+        };
+        tasks.after_write(&updated);
+        match resumable {
+            Some(work) => {
+                tracing::info!("resuming a task whose node stopped");
+                tasks.launch_resumable(updated.task_id.clone(), work, updated.resume_args.clone().unwrap_or_default());
+                done.resumed += 1;
+            }
+            None => done.failed += 1,
+        }
+    }
+    if done.resumed + done.failed > 0 {
+        tracing::info!(
+            target: "conduit_mcp::ext_tasks::recovery",
+            resumed = done.resumed,
+            failed = done.failed,
+            "recovered tasks of a stopped node"
+        );
+    }
+    Ok(done)
 }

@@ -23,6 +23,8 @@ pub struct MemoryStore {
     expiry: Mutex<BTreeSet<(u64, String)>>,
     /// `(terminal_at_ms, id)` of terminal tasks with unlimited TTL.
     terminal_unlimited: Mutex<BTreeSet<(u64, String)>>,
+    /// Live tasks whose work holds a lease: id → node (only `spawn`ed work).
+    leased: Mutex<HashMap<String, String>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -57,6 +59,7 @@ impl MemoryStore {
             count: AtomicUsize::new(0),
             expiry: Mutex::new(BTreeSet::new()),
             terminal_unlimited: Mutex::new(BTreeSet::new()),
+            leased: Mutex::new(HashMap::new()),
             clock,
         }
     }
@@ -86,6 +89,7 @@ impl MemoryStore {
     ) -> Result<TaskRecord, StoreError> {
         let now = self.clock.now_ms();
         let became_terminal;
+        let lease;
         let out = {
             let mut shard = lock(self.shard(id));
             let cur = shard.get(id).filter(|r| owner.allows(r) && !r.is_expired(now)).ok_or(StoreError::NotFound)?;
@@ -99,6 +103,7 @@ impl MemoryStore {
                     }
                     next.version = cur.version + 1;
                     became_terminal = next.is_terminal() && next.ttl_ms.is_none();
+                    lease = next.lease.as_ref().filter(|_| !next.is_terminal()).map(|l| l.node.clone());
                     shard.insert(id.to_owned(), next.clone());
                     next
                 }
@@ -107,10 +112,40 @@ impl MemoryStore {
         if became_terminal {
             lock(&self.terminal_unlimited).insert((out.terminal_at_ms.unwrap_or(now), id.to_owned()));
         }
+        self.index_lease(id, lease);
         Ok(out)
     }
 
+    fn index_lease(&self, id: &str, node: Option<String>) {
+        let mut l = lock(&self.leased);
+        match node {
+            Some(n) => {
+                l.insert(id.to_owned(), n);
+            }
+            None => {
+                l.remove(id);
+            }
+        }
+    }
+
+    fn leased_where(&self, limit: usize, keep: impl Fn(&TaskRecord) -> bool) -> Vec<TaskRecord> {
+        let ids: Vec<String> = lock(&self.leased).keys().cloned().collect();
+        let now = self.clock.now_ms();
+        let mut out = Vec::new();
+        for id in ids {
+            if out.len() >= limit {
+                break;
+            }
+            let shard = lock(self.shard(&id));
+            if let Some(r) = shard.get(&id).filter(|r| !r.is_terminal() && !r.is_expired(now) && keep(r)) {
+                out.push(r.clone());
+            }
+        }
+        out
+    }
+
     fn remove(&self, id: &str) -> bool {
+        lock(&self.leased).remove(id);
         let removed = lock(self.shard(id)).remove(id).is_some();
         if removed {
             self.count.fetch_sub(1, Ordering::Relaxed);
@@ -139,6 +174,7 @@ impl TaskStore for MemoryStore {
         record.version = 1;
         let expires = record.expires_at_ms();
         let id = record.task_id.clone();
+        let lease = record.lease.as_ref().filter(|_| !record.is_terminal()).map(|l| l.node.clone());
         {
             let mut shard = lock(self.shard(&id));
             if shard.contains_key(&id) {
@@ -148,6 +184,7 @@ impl TaskStore for MemoryStore {
             }
             shard.insert(id.clone(), record);
         }
+        self.index_lease(&id, lease);
         if let Some(e) = expires {
             lock(&self.expiry).insert((e, id));
         }
@@ -190,6 +227,31 @@ impl TaskStore for MemoryStore {
             return Err(StoreError::Terminal);
         }
         Ok(r)
+    }
+
+    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+        let ids: Vec<String> =
+            lock(&self.leased).iter().filter(|(_, n)| n.as_str() == node).map(|(id, _)| id.clone()).collect();
+        let mut renewed = 0;
+        for id in ids {
+            let mut shard = lock(self.shard(&id));
+            if let Some(l) = shard.get_mut(&id).filter(|r| !r.is_terminal()).and_then(|r| r.lease.as_mut())
+                && l.node == node
+            {
+                l.expires_at_ms = l.expires_at_ms.max(until_ms);
+                renewed += 1;
+            }
+        }
+        Ok(renewed)
+    }
+
+    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = self.clock.now_ms();
+        Ok(self.leased_where(limit, |r| r.lease.as_ref().is_some_and(|l| l.expires_at_ms < now)))
+    }
+
+    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(self.leased_where(limit, |r| r.lease.as_ref().is_some_and(|l| l.node == node)))
     }
 
     async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {

@@ -53,7 +53,7 @@ mod worker;
 
 pub use crate::tool::{TaskSpec, TaskSupport};
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TasksConfig};
-pub use janitor::sweep;
+pub use janitor::{Recovery, recover, recover_own, sweep};
 pub use memory::MemoryStore;
 pub use notifier::{ListenNotifier, Notifier, TASKS_NOTIFICATION};
 pub use routes::MAX_LISTEN_TASK_IDS;

@@ -3,7 +3,7 @@
 
 use super::store::{Owner, StoreError};
 use super::task::{TaskRecord, TaskStatus};
-use super::worker::{SpawnFn, Tasks};
+use super::worker::{ResumableSpawn, SpawnFn, Tasks};
 use crate::protocol::RpcError;
 use crate::protocol::mrtr::InputKind;
 use crate::server::{Ctx, Extension, TASKS_EXTENSION_ID};
@@ -232,11 +232,28 @@ impl TasksExtension {
             Some(d) if d.is_zero() => return Err(invalid("poll_interval must be positive")),
             Some(d) => Some(u64::try_from(d.as_millis()).map_err(|_| invalid("poll_interval is too large"))?.max(1)),
         };
+        let mut rec = TaskRecord::new(new_task_id(), ctx.owner().map(String::from), self.tasks.now(), ttl_ms);
         let work: Option<SpawnFn> = match spec.spawn.take() {
             None => None,
-            Some(any) => Some(*any.downcast::<SpawnFn>().map_err(|_| invalid("spawn holds an unknown work type"))?),
+            Some(any) => match any.downcast::<SpawnFn>() {
+                Ok(f) => Some(*f),
+                Err(any) => {
+                    let r =
+                        any.downcast::<ResumableSpawn>().map_err(|_| invalid("spawn holds an unknown work type"))?;
+                    let f = self
+                        .tasks
+                        .resumable_work(&r.name)
+                        .ok_or_else(|| invalid(&format!("no resumable work is registered as {:?}", r.name)))?;
+                    rec.tool = Some(r.name.clone());
+                    rec.resume_args = Some(r.args.clone());
+                    let args = r.args;
+                    Some(Box::new(move |ctx| f(ctx, args)))
+                }
+            },
         };
-        let mut rec = TaskRecord::new(new_task_id(), ctx.owner().map(String::from), self.tasks.now(), ttl_ms);
+        if work.is_some() {
+            rec.lease = Some(self.tasks.new_lease());
+        }
         rec.poll_interval_ms = poll_ms;
         rec.status_message = spec.status_message.take();
         rec.client_capabilities = ctx.client_capabilities().clone();

@@ -109,8 +109,23 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(0)
     }
 
-    /// Tasks whose work lease lapsed (their node died). Default: none (no leases).
+    /// Extends, until `until_ms`, the lease of every non-terminal task whose work
+    /// runs on `node` (`record.lease.node == node`); returns how many. A store
+    /// that keeps leases outside the record must report them back in
+    /// `record.lease` on every read.
+    async fn renew_leases(&self, _node: &str, _until_ms: u64) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+
+    /// Up to `limit` non-terminal tasks whose lease expired before now (the node
+    /// running their work stopped renewing it). Default: none.
     async fn lapsed_leases(&self, _limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Up to `limit` non-terminal tasks leased to `node` (to recover a node's own
+    /// tasks when it restarts under the same id). Default: none.
+    async fn leased_to(&self, _node: &str, _limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         Ok(Vec::new())
     }
 }

@@ -58,6 +58,17 @@ impl From<StoreError> for WorkerError {
 /// Work run by the server for a task (see [`TaskSpecExt::spawn`]).
 pub(crate) type SpawnFn = Box<dyn FnOnce(TaskContext) -> BoxFuture<'static, Result<CallToolResult, RpcError>> + Send>;
 
+/// Work registered under a name with [`Tasks::resumable`], so any node can
+/// start it again from its arguments.
+pub(crate) type ResumableFn =
+    Arc<dyn Fn(TaskContext, Value) -> BoxFuture<'static, Result<CallToolResult, RpcError>> + Send + Sync>;
+
+/// A request to run registered resumable work (see [`TaskSpecExt::spawn_resumable`]).
+pub(crate) struct ResumableSpawn {
+    pub(crate) name: String,
+    pub(crate) args: Value,
+}
+
 /// Adds `spawn` to [`TaskSpec`].
 pub trait TaskSpecExt {
     /// Runs `work` on the server's runtime as the task's work, supervised and
@@ -67,9 +78,20 @@ pub trait TaskSpecExt {
     where
         F: FnOnce(TaskContext) -> Fut + Send + 'static,
         Fut: Future<Output = Result<CallToolResult, RpcError>> + Send + 'static;
+
+    /// Runs the work registered as `name` with [`Tasks::resumable`], with
+    /// `args`. If the node running it dies, a live node starts it again from
+    /// the start with the same arguments: the work runs at least once, so make
+    /// it idempotent.
+    fn spawn_resumable(self, name: &str, args: Value) -> TaskSpec;
 }
 
 impl TaskSpecExt for TaskSpec {
+    fn spawn_resumable(mut self, name: &str, args: Value) -> TaskSpec {
+        self.spawn = Some(Box::new(ResumableSpawn { name: name.to_owned(), args }));
+        self
+    }
+
     fn spawn<F, Fut>(mut self, work: F) -> TaskSpec
     where
         F: FnOnce(TaskContext) -> Fut + Send + 'static,
@@ -154,11 +176,16 @@ impl TaskContext {
             }
             tokio::select! {
                 _ = notified => {}
+                // Answers written by another node arrive through the notifier; this is a backstop.
+                _ = tokio::time::sleep(INPUT_RECHECK) => {}
                 _ = self.cancel.cancelled() => return Err(WorkerError::Terminal),
             }
         }
     }
 }
+
+/// How often a waiting `input` re-reads the task even without a wake-up.
+const INPUT_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Drives tasks by id from workers. Not owner-scoped: the id is the capability.
 ///
@@ -179,6 +206,8 @@ pub(crate) struct TasksInner {
     pub(crate) shutdown: CancellationToken,
     tracker: TaskTracker,
     janitor: Once,
+    leases: Once,
+    resumable: std::sync::RwLock<HashMap<String, ResumableFn>>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -212,6 +241,8 @@ impl Tasks {
                 shutdown: CancellationToken::new(),
                 tracker: TaskTracker::new(),
                 janitor: Once::new(),
+                leases: Once::new(),
+                resumable: Default::default(),
             }),
         })
     }
@@ -250,13 +281,25 @@ impl Tasks {
             self.inner.janitor.call_once(move || {
                 let shutdown = me.inner.shutdown.clone();
                 let tracker = me.inner.tracker.clone();
-                // The schedule starts now, not when the task is first polled.
-                let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+                // The schedules start now, not when the task is first polled.
+                let start = tokio::time::Instant::now();
+                let mut tick = tokio::time::interval_at(start + interval, interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let every = me.inner.config.lease / 3;
+                let mut check = tokio::time::interval_at(start, every);
+                check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 tracker.spawn(async move {
+                    if let Err(e) = super::janitor::recover_own(&me).await {
+                        tracing::warn!(error = %e, "could not recover this node's earlier tasks");
+                    }
                     loop {
                         tokio::select! {
                             _ = tick.tick() => { let _ = super::janitor::sweep(&me).await; }
+                            _ = check.tick() => {
+                                if let Err(e) = super::janitor::recover(&me).await {
+                                    tracing::warn!(error = %e, "lease recovery failed");
+                                }
+                            }
                             _ = shutdown.cancelled() => break,
                         }
                     }
@@ -276,19 +319,19 @@ impl Tasks {
         if call.is_err() {
             tracing::error!("task notifier panicked; the change itself was stored");
         }
-        let waker = self.inner.wakers.lock().ok().and_then(|w| w.get(&record.task_id).cloned());
-        if let Some(w) = waker {
-            w.notify_waiters();
-        }
+        self.local_change(record);
+    }
+
+    /// Local consequences of a change, wherever it was written: wake waiting
+    /// workers, and stop local work of a cancelled task.
+    pub fn local_change(&self, record: &TaskRecord) {
+        self.wake(&record.task_id);
         if record.is_terminal() {
             if let Ok(mut w) = self.inner.wakers.lock() {
                 w.remove(&record.task_id);
             }
             if record.status == TaskStatus::Cancelled {
-                let token = self.inner.running.lock().ok().and_then(|mut r| r.remove(&record.task_id));
-                if let Some(t) = token {
-                    t.cancel();
-                }
+                self.cancel_local(&record.task_id);
             }
         }
     }
@@ -416,7 +459,75 @@ impl Tasks {
     }
 
     /// Runs `work` for task `id` under supervision.
+    /// Registers resumable work under `name` (see [`TaskSpecExt::spawn_resumable`]).
+    /// Register the same names on every node.
+    pub fn resumable<F, Fut>(&self, name: &str, work: F)
+    where
+        F: Fn(TaskContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<CallToolResult, RpcError>> + Send + 'static,
+    {
+        let f: ResumableFn = Arc::new(move |ctx, args| Box::pin(work(ctx, args)));
+        if let Ok(mut r) = self.inner.resumable.write() {
+            r.insert(name.to_owned(), f);
+        }
+    }
+
+    pub(crate) fn resumable_work(&self, name: &str) -> Option<ResumableFn> {
+        self.inner.resumable.read().ok().and_then(|r| r.get(name).cloned())
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> &str {
+        &self.inner.config.node_id
+    }
+
+    /// The lease this node puts on work it starts now.
+    pub(crate) fn new_lease(&self) -> super::task::Lease {
+        super::task::Lease {
+            node: self.inner.config.node_id.clone(),
+            expires_at_ms: self.now() + self.inner.config.lease.as_millis() as u64,
+        }
+    }
+
+    /// Whether this node runs the work of task `id` right now.
+    pub(crate) fn is_running(&self, id: &str) -> bool {
+        self.inner.running.lock().is_ok_and(|r| r.contains_key(id))
+    }
+
+    /// Renews this node's leases every third of the lease period (started once, at the first launch).
+    fn start_lease_renewal(&self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let me = self.clone();
+        self.inner.leases.call_once(move || {
+            let every = me.inner.config.lease / 3;
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let (shutdown, tracker) = (me.inner.shutdown.clone(), me.inner.tracker.clone());
+            tracker.spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {
+                            let until = me.now() + me.inner.config.lease.as_millis() as u64;
+                            if let Err(e) = me.inner.store.renew_leases(&me.inner.config.node_id, until).await {
+                                tracing::warn!(error = %e, "could not renew this node's task leases");
+                            }
+                        }
+                        _ = shutdown.cancelled() => break,
+                    }
+                }
+            });
+        });
+    }
+
+    /// Starts resumable work `work` for task `id` with `args`.
+    pub(crate) fn launch_resumable(&self, id: String, work: ResumableFn, args: Value) {
+        self.launch(id, Box::new(move |ctx| work(ctx, args)));
+    }
+
     pub(crate) fn launch(&self, id: String, work: SpawnFn) {
+        self.start_lease_renewal();
         let token = self.inner.shutdown.child_token();
         if let Ok(mut r) = self.inner.running.lock() {
             r.insert(id.clone(), token.clone());
@@ -443,6 +554,24 @@ impl Tasks {
                 r.remove(&id);
             }
         });
+    }
+
+    /// Wakes local workers waiting on task `id` (a cross-node notifier calls
+    /// this when another node changed the task).
+    pub fn wake(&self, id: &str) {
+        let waker = self.inner.wakers.lock().ok().and_then(|w| w.get(id).cloned());
+        if let Some(w) = waker {
+            w.notify_waiters();
+        }
+    }
+
+    /// Cancels local work of task `id` (a cross-node notifier calls this when
+    /// another node cancelled it).
+    pub fn cancel_local(&self, id: &str) {
+        let token = self.inner.running.lock().ok().and_then(|mut r| r.remove(id));
+        if let Some(t) = token {
+            t.cancel();
+        }
     }
 
     /// Stops spawned work: running tasks are marked failed as interrupted.
