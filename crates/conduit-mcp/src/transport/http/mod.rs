@@ -256,15 +256,70 @@ async fn handle_post(State(st): State<Arc<AppState>>, headers: HeaderMap, body: 
     };
     let server = st.server.clone();
     let cancel = CancellationToken::new();
-    let guard = cancel.clone().drop_guard();
     let (tx, mut rx) = unbounded_channel::<Message>();
-    let env = RequestEnv::new(principal, cancel.clone(), Some(tx.clone()))
-        .with_headers(Box::new(McpHeaders::from_headers(&headers)));
-    tokio::spawn(async move {
-        let msg = server.handle_request(req, env).await;
-        let _ = tx.send(msg);
-    });
-    let Some(first) = rx.recv().await else {
+    let env =
+        RequestEnv::new(principal, cancel.clone(), Some(tx)).with_headers(Box::new(McpHeaders::from_headers(&headers)));
+    // Run the handler in this task: most requests answer without notifications,
+    // and then no task is spawned. If a notification comes first, the handler
+    // moves to its own task and the answer becomes an SSE stream. Dropping this
+    // future (the client went away) drops the handler too.
+    let mut handler = Box::pin(async move { server.handle_request(req, env).await });
+    // Declared after the handler so that, if this future is dropped, the token
+    // fires before the handler is dropped (locals drop in reverse order).
+    let guard = cancel.clone().drop_guard();
+    let first = tokio::select! {
+        biased;
+        msg = &mut handler => match rx.try_recv() {
+            // Notifications were queued before the answer: stream them, then the answer.
+            Ok(note) => {
+                let (tx2, rx2) = unbounded_channel();
+                let _ = tx2.send(note);
+                while let Ok(m) = rx.try_recv() {
+                    let _ = tx2.send(m);
+                }
+                let _ = tx2.send(msg);
+                rx = rx2;
+                rx.recv().await
+            }
+            Err(_) => Some(msg),
+        },
+        note = rx.recv() => {
+            let (tx2, rx2) = unbounded_channel();
+            if let Some(n) = note {
+                let _ = tx2.send(n);
+            }
+            let mut rx_old = std::mem::replace(&mut rx, rx2);
+            tokio::spawn(async move {
+                // Forward what the handler sends until it answers, then the answer.
+                // (Anything sent after the answer is dropped: nothing follows a response.)
+                loop {
+                    tokio::select! {
+                        biased;
+                        m = rx_old.recv() => match m {
+                            Some(m) => {
+                                if tx2.send(m).is_err() {
+                                    return; // the client went away: drop the handler
+                                }
+                            }
+                            None => {
+                                let _ = tx2.send(handler.await);
+                                return;
+                            }
+                        },
+                        answer = &mut handler => {
+                            while let Ok(m) = rx_old.try_recv() {
+                                let _ = tx2.send(m);
+                            }
+                            let _ = tx2.send(answer);
+                            return;
+                        }
+                    }
+                }
+            });
+            rx.recv().await
+        }
+    };
+    let Some(first) = first else {
         return error_response(None, RpcError::internal("request handler stopped"));
     };
     if first.is_response() {
