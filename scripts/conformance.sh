@@ -77,25 +77,31 @@ trap stop_fixture EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-log "starting the fixture on 127.0.0.1:$PORT (log: $FIXTURE_LOG)"
-RUST_LOG="${RUST_LOG:-info}" "$BIN" --listen "127.0.0.1:$PORT" 2>"$FIXTURE_LOG" &
-FIXTURE_PID=$!
+# start_fixture LOG [ARGS...]: starts the fixture and waits until it listens.
+start_fixture() {
+  local log_file="$1"
+  shift
+  log "starting the fixture on 127.0.0.1:$PORT $* (log: $log_file)"
+  RUST_LOG="${RUST_LOG:-info}" "$BIN" --listen "127.0.0.1:$PORT" "$@" 2>"$log_file" &
+  FIXTURE_PID=$!
+  local deadline=$((SECONDS + STARTUP_TIMEOUT_S))
+  until grep -q 'listening on' "$log_file" 2>/dev/null; do
+    if ! kill -0 "$FIXTURE_PID" 2>/dev/null; then
+      log "the fixture exited before listening:"
+      cat "$log_file" >&2
+      exit 1
+    fi
+    if ((SECONDS >= deadline)); then
+      log "timed out after ${STARTUP_TIMEOUT_S}s waiting for 'listening on' in $log_file"
+      cat "$log_file" >&2
+      exit 1
+    fi
+    sleep 0.2
+  done
+  log "fixture is $(grep -m1 'listening on' "$log_file")"
+}
 
-deadline=$((SECONDS + STARTUP_TIMEOUT_S))
-until grep -q 'listening on' "$FIXTURE_LOG" 2>/dev/null; do
-  if ! kill -0 "$FIXTURE_PID" 2>/dev/null; then
-    log "the fixture exited before listening:"
-    cat "$FIXTURE_LOG" >&2
-    exit 1
-  fi
-  if ((SECONDS >= deadline)); then
-    log "timed out after ${STARTUP_TIMEOUT_S}s waiting for 'listening on' in $FIXTURE_LOG"
-    cat "$FIXTURE_LOG" >&2
-    exit 1
-  fi
-  sleep 0.2
-done
-log "fixture is $(grep -m1 'listening on' "$FIXTURE_LOG")"
+start_fixture "$FIXTURE_LOG"
 
 run_conformance() {
   npx -y -p node@22 -p "$CONFORMANCE_PACKAGE" -- conformance server --url "$URL" "$@"
@@ -113,21 +119,32 @@ if ((rc != 0)); then
   RUNNER_FAILED=1
 fi
 
-if [[ "$RUN_TASKS" == "1" ]]; then
+# run_tasks SUBDIR: runs each tasks-* scenario against the running fixture into $OUT/SUBDIR.
+run_tasks() {
   for scenario in "${TASK_SCENARIOS[@]}"; do
-    log "running --scenario $scenario"
+    log "running --scenario $scenario ($1)"
     set +e
-    run_conformance --scenario "$scenario" -o "$OUT/tasks" 2>&1 | tee -a "$OUT/tasks.log"
-    rc=${PIPESTATUS[0]}
+    run_conformance --scenario "$scenario" -o "$OUT/$1" 2>&1 | tee -a "$OUT/$1.log"
+    local rc=${PIPESTATUS[0]}
     set -e
     if ((rc != 0)); then
-      log "the runner exited with $rc on $scenario"
+      log "the runner exited with $rc on $scenario ($1)"
       RUNNER_FAILED=1
     fi
   done
-fi
+}
 
+if [[ "$RUN_TASKS" == "1" ]]; then
+  run_tasks tasks
+fi
 stop_fixture
+
+# The tasks scenarios again, with the fixture's tasks in a SQLite file.
+if [[ "$RUN_TASKS" == "1" ]]; then
+  start_fixture "$OUT/fixture-sqlite.log" --store "sqlite:$OUT/tasks.db"
+  run_tasks tasks-sqlite
+  stop_fixture
+fi
 
 # Count the checks. The requirements run also executes the tasks-* scenarios
 # (not scored); they are always left out of it: when CONDUIT_CONFORMANCE_TASKS=1
@@ -165,6 +182,8 @@ for scenario, checks in results("requirements"):
 if run_tasks:
     for scenario, checks in results("tasks"):
         counted[scenario].extend(checks)
+    for scenario, checks in results("tasks-sqlite"):
+        counted[scenario + " (sqlite)"].extend(checks)
 
 passed = failed = 0
 failures = []
@@ -190,7 +209,8 @@ if ignored and not run_tasks:
 if not counted:
     print("conformance: no results found", file=sys.stderr)
     sys.exit(1)
-missing = sorted(task_scenarios - counted.keys()) if run_tasks else []
+expected = task_scenarios | {s + " (sqlite)" for s in task_scenarios}
+missing = sorted(expected - counted.keys()) if run_tasks else []
 if missing:
     print(f"conformance: no results for {', '.join(missing)}", file=sys.stderr)
     sys.exit(1)

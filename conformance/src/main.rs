@@ -2,7 +2,7 @@
 //! (`@modelcontextprotocol/conformance`, server leg, protocol `2026-07-28`).
 //!
 //! ```text
-//! conduit-mcp-conformance [--listen 127.0.0.1:PORT]
+//! conduit-mcp-conformance [--listen 127.0.0.1:PORT] [--store sqlite:PATH]
 //! ```
 //!
 //! Serves MCP at `http://ADDR/mcp` and prints `listening on http://ADDR/mcp`
@@ -37,13 +37,15 @@ use tracing_subscriber::EnvFilter;
 /// The address used when `--listen` is not given.
 const DEFAULT_LISTEN: &str = "127.0.0.1:3000";
 
-const USAGE: &str = "usage: conduit-mcp-conformance [--listen 127.0.0.1:PORT]";
+const USAGE: &str = "usage: conduit-mcp-conformance [--listen 127.0.0.1:PORT] [--store memory|sqlite:PATH]";
 
 /// Command-line options.
 #[derive(Debug, PartialEq, Eq)]
 struct Args {
     /// Where to listen (a loopback address).
     listen: SocketAddr,
+    /// The task store: `memory` (default) or `sqlite:PATH`.
+    store: String,
 }
 
 /// What the command line asked for.
@@ -59,11 +61,13 @@ enum Command {
 /// `--listen=ADDR`, `-h`/`--help`.
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
     let mut listen = DEFAULT_LISTEN.to_owned();
+    let mut store = "memory".to_owned();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
             "--listen" => listen = args.next().ok_or("--listen needs an address")?,
+            "--store" => store = args.next().ok_or("--store needs memory or sqlite:PATH")?,
             other => match other.strip_prefix("--listen=") {
                 Some(addr) => listen = addr.to_owned(),
                 None => return Err(format!("unexpected argument {other:?}")),
@@ -74,15 +78,23 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
     if !listen.ip().is_loopback() {
         return Err(format!("refusing to bind {listen}: the fixture only binds loopback addresses"));
     }
-    Ok(Command::Run(Args { listen }))
+    if store != "memory" && !store.starts_with("sqlite:") {
+        return Err(format!("invalid --store {store:?}: expected memory or sqlite:PATH"));
+    }
+    Ok(Command::Run(Args { listen, store }))
 }
 
-/// Builds the fixture server with everything the suite looks for.
+/// Builds the fixture server with everything the suite looks for, on the memory store.
+#[cfg(test)]
 fn build_server() -> Result<Server, conduit_mcp::server::BuildError> {
+    build_server_with(TasksConfig::enabled())
+}
+
+/// Builds the fixture server on the given tasks configuration.
+fn build_server_with(tasks: TasksConfig) -> Result<Server, conduit_mcp::server::BuildError> {
     let builder = Server::builder("conduit-mcp-conformance", env!("CARGO_PKG_VERSION"))
         .instructions("Fixture server for the MCP conformance suite.");
-    let tasks =
-        Tasks::new(TasksConfig::enabled()).map_err(|e| conduit_mcp::server::BuildError::Extension(e.to_string()))?;
+    let tasks = Tasks::new(tasks).map_err(|e| conduit_mcp::server::BuildError::Extension(e.to_string()))?;
     let builder = builder.extension(tasks.extension());
     let builder = tools::register(builder);
     let builder = tasks_tools::register(builder);
@@ -138,7 +150,17 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let server = match build_server() {
+    let mut config = TasksConfig::enabled();
+    if let Some(path) = args.store.strip_prefix("sqlite:") {
+        match conduit_mcp_sql::SqliteStore::open(path, std::sync::Arc::new(conduit_mcp::clock::SystemClock)).await {
+            Ok(s) => config = config.store(std::sync::Arc::new(s)),
+            Err(e) => {
+                eprintln!("error: cannot open --store {}: {e}", args.store);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let server = match build_server_with(config) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: invalid fixture server: {e}");
@@ -164,7 +186,8 @@ mod tests {
 
     #[test]
     fn parses_listen_forms() {
-        let want = |a: &str| Ok(Command::Run(Args { listen: a.parse().expect("test address") }));
+        let want =
+            |a: &str| Ok(Command::Run(Args { listen: a.parse().expect("test address"), store: "memory".into() }));
         assert_eq!(parse(&[]), want(DEFAULT_LISTEN));
         assert_eq!(parse(&["--listen", "127.0.0.1:4000"]), want("127.0.0.1:4000"));
         assert_eq!(parse(&["--listen=127.0.0.1:0"]), want("127.0.0.1:0"));
@@ -178,6 +201,11 @@ mod tests {
         assert!(parse(&["--listen", "nope"]).is_err());
         assert!(parse(&["--listen", "0.0.0.0:3000"]).is_err());
         assert!(parse(&["--port", "1"]).is_err());
+        assert!(parse(&["--store", "redis:x"]).is_err());
+        assert_eq!(
+            parse(&["--store", "sqlite:/tmp/t.db"]),
+            Ok(Command::Run(Args { listen: DEFAULT_LISTEN.parse().expect("addr"), store: "sqlite:/tmp/t.db".into() }))
+        );
     }
 
     #[tokio::test]

@@ -6,6 +6,21 @@ use conduit_mcp::server::BuildError;
 use serde_json::json;
 use std::time::Duration;
 
+/// Registers the demo's resumable work on this node (every node registers the same).
+pub(crate) fn register_workers(tasks: &Tasks) {
+    tasks.resumable("countdown", |task, args| async move {
+        let from = args["from"].as_u64().unwrap_or(10);
+        for left in (1..=from).rev() {
+            let _ = task.progress(format!("{left} left")).await;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = task.cancelled() => return Err(RpcError::internal("cancelled")),
+            }
+        }
+        Ok(CallToolResult::text(format!("counted down from {from}")))
+    });
+}
+
 /// Builds the demo server; `tasks` is installed when the extension is enabled.
 pub(crate) fn server(tasks: Option<&Tasks>) -> Result<Server, BuildError> {
     let mut b = Server::builder("conduit-mcp-reference", env!("CARGO_PKG_VERSION"))
@@ -93,7 +108,46 @@ pub(crate) fn server(tasks: Option<&Tasks>) -> Result<Server, BuildError> {
                 }),
         );
     if let Some(t) = tasks {
-        b = b.extension(t.extension());
+        let worker = t.clone();
+        b = b
+            .extension(t.extension())
+            .tool(
+                Tool::new("job", "Queue a job for an external worker (finish it with `complete_job`)")
+                    .param("name", Param::string("What the job is"))
+                    .task_support(TaskSupport::Required)
+                    .handle(|_ctx, args| async move {
+                        let name = args["name"].as_str().unwrap_or("job").to_owned();
+                        Ok(TaskSpec::new().status_message(format!("Queued: {name}")))
+                    }),
+            )
+            .tool(
+                Tool::new("complete_job", "Act as a worker: complete a queued job's task by id")
+                    .param("taskId", Param::string("The task to complete").required())
+                    .param("text", Param::string("The job's output"))
+                    .handle(move |_ctx, args| {
+                        let worker = worker.clone();
+                        async move {
+                            let id = args["taskId"].as_str().unwrap_or_default();
+                            let text = args["text"].as_str().unwrap_or("done").to_owned();
+                            match worker.complete(id, CallToolResult::text(text), Some("Done".into())).await {
+                                Ok(()) => Ok(CallToolResult::text("completed")),
+                                Err(e) => Ok(CallToolResult::error(format!("could not complete the task: {e}"))),
+                            }
+                        }
+                    }),
+            )
+            .tool(
+                Tool::new("countdown", "Count down (resumable: restarted on a live node if this one dies)")
+                    .param(
+                        "from",
+                        Param::integer("Where to start").keyword("minimum", json!(1)).keyword("maximum", json!(3600)),
+                    )
+                    .task_support(TaskSupport::Required)
+                    .handle(|_ctx, args| async move {
+                        let from = args["from"].as_u64().unwrap_or(10);
+                        Ok(TaskSpec::new().spawn_resumable("countdown", json!({ "from": from })))
+                    }),
+            );
     }
     b.build()
 }

@@ -2,18 +2,25 @@
 //!
 //! `conduit-mcp serve` runs a demo MCP server on `127.0.0.1:8080/mcp` with
 //! the in-memory defaults and the Tasks extension on; `--stdio` serves the
-//! same tools on stdin/stdout; `--config FILE` reads a TOML configuration
-//! (its `[ext_tasks]` table configures the Tasks extension).
+//! same tools on stdin/stdout; `--store sqlite:PATH` or `--store postgres:URL`
+//! keeps tasks in a database (several nodes can share a PostgreSQL one);
+//! `--config FILE` reads a TOML configuration whose `[ext_tasks]` table
+//! configures the Tasks extension.
 
 mod demo;
+mod store;
 
 use clap::{Parser, Subcommand};
+use conduit_mcp::auth::{BearerTokens, Principal};
+use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::transport::http::{self, HttpConfig};
 use conduit_mcp::transport::stdio;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(name = "conduit-mcp", version, about = "MCP (2026-07-28) reference server built on conduit-mcp")]
@@ -22,20 +29,38 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Address to listen on; the endpoint is http://ADDR/mcp.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Serve on stdin/stdout instead of HTTP.
+    #[arg(long)]
+    stdio: bool,
+    /// TOML configuration file (`[ext_tasks]` configures tasks; without a file they are enabled with defaults).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Task store: `memory`, `sqlite:PATH` or `postgres:URL` (overrides the config file).
+    #[arg(long)]
+    store: Option<String>,
+    /// PostgreSQL schema for the task table (and the notification channel's suffix).
+    #[arg(long)]
+    pg_schema: Option<String>,
+    /// This node's id for work leases (default: derived from the host name and port, stable across restarts).
+    #[arg(long)]
+    node_id: Option<String>,
+    /// Lease period of running work, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    lease_ms: u64,
+    /// Require bearer authentication: `TOKEN=PRINCIPAL` (repeatable).
+    #[arg(long = "token", value_name = "TOKEN=PRINCIPAL")]
+    tokens: Vec<String>,
+}
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run the reference server (HTTP on 127.0.0.1:8080 by default).
-    Serve {
-        /// Address to listen on; the endpoint is http://ADDR/mcp.
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        listen: SocketAddr,
-        /// Serve on stdin/stdout instead of HTTP.
-        #[arg(long)]
-        stdio: bool,
-        /// TOML configuration file (`[ext_tasks]` configures tasks; absent means enabled with defaults).
-        #[arg(long)]
-        config: Option<PathBuf>,
-    },
+    Serve(ServeArgs),
 }
 
 fn init_tracing() {
@@ -43,48 +68,96 @@ fn init_tracing() {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 
-fn tasks_config(path: Option<&PathBuf>) -> Result<TasksConfig, String> {
-    let Some(path) = path else { return Ok(TasksConfig::enabled()) };
+fn read_config(path: Option<&PathBuf>) -> Result<(TasksConfig, Option<String>), String> {
+    let Some(path) = path else { return Ok((TasksConfig::enabled(), None)) };
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let (cfg, store) = TasksConfig::from_toml(&text).map_err(|e| e.to_string())?;
-    if let Some(s) = store {
-        return Err(format!(
-            "invalid ext_tasks configuration: store: {s:?} is not available in this build (use \"memory\")"
-        ));
+    TasksConfig::from_toml(&text).map_err(|e| e.to_string())
+}
+
+fn default_node_id(listen: SocketAddr) -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}:{}", listen.port())
+}
+
+async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
+    let (mut cfg, config_store) = read_config(args.config.as_ref())?;
+    if !cfg.enabled {
+        return demo::server(None).map(|s| (s, None, "tasks disabled".into())).map_err(|e| e.to_string());
     }
-    Ok(cfg)
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let spec = args.store.clone().or(config_store).unwrap_or_else(|| "memory".into());
+    let chosen = store::open(&spec, args.pg_schema.as_deref(), clock.clone()).await?;
+    cfg = cfg
+        .store(chosen.store.clone())
+        .node_id(args.node_id.clone().unwrap_or_else(|| default_node_id(args.listen)))
+        .lease(Duration::from_millis(args.lease_ms));
+    if let Some(n) = chosen.notifier_config() {
+        cfg = cfg.notifier(n);
+    }
+    let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
+    if let Some(n) = &chosen.notifier {
+        n.attach(&tasks);
+    }
+    demo::register_workers(&tasks);
+    let server = demo::server(Some(&tasks)).map_err(|e| e.to_string())?;
+    // Start the janitor now: it recovers this node's earlier tasks and watches other nodes' leases.
+    tasks.start_janitor();
+    Ok((server, Some(tasks), chosen.label))
+}
+
+fn auth(tokens: &[String]) -> Result<Option<BearerTokens>, String> {
+    if tokens.is_empty() {
+        return Ok(None);
+    }
+    let mut b = BearerTokens::new();
+    for t in tokens {
+        let (token, principal) = t
+            .split_once('=')
+            .filter(|(t, p)| !t.is_empty() && !p.is_empty())
+            .ok_or_else(|| format!("--token {t:?}: expected TOKEN=PRINCIPAL"))?;
+        b = b.token(token, Principal::new(principal));
+    }
+    Ok(Some(b))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let Command::Serve { listen, stdio: use_stdio, config } = cli.command;
-    let tasks = match tasks_config(config.as_ref())
-        .and_then(|c| if c.enabled { Tasks::new(c).map(Some).map_err(|e| e.to_string()) } else { Ok(None) })
-    {
-        Ok(t) => t,
+    let Command::Serve(args) = cli.command;
+    let (server, tasks, label) = match build(&args).await {
+        Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let server = match demo::server(tasks.as_ref()) {
-        Ok(s) => s,
+    let mut http_cfg = HttpConfig::default();
+    match auth(&args.tokens) {
+        Ok(Some(a)) => http_cfg = http_cfg.auth(a),
+        Ok(None) => {}
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
-    };
-    let result = if use_stdio {
+    }
+    let result = if args.stdio {
         stdio::serve_stdio(server).await
     } else {
-        print_usage(listen);
-        http::serve(server, HttpConfig::default(), listen, async {
+        print_usage(args.listen, &label);
+        http::serve(server, http_cfg, args.listen, async {
             let _ = tokio::signal::ctrl_c().await;
         })
         .await
     };
+    if let Some(t) = tasks {
+        t.shutdown().await;
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -94,11 +167,11 @@ async fn main() -> ExitCode {
     }
 }
 
-fn print_usage(addr: SocketAddr) {
+fn print_usage(addr: SocketAddr, store: &str) {
     let url =
         if addr.port() == 0 { "http://ADDR/mcp (see the next line)".to_owned() } else { format!("http://{addr}/mcp") };
     eprintln!(
-        "conduit-mcp reference server (protocol 2026-07-28, in-memory task store)\n\
+        "conduit-mcp reference server (protocol 2026-07-28, task store: {store})\n\
          try it:\n  curl -s {url} \\\n    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \\\n    \
          -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/call' -H 'Mcp-Name: echo' \\\n    \
          -d '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"hi\"}},\

@@ -148,10 +148,14 @@ async fn a_restarted_node_recovers_its_own_tasks_at_once() {
     let (_old, server_old) = node("node-a", &store, &clock);
     let id = call(&server_old, "stuck").await.unwrap()["taskId"].as_str().unwrap().to_owned();
     // The same node id comes back (a restart): no need to wait for the lease.
-    let (again, _server) = node("node-a", &store, &clock);
+    clock.advance(1);
+    let (again, server) = node("node-a", &store, &clock);
+    // Work the new process starts itself is never mistaken for the old process's.
+    let fresh = call(&server, "stuck").await.unwrap()["taskId"].as_str().unwrap().to_owned();
     let r = recover_own(&again).await.unwrap();
     assert_eq!(r.failed, 1);
     assert_eq!(again.status(&id).await.unwrap().status, TaskStatus::Failed);
+    assert_eq!(again.status(&fresh).await.unwrap().status, TaskStatus::Working);
 }
 
 #[tokio::test]

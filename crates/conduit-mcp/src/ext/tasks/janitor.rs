@@ -50,7 +50,7 @@ const BATCH: usize = 100;
 /// Recovers tasks whose work lease lapsed (the node running them died):
 /// resumable work is claimed and started again here, anything else is moved
 /// to `failed` with `-32603` "interrupted: the server running this task stopped".
-/// The scheduled janitor calls this every third of the lease period.
+/// The scheduled janitor calls this every tenth of the lease period.
 pub async fn recover(tasks: &Tasks) -> Result<Recovery, StoreError> {
     let lapsed = tasks.store().lapsed_leases(BATCH).await?;
     recover_records(tasks, lapsed, false).await
@@ -59,8 +59,11 @@ pub async fn recover(tasks: &Tasks) -> Result<Recovery, StoreError> {
 /// Recovers the tasks this node id had leased before a restart (they cannot
 /// be running here: this process just started). Called once when the janitor starts.
 pub async fn recover_own(tasks: &Tasks) -> Result<Recovery, StoreError> {
+    let started = tasks.inner.started_at_ms;
+    // Only tasks an earlier process created: this one's own new tasks may not be running yet.
     let mine = tasks.store().leased_to(tasks.node_id(), BATCH * 100).await?;
-    recover_records(tasks, mine, true).await
+    let earlier = mine.into_iter().filter(|r| r.created_at_ms < started).collect();
+    recover_records(tasks, earlier, true).await
 }
 
 async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> Result<Recovery, StoreError> {

@@ -44,6 +44,17 @@ impl ListenNotifier {
         }
     }
 
+    /// The ids of the tasks some open stream watches (a cross-node notifier
+    /// re-reads them after it reconnects, to catch up on changes it missed).
+    pub fn watched(&self) -> Vec<String> {
+        self.index
+            .lock()
+            .map(|i| {
+                i.iter().filter(|(_, subs)| subs.iter().any(|s| !s.is_closed())).map(|(id, _)| id.clone()).collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// How many streams watch `task_id`.
     pub fn watchers(&self, task_id: &str) -> usize {
         self.index

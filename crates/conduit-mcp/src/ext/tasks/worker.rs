@@ -208,6 +208,9 @@ pub(crate) struct TasksInner {
     janitor: Once,
     leases: Once,
     resumable: std::sync::RwLock<HashMap<String, ResumableFn>>,
+    /// When this handle was made: tasks leased to this node id before then
+    /// belong to an earlier process with the same id.
+    pub(crate) started_at_ms: u64,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -230,6 +233,7 @@ impl Tasks {
     pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, super::config::ConfigError> {
         config.validate()?;
         let store = config.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::with_clock(clock.clone())));
+        let started_at_ms = clock.now_ms();
         Ok(Self {
             inner: Arc::new(TasksInner {
                 config,
@@ -243,6 +247,7 @@ impl Tasks {
                 janitor: Once::new(),
                 leases: Once::new(),
                 resumable: Default::default(),
+                started_at_ms,
             }),
         })
     }
@@ -285,7 +290,9 @@ impl Tasks {
                 let start = tokio::time::Instant::now();
                 let mut tick = tokio::time::interval_at(start + interval, interval);
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                let every = me.inner.config.lease / 3;
+                // Recovery checks are cheap (an indexed query): run them often, so a
+                // lapsed lease is noticed within a tenth of the period.
+                let every = me.inner.config.lease / 10;
                 let mut check = tokio::time::interval_at(start, every);
                 check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
                 tracker.spawn(async move {

@@ -1,0 +1,111 @@
+//! Ours: conduit-mcp serving the conformance fixture's `greet` and `slow_compute`.
+//!
+//! ```text
+//! bench-server [--listen 127.0.0.1:PORT] [--store memory|sqlite|postgres] [--database-url URL]
+//! bench-server sweep [--tasks N] [--expired-percent P] [--getters 1,50] [--baseline-ms MS]
+//! ```
+//!
+//! The first form serves MCP at `/mcp` (with `TCP_NODELAY`) and the admin route
+//! `POST /bench/complete` W5 uses, and prints `listening on http://ADDR/mcp` to
+//! stderr. The second runs W6 in process and prints its results as JSON on stdout.
+
+use clap::{Args, Parser, Subcommand};
+use conduit_mcp_bench::ours::{self, StoreKind};
+use conduit_mcp_bench::sweep::{self, SweepOptions};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// The conduit-mcp bench server.
+#[derive(Debug, Parser)]
+#[command(name = "bench-server", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Cmd>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// W6: time one janitor sweep in process, with `tasks/get` running.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Where to listen (loopback only; port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// The task store.
+    #[arg(long, default_value = "memory")]
+    store: StoreKind,
+    /// Where the SQL stores keep their tasks (a file for SQLite, a URL for PostgreSQL).
+    #[arg(long)]
+    database_url: Option<String>,
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// Tasks in the store.
+    #[arg(long, default_value_t = 1_000_000)]
+    tasks: usize,
+    /// Percentage of them expired.
+    #[arg(long, default_value_t = 10)]
+    expired_percent: usize,
+    /// Concurrent `tasks/get` loops, one measurement per value.
+    #[arg(long, value_delimiter = ',', default_value = "1,50")]
+    getters: Vec<usize>,
+    /// Length of the no-sweep baseline, ms.
+    #[arg(long, default_value_t = 2_000)]
+    baseline_ms: u64,
+}
+
+fn rss_kib() -> u64 {
+    conduit_mcp_bench::procfs::status_kib(std::process::id(), "VmRSS").unwrap_or(0)
+}
+
+async fn serve(args: ServeArgs) -> Result<(), String> {
+    if !args.listen.ip().is_loopback() {
+        return Err(format!("refusing to bind {}: the benchmark servers bind loopback addresses only", args.listen));
+    }
+    let store = ours::task_store(args.store, args.database_url.as_deref())?;
+    let tasks = ours::tasks(store)?;
+    let server = ours::server(&tasks)?;
+    let listener =
+        tokio::net::TcpListener::bind(args.listen).await.map_err(|e| format!("cannot bind {}: {e}", args.listen))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    eprintln!("listening on http://{local}/mcp");
+    ours::serve(listener, ours::app(server, tasks)).await.map_err(|e| e.to_string())
+}
+
+async fn sweep(args: SweepArgs) -> Result<(), String> {
+    if args.expired_percent > 100 || args.getters.is_empty() {
+        return Err("--expired-percent must be at most 100 and --getters non-empty".into());
+    }
+    let opts = SweepOptions {
+        tasks: args.tasks,
+        expired_percent: args.expired_percent,
+        getters: args.getters,
+        baseline: Duration::from_millis(args.baseline_ms),
+    };
+    let results = sweep::run(&opts, rss_kib).await?;
+    println!("{}", serde_json::to_string(&results).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Some(Cmd::Sweep(a)) => sweep(a).await,
+        None => serve(cli.serve).await,
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Benchmarks of conduit-mcp against the official Rust SDK (rmcp) and a bare axum
+//! echo, side by side (issue 5). Not published.
+//!
+//! - [`ours`]: the bench server (`bench-server`): the conformance fixture's `greet`
+//!   and `slow_compute` on conduit-mcp, its store chosen with `--store`;
+//! - [`sweep`]: W6, the janitor measured in process (`bench-server sweep`);
+//! - [`wire`], [`client`], [`load`]: the requests, a minimal HTTP/1.1 client and
+//!   the load generator;
+//! - [`harness`]: the plan, the servers' processes, the runs;
+//! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart.
+//!
+//! `scripts/bench.sh` builds everything and runs the `conduit-mcp-bench` binary.
+
+pub mod chart;
+pub mod client;
+pub mod harness;
+pub mod load;
+pub mod ours;
+pub mod procfs;
+pub mod report;
+pub mod stats;
+pub mod sweep;
+pub mod wire;

@@ -1,0 +1,316 @@
+//! `conduit-mcp-bench`: runs the benchmark plan against the three servers and writes
+//! `docs/benchmarks.md` and its chart. `scripts/bench.sh` builds the servers and calls it.
+//!
+//! ```text
+//! conduit-mcp-bench run --server target/release/bench-server --echo target/release/bench-echo \
+//!     --rmcp target/rmcp-peer/release/rmcp-peer [--smoke] [--out docs/benchmarks.md] [--chart docs/benchmarks.svg]
+//! conduit-mcp-bench report --json target/bench/results.json [--out …] [--chart …]
+//! ```
+
+use clap::{Args, Parser, Subcommand};
+use conduit_mcp_bench::harness::{Binaries, Harness, Meta, Plan, Results, Store};
+use conduit_mcp_bench::ours::StoreKind;
+use conduit_mcp_bench::{chart, report};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// Benchmarks conduit-mcp against rmcp and a bare axum echo.
+#[derive(Debug, Parser)]
+#[command(name = "conduit-mcp-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Run the plan and write the report.
+    Run(Box<RunArgs>),
+    /// Rewrite the report and chart from saved results.
+    Report(ReportArgs),
+    /// Drive one workload against a server that is already running (for profiling it).
+    Load(LoadArgs),
+}
+
+#[derive(Debug, Args)]
+struct LoadArgs {
+    /// The server's address.
+    #[arg(long)]
+    addr: std::net::SocketAddr,
+    /// W1 (greet), W2 (tasks/get on one new task), W3 (tasks/get on random ids of --table new tasks) or W4 (creates).
+    #[arg(long)]
+    workload: String,
+    /// Connections.
+    #[arg(long, default_value_t = 50)]
+    conns: usize,
+    /// How long, ms.
+    #[arg(long, default_value_t = 10_000)]
+    ms: u64,
+    /// Tasks to create first for W3.
+    #[arg(long, default_value_t = 100_000)]
+    table: usize,
+}
+
+#[derive(Debug, Args)]
+struct Output {
+    /// The report.
+    #[arg(long, default_value = "docs/benchmarks.md")]
+    out: PathBuf,
+    /// The chart (SVG).
+    #[arg(long, default_value = "docs/benchmarks.svg")]
+    chart: PathBuf,
+    /// The raw results (JSON).
+    #[arg(long, default_value = "target/bench/results.json")]
+    json: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The `bench-server` binary.
+    #[arg(long)]
+    server: PathBuf,
+    /// The `bench-echo` binary.
+    #[arg(long)]
+    echo: PathBuf,
+    /// The `rmcp-peer` binary (without it, rmcp is left out).
+    #[arg(long)]
+    rmcp: Option<PathBuf>,
+    /// The rmcp peer's `Cargo.lock`, to report rmcp's exact version.
+    #[arg(long)]
+    rmcp_lock: Option<PathBuf>,
+    /// The smoke pass: every workload for 2 s on tiny sizes, one round; fails on any error.
+    #[arg(long)]
+    smoke: bool,
+    /// Rounds (default 3; 1 with --smoke).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// Stores ours runs on, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "memory")]
+    stores: Vec<StoreKind>,
+    /// Run only these workloads (W1 … W7, comma-separated; W3, W4 and W7 run together).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Length of each measured phase, ms (overrides the plan's).
+    #[arg(long)]
+    measure_ms: Option<u64>,
+    /// Tasks W4 creates and W3 reads among (overrides the plan's).
+    #[arg(long)]
+    table: Option<usize>,
+    /// The command line recorded in the report.
+    #[arg(long, default_value = "scripts/bench.sh")]
+    command: String,
+    #[command(flatten)]
+    output: Output,
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    #[command(flatten)]
+    output: Output,
+}
+
+fn sh(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn meta(args: &RunArgs) -> Meta {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim().to_owned()))
+        .unwrap_or_else(|| "unknown".into());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kib: f64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:")?.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0);
+    let rmcp = args
+        .rmcp_lock
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|lock| {
+            let at = lock.find("name = \"rmcp\"\nversion = \"")? + "name = \"rmcp\"\nversion = \"".len();
+            Some(lock[at..].split('"').next()?.to_owned())
+        })
+        .unwrap_or_else(|| "3.11 (version not read)".into());
+    let commit = sh("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let dirty = sh("git", &["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Meta {
+        cpu,
+        cores: std::thread::available_parallelism().map_or(1, usize::from),
+        mem_gib: mem_kib / 1024.0 / 1024.0,
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned(),
+        rustc: sh("rustc", &["-V"]).unwrap_or_else(|| "unknown".into()),
+        rmcp,
+        conduit: format!(
+            "{} at commit {commit}{}",
+            env!("CARGO_PKG_VERSION"),
+            if dirty { " with uncommitted changes" } else { "" }
+        ),
+        date: sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default(),
+        command: args.command.clone(),
+        load_before: std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned(),
+        ..Meta::default()
+    }
+}
+
+fn write(results: &Results, out: &Output) -> Result<(), String> {
+    for p in [&out.out, &out.chart, &out.json] {
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+    }
+    let json = serde_json::to_string_pretty(results).map_err(|e| e.to_string())?;
+    std::fs::write(&out.json, json).map_err(|e| format!("cannot write {}: {e}", out.json.display()))?;
+    chart::draw(results, &report::peers(results), &out.chart)?;
+    let previous = std::fs::read_to_string(&out.out).ok();
+    let link = relative_link(&out.out, &out.chart);
+    let doc = report::render(results, previous.as_deref(), &link);
+    std::fs::write(&out.out, doc).map_err(|e| format!("cannot write {}: {e}", out.out.display()))?;
+    eprintln!("wrote {}, {} and {}", out.out.display(), out.chart.display(), out.json.display());
+    Ok(())
+}
+
+/// The chart's path as the report links it: its file name when both share a folder.
+fn relative_link(doc: &Path, chart: &Path) -> String {
+    if doc.parent() == chart.parent() {
+        return chart.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    }
+    chart.display().to_string()
+}
+
+/// What a smoke pass must show: every workload answered, nothing failed.
+fn smoke_check(r: &Results) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for s in &r.samples {
+        if s.requests == 0 || s.errors > 0 {
+            problems.push(format!(
+                "{:?} {} at {} conns: {} requests, {} errors ({})",
+                s.workload,
+                s.peer.label(),
+                s.conns,
+                s.requests,
+                s.errors,
+                s.first_error.as_deref().unwrap_or("-")
+            ));
+        }
+    }
+    for n in &r.notify {
+        if n.received != n.tasks {
+            problems.push(format!("W5 at {} streams: {} of {} notifications", n.conns, n.received, n.tasks));
+        }
+    }
+    for s in &r.sweep {
+        if s.result.removed != s.result.expired || s.result.during_samples == 0 {
+            problems.push(format!(
+                "W6 at {} getters: removed {} of {} expired, {} calls during the sweep",
+                s.result.getters, s.result.removed, s.result.expired, s.result.during_samples
+            ));
+        }
+    }
+    let plan = r.plan.clone().unwrap_or_else(Plan::smoke);
+    if (plan.runs("W6") && r.sweep.is_empty()) || (plan.runs("W5") && r.notify.is_empty()) {
+        problems.push("W5 or W6 produced no result".into());
+    }
+    if problems.is_empty() { Ok(()) } else { Err(format!("smoke pass failed:\n  {}", problems.join("\n  "))) }
+}
+
+fn run(args: RunArgs) -> Result<(), String> {
+    let mut plan = if args.smoke { Plan::smoke() } else { Plan::full() };
+    if let Some(r) = args.rounds {
+        plan.rounds = r.max(1);
+    }
+    plan.stores = args.stores.iter().map(|s| Store::from(*s)).collect();
+    plan.only = args.only.clone();
+    if let Some(ms) = args.measure_ms {
+        plan.measure_ms = ms;
+    }
+    if let Some(t) = args.table {
+        plan.table = t.max(1);
+        plan.bucket = plan.bucket.min(plan.table);
+    }
+    for s in &args.stores {
+        // Refuse a store the bench server cannot run before spending minutes on the others.
+        conduit_mcp_bench::ours::task_store(*s, None)?;
+    }
+    let bins = Binaries { server: args.server.clone(), echo: args.echo.clone(), rmcp: args.rmcp.clone() };
+    let meta = meta(&args);
+    let harness = Harness::new(bins, plan, |line| eprintln!("{line}"));
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let results = rt.block_on(harness.run(meta))?;
+    write(&results, &args.output)?;
+    if args.smoke {
+        smoke_check(&results)?;
+        eprintln!("smoke pass: every workload ran without errors");
+    }
+    Ok(())
+}
+
+fn load(args: LoadArgs) -> Result<(), String> {
+    use conduit_mcp_bench::load::{self as l, Load};
+    use conduit_mcp_bench::wire;
+    use std::sync::Arc;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    rt.block_on(async move {
+        let host = args.addr.to_string();
+        let base = Load {
+            addr: args.addr,
+            conns: args.conns,
+            duration: Some(std::time::Duration::from_millis(args.ms)),
+            max_requests: None,
+            expect: b"\"result\"",
+            collect_ids: false,
+        };
+        let h = host.clone();
+        let creates: l::Builder = Arc::new(move |n, out| wire::http_request(out, &h, "/mcp", &wire::create_task(n)));
+        let build: l::Builder = match args.workload.to_ascii_uppercase().as_str() {
+            "W1" => Arc::new(move |n, out| wire::http_request(out, &host, "/mcp", &wire::greet(n))),
+            "W4" => creates,
+            w @ ("W2" | "W3") => {
+                let count = if w == "W2" { 1 } else { args.table as u64 };
+                let setup = Load { duration: None, max_requests: Some(count), collect_ids: true, ..base.clone() };
+                let ids = Arc::new(l::run(&setup, creates).await.map_err(|e| e.to_string())?.ids);
+                if ids.is_empty() {
+                    return Err("no task was created".to_owned());
+                }
+                Arc::new(move |n, out| {
+                    let id = &ids[(l::mix(n) % ids.len() as u64) as usize];
+                    wire::http_request(out, &host, "/mcp", &wire::tasks_get(n, id))
+                })
+            }
+            other => return Err(format!("unknown workload {other:?} (W1, W2, W3 or W4)")),
+        };
+        let r = l::run(&base, build).await.map_err(|e| e.to_string())?;
+        eprintln!(
+            "{} requests in {:.1} s: {:.0} req/s, p50 {:.1} µs, p99 {:.1} µs, {} errors {}",
+            r.requests,
+            r.elapsed.as_secs_f64(),
+            r.rps(),
+            f64::from(conduit_mcp_bench::stats::quantile(&r.latencies, 0.5)) / 1000.0,
+            f64::from(conduit_mcp_bench::stats::quantile(&r.latencies, 0.99)) / 1000.0,
+            r.errors,
+            r.first_error.unwrap_or_default()
+        );
+        Ok(())
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Cmd::Run(a) => run(*a),
+        Cmd::Load(a) => load(a),
+        Cmd::Report(a) => std::fs::read_to_string(&a.output.json)
+            .map_err(|e| format!("cannot read {}: {e}", a.output.json.display()))
+            .and_then(|j| serde_json::from_str::<Results>(&j).map_err(|e| e.to_string()))
+            .and_then(|r| write(&r, &a.output)),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

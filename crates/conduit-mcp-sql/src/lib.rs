@@ -1,0 +1,77 @@
+//! Durable [`TaskStore`](conduit_mcp::ext::tasks::TaskStore) backends for
+//! `conduit-mcp`: [`SqliteStore`] (one file, one node, survives restarts) and
+//! [`PostgresStore`] (one database, many nodes).
+//!
+//! Both keep every task in one table, `conduit_tasks`: a few indexed columns
+//! (owner, status, `version`, expiry, terminal time, lease) derived from the
+//! record on every write, and the whole [`TaskRecord`](conduit_mcp::ext::tasks::TaskRecord)
+//! as a JSON document. Their guarantees are the store contract of `conduit-mcp`,
+//! proved by the same suite as the in-memory store
+//! (`conduit_mcp::testing::store_contract`):
+//!
+//! - **Durable before acknowledged.** `create` commits before it returns, so a
+//!   `tasks/get` on any connection — or any node — finds the task.
+//! - **Compare-and-swap writes.** Every write is
+//!   `UPDATE … WHERE task_id = ? AND version = ?`; a writer that lost the race
+//!   reads again and re-applies its change. A client's `tasks/update` can never
+//!   overwrite a worker's `completed`, and terminal rows never change.
+//! - **Atomic row cap.** `create` bumps a one-row counter under the cap in the
+//!   same transaction (or statement) as the insert; deletes decrement it.
+//! - **Indexed expiry.** `cleanup` deletes by range on the `expires_at_ms` and
+//!   `terminal_at_ms` indexes, in bounded batches, so a sweep costs what it removes.
+//! - **Leases** (the node running a task's work) live in their own indexed
+//!   columns and are authoritative over the document: renewal is one `UPDATE`.
+//! - **Faults are errors, not losses.** A database that goes away turns into
+//!   [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend)
+//!   (`-32603` on the wire); nothing already acknowledged is lost, and the pool
+//!   reconnects when the database returns.
+//!
+//! The schema is created and upgraded by migrations shipped in this crate
+//! (`migrations/sqlite`, `migrations/postgres`), recorded in their own table,
+//! `conduit_schema_migrations`, so they never collide with your application's
+//! migrations in the same database. A database that has a `conduit_tasks`
+//! table this crate did not make, or an SQLite file that is not a database or
+//! is corrupted, is refused at open with an [`OpenError`].
+//!
+//! ```no_run
+//! use conduit_mcp::clock::SystemClock;
+//! use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
+//! use conduit_mcp_sql::SqliteStore;
+//! use std::sync::Arc;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let clock = Arc::new(SystemClock);
+//! let store = SqliteStore::open("tasks.db", clock.clone()).await?;
+//! let tasks = Tasks::new(TasksConfig::enabled().store(Arc::new(store)))?;
+//! # let _ = tasks;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Features: `sqlite` and `postgres` (both on by default) select the stores;
+//! `postgres-tls` adds TLS (rustls) for `sslmode=require` connections.
+#![forbid(unsafe_code)]
+
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod common;
+mod error;
+#[cfg(feature = "postgres")]
+pub mod pg_notifier;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod pool;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+pub use error::OpenError;
+#[cfg(feature = "postgres")]
+pub use pg_notifier::PgNotifier;
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore};
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteOptions, SqliteStore};
+
+/// The schema version this build of the crate creates and understands
+/// (the highest migration it ships).
+pub const SCHEMA_VERSION: i64 = 1;

@@ -1,0 +1,266 @@
+//! `PgNotifier`: task changes delivered across nodes with PostgreSQL
+//! `LISTEN`/`NOTIFY`.
+
+use conduit_mcp::ext::tasks::{ListenNotifier, Notifier, Owner, TaskRecord, Tasks};
+use serde_json::{Value, json};
+use sqlx::ConnectOptions;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+/// The default channel name.
+pub const DEFAULT_CHANNEL: &str = "conduit_tasks";
+
+const BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A [`Notifier`] for many nodes on one PostgreSQL database.
+///
+/// Every change is published on a channel with a small payload — the task id
+/// and its version, never the result. Every node (this one included) listens
+/// on the channel, reads the task from the store, and delivers it to its own
+/// listen streams (only those whose principal owns the task) and wakes its own
+/// workers. So a `notifications/tasks` reaches a listen stream on whichever
+/// node holds it, and `spawn`ed work waiting for input wakes on whichever node
+/// runs it.
+///
+/// The listener reconnects after the database drops its connection and then
+/// re-reads every watched task, so the streams it serves survive and miss no
+/// final state (a change made while it was disconnected arrives when it is back).
+///
+/// ```no_run
+/// # use conduit_mcp::ext::tasks::{NotifierConfig, Tasks, TasksConfig};
+/// # use conduit_mcp_sql::{PgNotifier, PostgresStore};
+/// # use std::sync::Arc;
+/// # async fn run(url: &str) -> Result<(), Box<dyn std::error::Error>> {
+/// let clock = Arc::new(conduit_mcp::clock::SystemClock);
+/// let store = PostgresStore::connect(url, clock.clone()).await?;
+/// let notifier = PgNotifier::connect(url, conduit_mcp_sql::pg_notifier::DEFAULT_CHANNEL).await?;
+/// let tasks = Tasks::with_clock(
+///     TasksConfig::enabled().store(Arc::new(store)).notifier(NotifierConfig::Custom(Arc::new(notifier.clone()))),
+///     clock,
+/// )?;
+/// notifier.attach(&tasks);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct PgNotifier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    channel: String,
+    options: PgConnectOptions,
+    publish: UnboundedSender<(String, u64)>,
+    pending: Mutex<Option<UnboundedReceiver<(String, u64)>>>,
+    tasks: OnceLock<Tasks>,
+    delivered: Mutex<HashMap<String, u64>>,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for PgNotifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgNotifier").field("channel", &self.inner.channel).finish_non_exhaustive()
+    }
+}
+
+/// Why a `PgNotifier` could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotifierError {
+    /// The URL does not parse.
+    #[error("invalid PostgreSQL URL: {0}")]
+    Url(String),
+    /// The channel name is not a plain identifier of at most 63 bytes.
+    #[error("invalid channel name {0:?}: use letters, digits and underscores, at most 63 bytes")]
+    Channel(String),
+    /// The database could not be reached.
+    #[error("cannot reach PostgreSQL: {0}")]
+    Connect(String),
+}
+
+impl PgNotifier {
+    /// Connects (checking the database is reachable) and starts publishing.
+    /// Call [`PgNotifier::attach`] once the `Tasks` handle exists to start listening.
+    pub async fn connect(url: &str, channel: &str) -> Result<Self, NotifierError> {
+        if channel.is_empty() || channel.len() > 63 || !channel.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(NotifierError::Channel(channel.to_owned()));
+        }
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| NotifierError::Url(e.to_string()))?
+            .application_name("conduit-mcp-notifier");
+        options.connect().await.map_err(|e| NotifierError::Connect(e.to_string()))?;
+        let (tx, rx) = unbounded_channel();
+        let me = Self {
+            inner: Arc::new(Inner {
+                channel: channel.to_owned(),
+                options,
+                publish: tx,
+                pending: Mutex::new(Some(rx)),
+                tasks: OnceLock::new(),
+                delivered: Mutex::new(HashMap::new()),
+                shutdown: CancellationToken::new(),
+            }),
+        };
+        Ok(me)
+    }
+
+    /// The channel it publishes and listens on.
+    pub fn channel(&self) -> &str {
+        &self.inner.channel
+    }
+
+    /// Starts the publisher and the listener for this node's `Tasks` handle (once).
+    pub fn attach(&self, tasks: &Tasks) {
+        if self.inner.tasks.set(tasks.clone()).is_err() {
+            return;
+        }
+        let rx = self.inner.pending.lock().ok().and_then(|mut p| p.take());
+        if let Some(rx) = rx {
+            tokio::spawn(publisher(self.inner.clone(), rx));
+        }
+        tokio::spawn(listener(self.inner.clone()));
+    }
+
+    /// Stops publishing and listening.
+    pub fn stop(&self) {
+        self.inner.shutdown.cancel();
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+impl Notifier for PgNotifier {
+    fn task_changed(&self, task: &TaskRecord, _listen: &ListenNotifier) {
+        // Delivery to every node, this one included, comes back through LISTEN.
+        let _ = self.inner.publish.send((task.task_id.clone(), task.version));
+    }
+}
+
+async fn pause(inner: &Inner, backoff: &mut Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(*backoff) => {}
+        _ = inner.shutdown.cancelled() => return false,
+    }
+    *backoff = (*backoff * 2).min(MAX_BACKOFF);
+    true
+}
+
+/// Publishes queued changes; while the database is unreachable it retries, keeping them.
+async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<(String, u64)>) {
+    let pool = PgPoolOptions::new().max_connections(2).connect_lazy_with(inner.options.clone());
+    let mut backoff = BACKOFF;
+    loop {
+        let next = tokio::select! {
+            m = rx.recv() => m,
+            _ = inner.shutdown.cancelled() => None,
+        };
+        let Some((id, version)) = next else { return };
+        let payload = json!({ "id": id, "v": version }).to_string();
+        loop {
+            let sent = sqlx::query("SELECT pg_notify($1, $2)").bind(&inner.channel).bind(&payload).execute(&pool).await;
+            match sent {
+                Ok(_) => {
+                    backoff = BACKOFF;
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not publish a task change; retrying");
+                    if !pause(&inner, &mut backoff).await {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Listens for changes and delivers them locally; reconnects and catches up after a drop.
+async fn listener(inner: Arc<Inner>) {
+    let Some(tasks) = inner.tasks.get().cloned() else { return };
+    let mut backoff = BACKOFF;
+    loop {
+        let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(inner.options.clone());
+        let mut l = match PgListener::connect_with(&pool).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "task notifier cannot listen; retrying");
+                if !pause(&inner, &mut backoff).await {
+                    return;
+                }
+                continue;
+            }
+        };
+        if let Err(e) = l.listen(&inner.channel).await {
+            tracing::warn!(error = %e, "task notifier cannot LISTEN; retrying");
+            if !pause(&inner, &mut backoff).await {
+                return;
+            }
+            continue;
+        }
+        backoff = BACKOFF;
+        catch_up(&inner, &tasks).await;
+        loop {
+            let got = tokio::select! {
+                r = l.try_recv() => r,
+                _ = inner.shutdown.cancelled() => return,
+            };
+            match got {
+                Ok(Some(n)) => {
+                    let Ok(v) = serde_json::from_str::<Value>(n.payload()) else { continue };
+                    if let (Some(id), Some(version)) = (v["id"].as_str(), v["v"].as_u64()) {
+                        deliver(&inner, &tasks, id, version).await;
+                    }
+                }
+                // The connection dropped and was re-established: catch up on what we missed.
+                Ok(None) => {
+                    tracing::info!("task notifier reconnected");
+                    catch_up(&inner, &tasks).await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "task notifier lost its connection");
+                    break;
+                }
+            }
+        }
+        if !pause(&inner, &mut backoff).await {
+            return;
+        }
+    }
+}
+
+/// Re-reads every watched task and delivers the ones that changed since they were last delivered.
+async fn catch_up(inner: &Inner, tasks: &Tasks) {
+    for id in tasks.listen_notifier().watched() {
+        deliver(inner, tasks, &id, 0).await;
+    }
+}
+
+async fn deliver(inner: &Inner, tasks: &Tasks, id: &str, version: u64) {
+    let last = inner.delivered.lock().ok().and_then(|d| d.get(id).copied()).unwrap_or(0);
+    if version != 0 && version <= last {
+        return;
+    }
+    let Ok(record) = tasks.store().get(id, Owner::Any).await else { return };
+    if record.version <= last {
+        return;
+    }
+    if let Ok(mut d) = inner.delivered.lock() {
+        if record.is_terminal() {
+            d.remove(id);
+        } else {
+            d.insert(id.to_owned(), record.version);
+        }
+    }
+    tasks.listen_notifier().task_changed(&record);
+    tasks.local_change(&record);
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Benchmarks conduit-mcp against the official Rust SDK (rmcp 3.11) and a bare axum
+# echo, side by side (issue 5), and writes docs/benchmarks.md and docs/benchmarks.svg.
+#
+# Usage: scripts/bench.sh [--smoke] [HARNESS OPTIONS...]
+#   (no flag)  the full pass: release builds, 3 rounds, W1-W7; run it by hand on an
+#              otherwise idle machine (about 12 minutes once the builds are cached).
+#   --smoke    the CI pass: debug builds, every workload for 2 s on tiny sizes, one
+#              round; writes target/bench/smoke.md and fails if anything errored.
+#              It never touches docs/.
+# Other options go to `conduit-mcp-bench run` (e.g. --rounds 1, --stores memory).
+# The rmcp peer is its own cargo workspace (crates/conduit-mcp-bench/peers/rmcp-peer)
+# built into target/rmcp-peer, so rmcp never enters the library's dependency graph.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=full
+if [[ "${1:-}" == "--smoke" ]]; then
+  mode=smoke
+  shift
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "scripts/bench.sh: cargo is required (install Rust with rustup)" >&2
+  exit 1
+fi
+
+peer_manifest=crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml
+peer_target=target/rmcp-peer
+if [[ "$mode" == smoke ]]; then
+  profile_flag=()
+  dir=debug
+  out=(--out target/bench/smoke.md --chart target/bench/smoke.svg --json target/bench/smoke.json --smoke)
+else
+  profile_flag=(--release)
+  dir=release
+  out=(--out docs/benchmarks.md --chart docs/benchmarks.svg --json target/bench/results.json)
+fi
+
+start=$(date +%s)
+echo "== building the bench crate ($dir)"
+cargo build "${profile_flag[@]}" -p conduit-mcp-bench --bins
+echo "== building the rmcp peer ($dir, its own workspace and lockfile)"
+cargo build "${profile_flag[@]}" --locked --manifest-path "$peer_manifest" --target-dir "$peer_target"
+built=$(date +%s)
+
+if [[ "$mode" == full ]]; then
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  if awk -v l="$load" 'BEGIN { exit !(l > 0.5) }'; then
+    echo "warning: load average is $load; other work on this machine will skew the numbers" >&2
+  fi
+fi
+
+recorded="scripts/bench.sh"
+if [[ "$mode" == smoke ]]; then recorded+=" --smoke"; fi
+if [[ $# -gt 0 ]]; then recorded+=" $*"; fi
+echo "== running the $mode pass"
+"target/$dir/conduit-mcp-bench" run \
+  --server "target/$dir/bench-server" \
+  --echo "target/$dir/bench-echo" \
+  --rmcp "$peer_target/$dir/rmcp-peer" \
+  --rmcp-lock "${peer_manifest%Cargo.toml}Cargo.lock" \
+  --command "$recorded" \
+  "${out[@]}" "$@"
+end=$(date +%s)
+echo "== done: builds $((built - start)) s, benchmarks $((end - built)) s"
