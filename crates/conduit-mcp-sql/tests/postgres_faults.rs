@@ -86,7 +86,7 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
             break;
         }
         assert!(Instant::now() < deadline, "the write never reached the row lock");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::task::yield_now().await;
     }
     let killed: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t",
@@ -115,7 +115,20 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
         .execute(&mut admin)
         .await
         .expect("terminate idle");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Wait until the terminated sessions are gone from the server.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
+            .bind(&app)
+            .fetch_one(&mut admin)
+            .await
+            .expect("pg_stat_activity");
+        if left == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the idle sessions were never terminated");
+        tokio::task::yield_now().await;
+    }
     assert_eq!(store.get(&b.task_id, Owner::Is(Some("alice"))).await.expect("read"), b_acked);
     let c = task(&clock);
     let mut failures = 0;

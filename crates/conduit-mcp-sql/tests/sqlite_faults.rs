@@ -86,7 +86,9 @@ async fn a_locked_database_fails_writes_and_recovers() {
         let (slow, id) = (slow.clone(), c.task_id.clone());
         tokio::spawn(async move { slow.put_status(&id, TaskStatus::Completed, done()).await })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
     assert!(!waiting.is_finished(), "the write waits for the lock");
     sqlx::raw_sql("ROLLBACK").execute(&mut other).await.expect("unlock again");
     let r = waiting.await.expect("join").expect("the waiting write lands");
