@@ -106,6 +106,8 @@ pub struct Binaries {
     pub echo: PathBuf,
     /// `rmcp-peer`; without it the rmcp columns are empty.
     pub rmcp: Option<PathBuf>,
+    /// `--database-url` for ours on the SQL stores.
+    pub database_url: Option<String>,
 }
 
 /// Sizes and durations of one benchmark pass.
@@ -429,6 +431,9 @@ impl Harness {
             Peer::Ours(store) => {
                 let mut args = listen;
                 args.extend(["--store".to_owned(), StoreKind::from(store).to_string()]);
+                if let (Some(url), false) = (&self.bins.database_url, store == Store::Memory) {
+                    args.extend(["--database-url".to_owned(), url.clone()]);
+                }
                 Proc::start(&self.bins.server, &args)
             }
             Peer::Rmcp => Proc::start(self.bins.rmcp.as_ref().ok_or("no rmcp peer binary")?, &listen),

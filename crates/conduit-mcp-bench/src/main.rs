@@ -96,6 +96,9 @@ struct RunArgs {
     /// Tasks W4 creates and W3 reads among (overrides the plan's).
     #[arg(long)]
     table: Option<usize>,
+    /// Passed to `bench-server --database-url` for the SQL stores.
+    #[arg(long)]
+    database_url: Option<String>,
     /// The command line recorded in the report.
     #[arg(long, default_value = "scripts/bench.sh")]
     command: String,
@@ -232,9 +235,14 @@ fn run(args: RunArgs) -> Result<(), String> {
     }
     for s in &args.stores {
         // Refuse a store the bench server cannot run before spending minutes on the others.
-        conduit_mcp_bench::ours::task_store(*s, None)?;
+        conduit_mcp_bench::ours::store_available(*s)?;
     }
-    let bins = Binaries { server: args.server.clone(), echo: args.echo.clone(), rmcp: args.rmcp.clone() };
+    let bins = Binaries {
+        server: args.server.clone(),
+        echo: args.echo.clone(),
+        rmcp: args.rmcp.clone(),
+        database_url: args.database_url.clone(),
+    };
     let meta = meta(&args);
     let harness = Harness::new(bins, plan, |line| eprintln!("{line}"));
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;

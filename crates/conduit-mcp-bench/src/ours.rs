@@ -63,22 +63,29 @@ impl FromStr for StoreKind {
     }
 }
 
-/// The task store for `kind`: `None` means the extension's default `MemoryStore`.
-///
-/// This is the one place a store backend is wired into the benchmarks: `--store`,
-/// the harness's `--stores` list and the report all go through it. SQLite and
-/// PostgreSQL come from `conduit-mcp-sql`, which this crate does not depend on
-/// yet, so they are refused with a message that says so. `database_url` is the
-/// `--database-url` value (a file path or connection string for the SQL stores).
-pub fn task_store(kind: StoreKind, database_url: Option<&str>) -> Result<Option<Arc<dyn TaskStore>>, String> {
-    let _ = database_url;
+/// Whether this build of the bench server can run `kind` (the harness asks before a pass starts).
+pub fn store_available(kind: StoreKind) -> Result<(), String> {
     match kind {
-        StoreKind::Memory => Ok(None),
+        StoreKind::Memory => Ok(()),
         StoreKind::Sqlite | StoreKind::Postgres => Err(format!(
             "--store {kind}: the {kind} task store lives in conduit-mcp-sql, which the bench server is not built \
              with yet; only --store memory is available"
         )),
     }
+}
+
+/// Opens the task store for `kind`: `None` means the extension's default `MemoryStore`.
+///
+/// This and [`store_available`] are the one place a store backend is wired into the
+/// benchmarks: `bench-server --store`, the harness's `--stores` list and the report
+/// all go through them. SQLite and PostgreSQL come from `conduit-mcp-sql`, which
+/// this crate does not depend on yet, so they are refused with a message that says
+/// so. `database_url` is `--database-url` (the harness passes its own
+/// `--database-url` through): a file path for SQLite, a connection URL for PostgreSQL.
+pub async fn task_store(kind: StoreKind, database_url: Option<&str>) -> Result<Option<Arc<dyn TaskStore>>, String> {
+    let _ = database_url;
+    store_available(kind)?;
+    Ok(None)
 }
 
 /// The Tasks handle the bench server runs on: the extension enabled, no row cap
@@ -205,9 +212,15 @@ mod tests {
             assert_eq!(k.as_str().parse::<StoreKind>(), Ok(k));
         }
         assert!("redis".parse::<StoreKind>().is_err());
-        assert!(task_store(StoreKind::Memory, None).expect("memory").is_none());
-        let e = task_store(StoreKind::Sqlite, None).err().expect("not wired yet");
+        assert!(store_available(StoreKind::Memory).is_ok());
+        let e = store_available(StoreKind::Sqlite).expect_err("not wired yet");
         assert!(e.contains("conduit-mcp-sql"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn memory_is_the_default_store() {
+        assert!(task_store(StoreKind::Memory, None).await.expect("memory").is_none());
+        assert!(task_store(StoreKind::Postgres, Some("postgres://x")).await.is_err());
     }
 
     #[test]

@@ -264,13 +264,15 @@ fn targets(out: &mut String, r: &Results) {
             .filter(|s| s.result.getters == c && s.result.baseline_p99_us > 0.0)
             .map(|s| s.result.during_p99_us / s.result.baseline_p99_us)
             .collect();
-        let x = Spread::of(&ratios).map(|s| s.median);
+        let x = Spread::of(&ratios);
         let _ = writeln!(
             out,
-            "| W6 `tasks/get` p99 during the sweep ≤ 2× baseline ({c} getter{}) | {} | {} |",
+            "| W6 `tasks/get` p99 during the sweep ≤ 2× baseline ({c} getter{}), judged on the worst round | {} median, \
+             {} worst | {} |",
             if c == 1 { "" } else { "s" },
-            show_ratio(x),
-            verdict(x.map(|x| x <= 2.0))
+            show_ratio(x.map(|s| s.median)),
+            show_ratio(x.map(|s| s.max)),
+            verdict(x.map(|s| s.max <= 2.0))
         );
     }
     let w7 = spread(r, Workload::W4, OURS, hi, |s| s.bytes_per_task.unwrap_or(f64::NAN));
@@ -395,11 +397,12 @@ pub fn render(r: &Results, previous: Option<&str>, chart: &str) -> String {
         o,
         "- **W6**: in process (`bench-server sweep`): {} tasks written straight into the `MemoryStore`, {}% of them \
          expired; `tasks/get` through `Server::handle_request` on random live ids from 1 and 50 concurrent loops on a \
-         2-worker runtime, first {} ms without a sweep (baseline), then while `ext::tasks::sweep` runs on a worker.\n\
-         - **A workaround**: conduit-mcp's first task creation starts its janitor, whose start-up lease recovery \
-         (`recover_own`) fails, as \"interrupted\", a task stored in the same instant whose work is not yet registered \
-         as running. W2, W5 and the size calibration therefore create one throw-away task and wait 200 ms first; \
-         W3 accepts any task status (a few of the W4 tasks may have been failed that way).\n",
+         2-worker runtime, first {} ms without a sweep (baseline), then while `ext::tasks::sweep` runs on a worker. \
+         A call's latency counts from the moment its loop was ready to send it, so time spent waiting for a runtime \
+         worker (one busy with the sweep, say) is included.\n\
+         - **A guard**: W2, W5 and the size calibration create one throw-away task and wait 200 ms before the \
+         tasks they measure, and W3 accepts any task status: before commit d112c1c, conduit-mcp's janitor start-up \
+         recovery (`recover_own`) failed, as \"interrupted\", a task created in the same instant.\n",
         thousands(plan.sweep_tasks as f64),
         plan.sweep_expired_percent,
         plan.sweep_baseline_ms

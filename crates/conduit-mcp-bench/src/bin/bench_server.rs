@@ -69,7 +69,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if !args.listen.ip().is_loopback() {
         return Err(format!("refusing to bind {}: the benchmark servers bind loopback addresses only", args.listen));
     }
-    let store = ours::task_store(args.store, args.database_url.as_deref())?;
+    let store = ours::task_store(args.store, args.database_url.as_deref()).await?;
     let tasks = ours::tasks(store)?;
     let server = ours::server(&tasks)?;
     let listener =
