@@ -3,12 +3,18 @@
 # echo, side by side (issue 5), and writes docs/benchmarks.md and docs/benchmarks.svg.
 #
 # Usage: scripts/bench.sh [--smoke] [HARNESS OPTIONS...]
-#   (no flag)  the full pass: release builds, 3 rounds, W1-W7; run it by hand on an
-#              otherwise idle machine (about 12 minutes once the builds are cached).
+#   (no flag)  the full pass: release builds, 3 rounds, W1-W7, ours on the memory,
+#              SQLite and PostgreSQL stores; run it by hand on an otherwise idle
+#              machine (under 20 minutes once the builds are cached). PostgreSQL is
+#              DATABASE_URL, or postgres://postgres@127.0.0.1:5432/test when unset;
+#              its tables go in the schema conduit_bench, dropped before every run.
 #   --smoke    the CI pass: debug builds, every workload for 2 s on tiny sizes, one
-#              round; writes target/bench/smoke.md and fails if anything errored.
+#              round, ours on memory and SQLite, and on PostgreSQL when DATABASE_URL
+#              is set; writes target/bench/smoke.md and fails if anything errored.
 #              It never touches docs/.
-# Other options go to `conduit-mcp-bench run` (e.g. --rounds 1, --stores memory).
+# Other options go to `conduit-mcp-bench run` (e.g. --rounds 1, --stores memory,
+# --database-url URL). The SQLite file is target/bench/sqlite/bench.db (smoke:
+# target/bench/sqlite/smoke.db), removed before every run.
 # The rmcp peer is its own cargo workspace (crates/conduit-mcp-bench/peers/rmcp-peer)
 # built into target/rmcp-peer, so rmcp never enters the library's dependency graph.
 set -euo pipefail
@@ -32,6 +38,7 @@ if [[ "$mode" == smoke ]]; then
   dir=debug
   out=(--out target/bench/smoke.md --chart target/bench/smoke.svg --json target/bench/smoke.json --smoke)
 else
+  export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
   profile_flag=(--release)
   dir=release
   out=(--out docs/benchmarks.md --chart docs/benchmarks.svg --json target/bench/results.json)

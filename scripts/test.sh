@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check a change must pass: formatting, lints, and all tests.
 # Usage: scripts/test.sh            (from anywhere inside the repo)
+# Ends with the benchmark smoke pass (a few minutes); CONDUIT_BENCH_SMOKE=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,3 +18,12 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 echo "== cargo test (workspace, all features)"
 cargo test --workspace --all-features
+
+echo "== benchmark smoke pass (builds the bench crate and the rmcp peer; 2 s per workload)"
+# Benchmarks are run by hand (scripts/bench.sh); CI only keeps the harness from rotting.
+# CONDUIT_BENCH_SMOKE=0 skips it on a laptop.
+if [[ "${CONDUIT_BENCH_SMOKE:-1}" != 0 ]]; then
+  bash scripts/bench.sh --smoke
+else
+  echo "skipped: CONDUIT_BENCH_SMOKE=0"
+fi

@@ -106,8 +106,12 @@ pub struct Binaries {
     pub echo: PathBuf,
     /// `rmcp-peer`; without it the rmcp columns are empty.
     pub rmcp: Option<PathBuf>,
-    /// `--database-url` for ours on the SQL stores.
+    /// The PostgreSQL URL ours runs on with `--store postgres`.
     pub database_url: Option<String>,
+    /// The SQLite file ours runs on with `--store sqlite` (removed and recreated for every start).
+    pub sqlite_path: PathBuf,
+    /// The PostgreSQL schema ours runs on (dropped and recreated for every start).
+    pub pg_schema: String,
 }
 
 /// Sizes and durations of one benchmark pass.
@@ -127,6 +131,10 @@ pub struct Plan {
     pub bucket: usize,
     /// W4 stops after this long even if the table is not full (rmcp slows as it grows).
     pub create_cap_ms: u64,
+    /// The same cap for ours on SQLite and PostgreSQL, whose creates are durable commits
+    /// (shorter, so that the full pass stays under 20 minutes).
+    #[serde(default = "default_sql_create_cap_ms")]
+    pub sql_create_cap_ms: u64,
     /// Tasks W5 completes.
     pub notify_tasks: usize,
     /// Tasks in the W6 store.
@@ -155,6 +163,7 @@ impl Plan {
             table: 100_000,
             bucket: 10_000,
             create_cap_ms: 30_000,
+            sql_create_cap_ms: default_sql_create_cap_ms(),
             notify_tasks: 1_000,
             sweep_tasks: 1_000_000,
             sweep_expired_percent: 10,
@@ -175,6 +184,7 @@ impl Plan {
             table: 2_000,
             bucket: 500,
             create_cap_ms: 2_000,
+            sql_create_cap_ms: 2_000,
             notify_tasks: 20,
             sweep_tasks: 20_000,
             sweep_expired_percent: 10,
@@ -182,6 +192,14 @@ impl Plan {
             stores: vec![Store::Memory],
             smoke: true,
             only: Vec::new(),
+        }
+    }
+
+    /// The W4 time cap for a server of this pass.
+    pub fn create_cap(&self, peer: Peer) -> Duration {
+        match peer {
+            Peer::Ours(Store::Sqlite | Store::Postgres) => Duration::from_millis(self.sql_create_cap_ms),
+            _ => Duration::from_millis(self.create_cap_ms),
         }
     }
 
@@ -197,6 +215,14 @@ impl Plan {
     fn measure(&self) -> Duration {
         Duration::from_millis(self.measure_ms)
     }
+}
+
+fn default_sql_create_cap_ms() -> u64 {
+    8_000
+}
+
+fn one() -> usize {
+    1
 }
 
 /// One measured run of one workload on one server.
@@ -243,6 +269,10 @@ pub struct Sample {
 pub struct NotifySample {
     /// Which server.
     pub peer: Peer,
+    /// Nodes: 1, or 2 when the listen streams are on a second server sharing the
+    /// PostgreSQL schema with the one that creates and completes the tasks.
+    #[serde(default = "one")]
+    pub nodes: usize,
     /// Listen streams.
     pub conns: usize,
     /// Round (0-based).
@@ -257,6 +287,14 @@ pub struct NotifySample {
     pub p99_us: f64,
     /// Slowest, µs.
     pub max_us: f64,
+}
+
+/// How W5 tables and progress lines name a server: `conduit-mcp (postgres, 2 nodes)` for two nodes.
+pub fn notify_label(peer: Peer, nodes: usize) -> String {
+    match (peer, nodes) {
+        (Peer::Ours(s), n) if n > 1 => format!("conduit-mcp ({}, {n} nodes)", StoreKind::from(s)),
+        (p, _) => p.label(),
+    }
 }
 
 /// One W6 run.
@@ -417,7 +455,20 @@ impl Harness {
 
     /// The servers of this pass, in the order each round runs them.
     pub fn peers(&self) -> Vec<Peer> {
-        let mut v: Vec<Peer> = self.plan.stores.iter().map(|s| Peer::Ours(*s)).collect();
+        self.peers_for(Workload::W2)
+    }
+
+    /// The servers `workload` runs on: W1 (`greet`) never touches the task store, so
+    /// it runs ours on the memory store only (if that is in the pass, else the first store).
+    pub fn peers_for(&self, workload: Workload) -> Vec<Peer> {
+        let stores: Vec<Store> = match workload {
+            Workload::W1 => {
+                let first = self.plan.stores.iter().find(|s| **s == Store::Memory).or(self.plan.stores.first());
+                first.into_iter().copied().collect()
+            }
+            _ => self.plan.stores.clone(),
+        };
+        let mut v: Vec<Peer> = stores.into_iter().map(Peer::Ours).collect();
         if self.bins.rmcp.is_some() {
             v.push(Peer::Rmcp);
         }
@@ -425,14 +476,32 @@ impl Harness {
         v
     }
 
+    /// Starts `peer` on an empty store.
     fn start(&self, peer: Peer) -> Result<Proc, String> {
+        self.start_node(peer, true)
+    }
+
+    /// Starts `peer`; ours on SQLite or PostgreSQL starts from an empty store when
+    /// `fresh` (a second node joins the first's schema without it).
+    fn start_node(&self, peer: Peer, fresh: bool) -> Result<Proc, String> {
         let listen = vec!["--listen".to_owned(), "127.0.0.1:0".to_owned()];
         match peer {
             Peer::Ours(store) => {
                 let mut args = listen;
                 args.extend(["--store".to_owned(), StoreKind::from(store).to_string()]);
-                if let (Some(url), false) = (&self.bins.database_url, store == Store::Memory) {
-                    args.extend(["--database-url".to_owned(), url.clone()]);
+                match store {
+                    Store::Memory => {}
+                    Store::Sqlite => {
+                        args.extend(["--database-url".to_owned(), self.bins.sqlite_path.display().to_string()]);
+                    }
+                    Store::Postgres => {
+                        let url = self.bins.database_url.clone().ok_or("--stores postgres needs a database URL")?;
+                        args.extend(["--database-url".to_owned(), url]);
+                        args.extend(["--pg-schema".to_owned(), self.bins.pg_schema.clone()]);
+                    }
+                }
+                if fresh && store != Store::Memory {
+                    args.push("--fresh".to_owned());
                 }
                 Proc::start(&self.bins.server, &args)
             }
@@ -478,6 +547,16 @@ impl Harness {
         let id = wire::find_str_field(&create, "taskId").ok_or("no taskId in the create result")?.to_owned();
         let get = Self::once(p.addr, "/mcp", &wire::tasks_get(3, &id)).await?;
         Ok([greet.len(), get.len(), create.len()])
+    }
+
+    /// Starts ours once on every SQL store of the pass, so a database that cannot be
+    /// reached fails the pass in its first second rather than after minutes of work.
+    fn preflight(&self) -> Result<(), String> {
+        for &store in self.plan.stores.iter().filter(|s| **s != Store::Memory) {
+            let p = self.start(Peer::Ours(store)).map_err(|e| format!("{}: {e}", Peer::Ours(store).label()))?;
+            (self.log)(&format!("{} starts (pid {})", Peer::Ours(store).label(), p.pid));
+        }
+        Ok(())
     }
 
     /// Measures our response sizes so the echo answers with bodies of the same length.
@@ -536,7 +615,7 @@ impl Harness {
 
     fn report_line(&self, s: &Sample) {
         let mut line = format!(
-            "{} {:>2} conns round {} {:<16} {:>9.0} req/s  p50 {:>7.1} µs  p99 {:>8.1} µs  cpu {:>6.1} µs/req  hwm {:>7} KiB",
+            "{} {:>2} conns round {} {:<22} {:>9.0} req/s  p50 {:>7.1} µs  p99 {:>8.1} µs  cpu {:>6.1} µs/req  hwm {:>7} KiB",
             s.workload.name(),
             s.conns,
             s.round + 1,
@@ -627,7 +706,7 @@ impl Harness {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let rss0 = p.kib("VmRSS");
         let create = Load {
-            duration: Some(Duration::from_millis(self.plan.create_cap_ms)),
+            duration: Some(self.plan.create_cap(peer)),
             max_requests: Some(self.plan.table as u64),
             expect: Self::expect(peer, Workload::W4),
             collect_ids: true,
@@ -641,7 +720,8 @@ impl Harness {
         w4.table = Some(created);
         w4.capped = created < self.plan.table;
         w4.buckets = load::bucket_rates(&r.completions, self.plan.bucket);
-        if peer != Peer::Echo && created > 0 {
+        // W7 is the memory store's (and rmcp's) measurement: the SQL stores keep their rows on disk.
+        if matches!(peer, Peer::Ours(Store::Memory) | Peer::Rmcp) && created > 0 {
             tokio::time::sleep(Duration::from_secs(1)).await;
             let rss1 = p.kib("VmRSS");
             w4.bytes_per_task = Some(rss1.saturating_sub(rss0) as f64 * 1024.0 / created as f64);
@@ -668,23 +748,38 @@ impl Harness {
 
     /// W5 on a fresh server of ours: listen streams over `notify_tasks` tasks, then the
     /// worker API completes them one per ms; latency from `complete` to arrival.
-    async fn notify(&self, peer: Peer, conns: usize, round: usize) -> Result<NotifySample, String> {
+    ///
+    /// With `nodes == 2` (PostgreSQL only) a second server joins the first one's schema:
+    /// the first creates and completes the tasks, the second holds the listen streams, so
+    /// every notification crosses nodes through `LISTEN`/`NOTIFY`.
+    async fn notify(&self, peer: Peer, nodes: usize, conns: usize, round: usize) -> Result<NotifySample, String> {
         let p = self.start(peer)?;
+        let second = if nodes > 1 { Some(self.start_node(peer, false)?) } else { None };
+        let listener = second.as_ref().unwrap_or(&p);
         let host = p.addr.to_string();
+        let listen_host = listener.addr.to_string();
         let n = self.plan.notify_tasks;
-        let mut ids = Vec::with_capacity(n);
         // Let the janitor's start-up recovery pass (see `simple`).
         Self::create_one(p.addr, 1_000_000_000).await?;
         tokio::time::sleep(Duration::from_millis(200)).await;
-        {
-            let mut c = Conn::connect(p.addr).await.map_err(io_err)?;
-            let mut req = Vec::new();
-            for i in 0..n as u64 {
-                wire::http_request(&mut req, &host, "/mcp", &wire::create_task(i));
-                c.roundtrip(&req).await.map_err(io_err)?;
-                let id = wire::find_str_field(c.body(), "taskId").ok_or("no taskId in the create result")?;
-                ids.push(id.to_owned());
-            }
+        // The tasks, created over a few connections (a durable store commits each one).
+        let setup = Load {
+            addr: p.addr,
+            conns: n.clamp(1, 8),
+            duration: None,
+            max_requests: Some(n as u64),
+            expect: Self::expect(peer, Workload::W4),
+            collect_ids: true,
+        };
+        let created = load::run(&setup, Self::builder(host.clone(), wire::create_task)).await.map_err(io_err)?;
+        let ids = created.ids;
+        if ids.len() != n {
+            return Err(format!(
+                "{}: W5 created {} of {n} tasks: {}",
+                notify_label(peer, nodes),
+                ids.len(),
+                created.first_error.unwrap_or_default()
+            ));
         }
         let streams = conns.clamp(1, n.max(1));
         let mut groups: Vec<Vec<String>> = vec![Vec::new(); streams];
@@ -695,9 +790,9 @@ impl Harness {
         let limit = Duration::from_secs(10) + Duration::from_millis(2 * n as u64);
         let deadline = tokio::time::Instant::now() + limit;
         for (g, group) in groups.into_iter().enumerate() {
-            let conn = Conn::connect(p.addr).await.map_err(io_err)?;
+            let conn = Conn::connect(listener.addr).await.map_err(io_err)?;
             let mut req = Vec::new();
-            wire::http_request(&mut req, &host, "/mcp", &wire::listen(&format!("listen-{g}"), &group));
+            wire::http_request(&mut req, &listen_host, "/mcp", &wire::listen(&format!("listen-{g}"), &group));
             let mut stream = conn.open_stream(&req).await.map_err(io_err)?;
             let ack = stream.next_data().await.map_err(io_err)?.ok_or("listen stream ended before its ack")?;
             let acked = group.iter().filter(|id| ack.contains(id.as_str())).count();
@@ -729,6 +824,7 @@ impl Harness {
         all.sort_unstable();
         let s = NotifySample {
             peer,
+            nodes,
             conns: streams,
             round,
             tasks: n,
@@ -738,10 +834,10 @@ impl Harness {
             max_us: us(all.last().copied().unwrap_or(0)),
         };
         (self.log)(&format!(
-            "W5 {:>2} streams round {} {:<16} {}/{} notifications  p50 {:.1} µs  p99 {:.1} µs  max {:.1} µs",
+            "W5 {:>2} streams round {} {:<31} {}/{} notifications  p50 {:.1} µs  p99 {:.1} µs  max {:.1} µs",
             s.conns,
             round + 1,
-            peer.label(),
+            notify_label(peer, nodes),
             s.received,
             s.tasks,
             s.p50_us,
@@ -796,6 +892,7 @@ impl Harness {
     /// Runs the whole plan.
     pub async fn run(mut self, mut meta: Meta) -> Result<Results, String> {
         let started = Instant::now();
+        self.preflight()?;
         meta.rmcp_sizes = self.calibrate().await?;
         meta.echo_sizes = self.echo_sizes;
         (self.log)(&format!(
@@ -807,7 +904,7 @@ impl Harness {
         for workload in [Workload::W1, Workload::W2].into_iter().filter(|w| self.plan.runs(w.name())) {
             for &conns in &self.plan.conns {
                 for round in 0..self.plan.rounds {
-                    for &peer in &peers {
+                    for peer in self.peers_for(workload) {
                         res.samples.push(self.simple(workload, peer, conns, round).await?);
                     }
                 }
@@ -826,7 +923,10 @@ impl Harness {
         for &conns in self.plan.conns.iter().filter(|_| self.plan.runs("W5")) {
             for round in 0..self.plan.rounds {
                 for &store in &self.plan.stores {
-                    res.notify.push(self.notify(Peer::Ours(store), conns, round).await?);
+                    res.notify.push(self.notify(Peer::Ours(store), 1, conns, round).await?);
+                    if store == Store::Postgres {
+                        res.notify.push(self.notify(Peer::Ours(store), 2, conns, round).await?);
+                    }
                 }
             }
         }
@@ -835,5 +935,62 @@ impl Harness {
         }
         res.meta.wall_secs = started.elapsed().as_secs_f64();
         Ok(res)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn harness(stores: Vec<Store>) -> Harness {
+        let bins = Binaries {
+            server: "bench-server".into(),
+            echo: "bench-echo".into(),
+            rmcp: None,
+            database_url: None,
+            sqlite_path: "target/bench/sqlite/test.db".into(),
+            pg_schema: "conduit_bench".into(),
+        };
+        Harness::new(bins, Plan { stores, ..Plan::smoke() }, |_| {})
+    }
+
+    #[test]
+    fn w1_runs_ours_on_the_memory_store_only() {
+        let h = harness(vec![Store::Memory, Store::Sqlite, Store::Postgres]);
+        assert_eq!(h.peers_for(Workload::W1), vec![Peer::Ours(Store::Memory), Peer::Echo]);
+        assert_eq!(
+            h.peers_for(Workload::W2),
+            vec![Peer::Ours(Store::Memory), Peer::Ours(Store::Sqlite), Peer::Ours(Store::Postgres), Peer::Echo]
+        );
+        let sql_only = harness(vec![Store::Sqlite]);
+        assert_eq!(sql_only.peers_for(Workload::W1), vec![Peer::Ours(Store::Sqlite), Peer::Echo]);
+    }
+
+    #[test]
+    fn the_sql_stores_have_their_own_create_cap() {
+        let plan = Plan::full();
+        assert_eq!(plan.create_cap(Peer::Ours(Store::Memory)), Duration::from_millis(plan.create_cap_ms));
+        assert_eq!(plan.create_cap(Peer::Rmcp), Duration::from_millis(plan.create_cap_ms));
+        assert_eq!(plan.create_cap(Peer::Ours(Store::Postgres)), Duration::from_millis(plan.sql_create_cap_ms));
+        assert!(plan.sql_create_cap_ms < plan.create_cap_ms);
+    }
+
+    #[test]
+    fn results_saved_before_two_node_w5_still_read() {
+        let old = r#"{"peer":{"Ours":"memory"},"conns":1,"round":0,"tasks":10,"received":10,
+                      "p50_us":1.0,"p99_us":2.0,"max_us":3.0}"#;
+        let n: NotifySample = serde_json::from_str(old).expect("old W5 sample");
+        assert_eq!(n.nodes, 1);
+        let mut plan = serde_json::to_value(Plan::full()).expect("plan");
+        plan.as_object_mut().expect("object").remove("sql_create_cap_ms");
+        let plan: Plan = serde_json::from_value(plan).expect("old plan");
+        assert_eq!(plan.sql_create_cap_ms, default_sql_create_cap_ms());
+    }
+
+    #[test]
+    fn two_node_rows_are_named() {
+        assert_eq!(notify_label(Peer::Ours(Store::Postgres), 2), "conduit-mcp (postgres, 2 nodes)");
+        assert_eq!(notify_label(Peer::Ours(Store::Postgres), 1), "conduit-mcp (postgres)");
+        assert_eq!(notify_label(Peer::Ours(Store::Memory), 1), "conduit-mcp");
     }
 }

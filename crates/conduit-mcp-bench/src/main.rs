@@ -3,13 +3,14 @@
 //!
 //! ```text
 //! conduit-mcp-bench run --server target/release/bench-server --echo target/release/bench-echo \
-//!     --rmcp target/rmcp-peer/release/rmcp-peer [--smoke] [--out docs/benchmarks.md] [--chart docs/benchmarks.svg]
+//!     --rmcp target/rmcp-peer/release/rmcp-peer [--smoke] [--out docs/benchmarks.md] [--chart docs/benchmarks.svg] \
+//!     [--stores memory,sqlite,postgres] [--database-url postgres://…] [--sqlite-path FILE] [--pg-schema NAME]
 //! conduit-mcp-bench report --json target/bench/results.json [--out …] [--chart …]
 //! ```
 
 use clap::{Args, Parser, Subcommand};
 use conduit_mcp_bench::harness::{Binaries, Harness, Meta, Plan, Results, Store};
-use conduit_mcp_bench::ours::StoreKind;
+use conduit_mcp_bench::ours::{self, StoreKind};
 use conduit_mcp_bench::{chart, report};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -84,8 +85,9 @@ struct RunArgs {
     /// Rounds (default 3; 1 with --smoke).
     #[arg(long)]
     rounds: Option<usize>,
-    /// Stores ours runs on, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "memory")]
+    /// Stores ours runs on, comma-separated (default: memory and sqlite, and postgres
+    /// when a database URL is given by --database-url or DATABASE_URL).
+    #[arg(long, value_delimiter = ',')]
     stores: Vec<StoreKind>,
     /// Run only these workloads (W1 … W7, comma-separated; W3, W4 and W7 run together).
     #[arg(long, value_delimiter = ',')]
@@ -96,9 +98,16 @@ struct RunArgs {
     /// Tasks W4 creates and W3 reads among (overrides the plan's).
     #[arg(long)]
     table: Option<usize>,
-    /// Passed to `bench-server --database-url` for the SQL stores.
+    /// The PostgreSQL URL for `--stores postgres` (default: the DATABASE_URL environment variable).
     #[arg(long)]
     database_url: Option<String>,
+    /// The PostgreSQL schema the bench servers use; dropped and recreated for every run.
+    #[arg(long, default_value = ours::DEFAULT_PG_SCHEMA)]
+    pg_schema: String,
+    /// The SQLite file the bench servers use; removed and recreated for every run
+    /// (default target/bench/sqlite/bench.db, or smoke.db with --smoke).
+    #[arg(long)]
+    sqlite_path: Option<PathBuf>,
     /// The command line recorded in the report.
     #[arg(long, default_value = "scripts/bench.sh")]
     command: String,
@@ -201,7 +210,13 @@ fn smoke_check(r: &Results) -> Result<(), String> {
     }
     for n in &r.notify {
         if n.received != n.tasks {
-            problems.push(format!("W5 at {} streams: {} of {} notifications", n.conns, n.received, n.tasks));
+            problems.push(format!(
+                "W5 {} at {} streams: {} of {} notifications",
+                conduit_mcp_bench::harness::notify_label(n.peer, n.nodes),
+                n.conns,
+                n.received,
+                n.tasks
+            ));
         }
     }
     for s in &r.sweep {
@@ -219,12 +234,24 @@ fn smoke_check(r: &Results) -> Result<(), String> {
     if problems.is_empty() { Ok(()) } else { Err(format!("smoke pass failed:\n  {}", problems.join("\n  "))) }
 }
 
+/// The stores a pass runs ours on when `--stores` is not given.
+fn default_stores(database_url: Option<&str>) -> Vec<StoreKind> {
+    let mut v = vec![StoreKind::Memory, StoreKind::Sqlite];
+    if database_url.is_some() {
+        v.push(StoreKind::Postgres);
+    }
+    v
+}
+
 fn run(args: RunArgs) -> Result<(), String> {
     let mut plan = if args.smoke { Plan::smoke() } else { Plan::full() };
     if let Some(r) = args.rounds {
         plan.rounds = r.max(1);
     }
-    plan.stores = args.stores.iter().map(|s| Store::from(*s)).collect();
+    let database_url =
+        args.database_url.clone().or_else(|| std::env::var("DATABASE_URL").ok()).filter(|u| !u.is_empty());
+    let stores = if args.stores.is_empty() { default_stores(database_url.as_deref()) } else { args.stores.clone() };
+    plan.stores = stores.iter().map(|s| Store::from(*s)).collect();
     plan.only = args.only.clone();
     if let Some(ms) = args.measure_ms {
         plan.measure_ms = ms;
@@ -233,15 +260,28 @@ fn run(args: RunArgs) -> Result<(), String> {
         plan.table = t.max(1);
         plan.bucket = plan.bucket.min(plan.table);
     }
-    for s in &args.stores {
+    ours::valid_schema(&args.pg_schema)?;
+    let sqlite_file = args.sqlite_path.clone().unwrap_or_else(|| {
+        PathBuf::from(if args.smoke { "target/bench/sqlite/smoke.db" } else { "target/bench/sqlite/bench.db" })
+    });
+    let sqlite_path = sqlite_file.display().to_string();
+    for &s in &stores {
         // Refuse a store the bench server cannot run before spending minutes on the others.
-        conduit_mcp_bench::ours::store_available(*s)?;
+        let url = match s {
+            StoreKind::Memory => None,
+            StoreKind::Sqlite => Some(sqlite_path.as_str()),
+            StoreKind::Postgres => database_url.as_deref(),
+        };
+        ours::store_available(s, url)
+            .map_err(|e| if s == StoreKind::Postgres { format!("{e}, or set DATABASE_URL") } else { e })?;
     }
     let bins = Binaries {
         server: args.server.clone(),
         echo: args.echo.clone(),
         rmcp: args.rmcp.clone(),
-        database_url: args.database_url.clone(),
+        database_url,
+        sqlite_path: sqlite_file,
+        pg_schema: args.pg_schema.clone(),
     };
     let meta = meta(&args);
     let harness = Harness::new(bins, plan, |line| eprintln!("{line}"));

@@ -1,13 +1,15 @@
 //! Ours: the conformance fixture's `greet` and `slow_compute` on conduit-mcp, the task
-//! store chosen by `--store`, and the bench-only admin route W5 uses to complete tasks
+//! store chosen by `--store` (memory, or SQLite and PostgreSQL from `conduit-mcp-sql`), and the bench-only admin route W5 uses to complete tasks
 //! through the worker API.
 
 use axum::extract::State;
 use axum::routing::post;
 use axum::serve::ListenerExt;
 use conduit_mcp::ServerBuilder;
-use conduit_mcp::ext::tasks::{TaskSpecExt, TaskStore, Tasks, TasksConfig};
+use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp::ext::tasks::{NotifierConfig, TaskSpecExt, TaskStore, Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
+use conduit_mcp_sql::{PgNotifier, PostgresOptions, SqliteStore};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::fmt;
@@ -63,39 +65,170 @@ impl FromStr for StoreKind {
     }
 }
 
-/// Whether this build of the bench server can run `kind` (the harness asks before a pass starts).
-pub fn store_available(kind: StoreKind) -> Result<(), String> {
-    match kind {
-        StoreKind::Memory => Ok(()),
-        StoreKind::Sqlite | StoreKind::Postgres => Err(format!(
-            "--store {kind}: the {kind} task store lives in conduit-mcp-sql, which the bench server is not built \
-             with yet; only --store memory is available"
+/// The PostgreSQL schema the bench server keeps its tasks in unless `--pg-schema` says otherwise.
+pub const DEFAULT_PG_SCHEMA: &str = "conduit_bench";
+
+/// Whether the bench server can run `kind` with this `--database-url` (the harness asks
+/// before a pass starts): SQLite needs a file path, PostgreSQL a `postgres://` URL.
+pub fn store_available(kind: StoreKind, database_url: Option<&str>) -> Result<(), String> {
+    match (kind, database_url.filter(|u| !u.is_empty())) {
+        (StoreKind::Memory, _) => Ok(()),
+        (StoreKind::Sqlite, Some(_)) => Ok(()),
+        (StoreKind::Postgres, Some(url)) if is_postgres_url(url) => Ok(()),
+        (StoreKind::Postgres, Some(_)) => {
+            Err("--store postgres: --database-url must be a postgres:// or postgresql:// URL".into())
+        }
+        (_, None) => Err(format!(
+            "--store {kind} needs --database-url ({})",
+            if kind == StoreKind::Sqlite { "a file path" } else { "a postgres:// URL" }
         )),
     }
 }
 
-/// Opens the task store for `kind`: `None` means the extension's default `MemoryStore`.
+fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// Checks a PostgreSQL schema name: an unquoted identifier (a lower-case letter or `_`,
+/// then lower-case letters, digits and `_`) short enough that the notification channel
+/// `conduit_tasks_<schema>` stays within PostgreSQL's 63 bytes.
+pub fn valid_schema(name: &str) -> Result<(), String> {
+    let mut bytes = name.bytes();
+    let first_ok = bytes.next().is_some_and(|b| b.is_ascii_lowercase() || b == b'_');
+    let rest_ok = bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if first_ok && rest_ok && name.len() <= 63 - "conduit_tasks_".len() {
+        Ok(())
+    } else {
+        Err(format!(
+            "--pg-schema {name:?}: use a lower-case letter or `_`, then lower-case letters, digits and `_`, \
+             at most 49 bytes"
+        ))
+    }
+}
+
+/// How `bench-server` opens its store (`--store`, `--database-url`, `--pg-schema`, `--fresh`).
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// The kind of store.
+    pub kind: StoreKind,
+    /// A file path for SQLite, a `postgres://` URL for PostgreSQL; ignored for memory.
+    pub database_url: Option<String>,
+    /// The PostgreSQL schema (validated by [`valid_schema`]).
+    pub pg_schema: String,
+    /// Start from an empty store: delete the SQLite file (and its `-wal`/`-shm`), or drop
+    /// the PostgreSQL schema with everything in it, before opening.
+    pub fresh: bool,
+}
+
+impl StoreOptions {
+    /// The options for `kind` on the default schema, not fresh.
+    pub fn new(kind: StoreKind, database_url: Option<&str>) -> Self {
+        Self { kind, database_url: database_url.map(str::to_owned), pg_schema: DEFAULT_PG_SCHEMA.into(), fresh: false }
+    }
+}
+
+/// An opened store: `None` is the extension's default `MemoryStore`; PostgreSQL comes
+/// with the notifier that carries changes to the other nodes on the same schema.
+pub struct OpenedStore {
+    /// The store (`None`: the default `MemoryStore`).
+    pub store: Option<Arc<dyn TaskStore>>,
+    /// PostgreSQL's `LISTEN`/`NOTIFY` notifier, attached by [`tasks_on`].
+    pub notifier: Option<PgNotifier>,
+}
+
+impl fmt::Debug for OpenedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenedStore")
+            .field("store", &self.store.as_ref().map(|_| "dyn TaskStore"))
+            .field("notifier", &self.notifier)
+            .finish()
+    }
+}
+
+/// Removes an SQLite database file and its `-wal` and `-shm` companions (missing ones are fine).
+pub fn remove_sqlite_files(path: &str) -> Result<(), String> {
+    for p in [path.to_owned(), format!("{path}-wal"), format!("{path}-shm")] {
+        match std::fs::remove_file(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("--fresh: cannot remove {p}: {e}")),
+        }
+    }
+    Ok(())
+}
+
+/// `DROP SCHEMA IF EXISTS <schema> CASCADE` on `url` (the schema name checked first).
+pub async fn drop_pg_schema(url: &str, schema: &str) -> Result<(), String> {
+    use sqlx::{Connection, Executor};
+    valid_schema(schema)?;
+    let mut conn =
+        sqlx::PgConnection::connect(url).await.map_err(|e| format!("--fresh: cannot reach PostgreSQL: {e}"))?;
+    let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+    conn.execute(sql.as_str()).await.map_err(|e| format!("--fresh: {sql}: {e}"))?;
+    conn.close().await.map_err(|e| e.to_string())
+}
+
+/// Opens the task store `opts` describes.
 ///
 /// This and [`store_available`] are the one place a store backend is wired into the
 /// benchmarks: `bench-server --store`, the harness's `--stores` list and the report
-/// all go through them. SQLite and PostgreSQL come from `conduit-mcp-sql`, which
-/// this crate does not depend on yet, so they are refused with a message that says
-/// so. `database_url` is `--database-url` (the harness passes its own
-/// `--database-url` through): a file path for SQLite, a connection URL for PostgreSQL.
-pub async fn task_store(kind: StoreKind, database_url: Option<&str>) -> Result<Option<Arc<dyn TaskStore>>, String> {
-    let _ = database_url;
-    store_available(kind)?;
-    Ok(None)
+/// all go through them. SQLite and PostgreSQL come from `conduit-mcp-sql`; PostgreSQL
+/// keeps its tables in `opts.pg_schema` and publishes changes on the channel
+/// `conduit_tasks_<schema>`, so every node on the same schema sees every change.
+pub async fn open_store(opts: &StoreOptions, clock: Arc<dyn Clock>) -> Result<OpenedStore, String> {
+    store_available(opts.kind, opts.database_url.as_deref())?;
+    let url = opts.database_url.as_deref().unwrap_or_default();
+    match opts.kind {
+        StoreKind::Memory => Ok(OpenedStore { store: None, notifier: None }),
+        StoreKind::Sqlite => {
+            if opts.fresh {
+                remove_sqlite_files(url)?;
+            }
+            if let Some(dir) = std::path::Path::new(url).parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
+            let store = SqliteStore::open(url, clock).await.map_err(|e| format!("--store sqlite: {e}"))?;
+            Ok(OpenedStore { store: Some(Arc::new(store)), notifier: None })
+        }
+        StoreKind::Postgres => {
+            valid_schema(&opts.pg_schema)?;
+            if opts.fresh {
+                drop_pg_schema(url, &opts.pg_schema).await?;
+            }
+            let store = PostgresOptions::new(url)
+                .schema(opts.pg_schema.as_str())
+                .application_name("conduit-mcp-bench")
+                .connect(clock)
+                .await
+                .map_err(|e| format!("--store postgres: {e}"))?;
+            let channel = format!("conduit_tasks_{}", opts.pg_schema);
+            let notifier =
+                PgNotifier::connect(url, &channel).await.map_err(|e| format!("--store postgres notifier: {e}"))?;
+            Ok(OpenedStore { store: Some(Arc::new(store)), notifier: Some(notifier) })
+        }
+    }
 }
 
 /// The Tasks handle the bench server runs on: the extension enabled, no row cap
 /// (W4 and W7 hold 100 000 tasks), default janitor, notifier and TTL.
 pub fn tasks(store: Option<Arc<dyn TaskStore>>) -> Result<Tasks, String> {
+    tasks_on(OpenedStore { store, notifier: None }, Arc::new(SystemClock))
+}
+
+/// [`tasks`] on an opened store, with its notifier (PostgreSQL) wired in and attached.
+pub fn tasks_on(opened: OpenedStore, clock: Arc<dyn Clock>) -> Result<Tasks, String> {
     let mut config = TasksConfig::enabled().max_rows(None);
-    if let Some(store) = store {
+    if let Some(store) = opened.store {
         config = config.store(store);
     }
-    Tasks::new(config).map_err(|e| e.to_string())
+    if let Some(n) = &opened.notifier {
+        config = config.notifier(NotifierConfig::Custom(Arc::new(n.clone())));
+    }
+    let tasks = Tasks::with_clock(config, clock).map_err(|e| e.to_string())?;
+    if let Some(n) = &opened.notifier {
+        n.attach(&tasks);
+    }
+    Ok(tasks)
 }
 
 /// The bench server: `greet` and `slow_compute` exactly as in `conformance/src/tasks_tools.rs`.
@@ -212,15 +345,51 @@ mod tests {
             assert_eq!(k.as_str().parse::<StoreKind>(), Ok(k));
         }
         assert!("redis".parse::<StoreKind>().is_err());
-        assert!(store_available(StoreKind::Memory).is_ok());
-        let e = store_available(StoreKind::Sqlite).expect_err("not wired yet");
-        assert!(e.contains("conduit-mcp-sql"), "{e}");
+        assert!(store_available(StoreKind::Memory, None).is_ok());
+        assert!(store_available(StoreKind::Sqlite, Some("target/bench/x.db")).is_ok());
+        assert!(store_available(StoreKind::Postgres, Some("postgres://u@127.0.0.1/db")).is_ok());
+        let e = store_available(StoreKind::Sqlite, None).expect_err("no path");
+        assert!(e.contains("--database-url"), "{e}");
+        assert!(store_available(StoreKind::Postgres, None).is_err());
+        assert!(store_available(StoreKind::Postgres, Some("target/bench/x.db")).is_err());
+    }
+
+    #[test]
+    fn schema_names_are_plain_identifiers() {
+        for ok in [DEFAULT_PG_SCHEMA, "_x", "bench_2", &"a".repeat(49)] {
+            assert!(valid_schema(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "2x", "Bench", "a-b", "x\"; DROP TABLE t; --", "a b", &"a".repeat(50)] {
+            assert!(valid_schema(bad).is_err(), "{bad}");
+        }
     }
 
     #[tokio::test]
     async fn memory_is_the_default_store() {
-        assert!(task_store(StoreKind::Memory, None).await.expect("memory").is_none());
-        assert!(task_store(StoreKind::Postgres, Some("postgres://x")).await.is_err());
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let opened = open_store(&StoreOptions::new(StoreKind::Memory, None), clock.clone()).await.expect("memory");
+        assert!(opened.store.is_none() && opened.notifier.is_none());
+        let no_url = open_store(&StoreOptions::new(StoreKind::Postgres, None), clock.clone()).await;
+        assert!(no_url.is_err());
+        let bad_schema =
+            StoreOptions { pg_schema: "x; --".into(), ..StoreOptions::new(StoreKind::Postgres, Some("postgres://x")) };
+        assert!(open_store(&bad_schema, clock).await.expect_err("refused").contains("--pg-schema"));
+    }
+
+    #[tokio::test]
+    async fn sqlite_fresh_starts_empty() {
+        let dir = std::env::temp_dir().join(format!("conduit-bench-test-{}", std::process::id()));
+        let path = dir.join("fresh.db").to_string_lossy().into_owned();
+        std::fs::create_dir_all(&dir).expect("dir");
+        for p in [path.clone(), format!("{path}-wal"), format!("{path}-shm")] {
+            std::fs::write(&p, b"not a database").expect("write");
+        }
+        let opts = StoreOptions { fresh: true, ..StoreOptions::new(StoreKind::Sqlite, Some(&path)) };
+        let opened = open_store(&opts, Arc::new(SystemClock)).await.expect("fresh sqlite");
+        let store = opened.store.expect("a store");
+        let t = tasks_on(OpenedStore { store: Some(store), notifier: None }, Arc::new(SystemClock)).expect("tasks");
+        let _ = app(server(&t).expect("server"), t);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

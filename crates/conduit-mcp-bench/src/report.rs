@@ -3,7 +3,7 @@
 //! The file is regenerated on every run; only the hand-written analysis between
 //! [`ANALYSIS_BEGIN`] and [`ANALYSIS_END`] is carried over from the previous file.
 
-use crate::harness::{Peer, Results, Sample, Store, Workload};
+use crate::harness::{NotifySample, Peer, Results, Sample, Store, Workload, notify_label};
 use crate::stats::{Spread, thousands};
 use std::fmt::Write as _;
 
@@ -229,13 +229,12 @@ fn targets(out: &mut String, r: &Results) {
         verdict(flat.map(|x| x >= 0.8))
     );
     let sqlite = median(r, Workload::W4, Peer::Ours(Store::Sqlite), hi, |s| s.rps);
+    let postgres = median(r, Workload::W4, Peer::Ours(Store::Postgres), hi, |s| s.rps);
     let _ = writeln!(
         out,
-        "| W4 (SQLite) ≥ 10 000 creates/s; PostgreSQL reported | {} | {} |",
-        sqlite.map_or("not run: the SQL stores are not wired into the bench server yet".into(), |x| format!(
-            "{} /s",
-            thousands(x)
-        )),
+        "| W4 (SQLite) ≥ 10 000 creates/s at {hi} conns; PostgreSQL reported | SQLite {}; PostgreSQL {} | {} |",
+        sqlite.map_or("not run".into(), |x| format!("{} /s", thousands(x))),
+        postgres.map_or("not run".into(), |x| format!("{} /s", thousands(x))),
         verdict(sqlite.map(|x| x >= 10_000.0))
     );
     let w5: Vec<f64> = r.notify.iter().filter(|n| n.peer == OURS).map(|n| n.p99_us).collect();
@@ -247,7 +246,15 @@ fn targets(out: &mut String, r: &Results) {
         w5max.map_or("n/a".into(), |x| format!("{:.2} ms", x / 1000.0)),
         verdict(w5max.map(|x| x < 5_000.0 && w5_all))
     );
-    let _ = writeln!(out, "| W5 p99 < 50 ms across two nodes (PostgreSQL) | needs the PostgreSQL store | not run |");
+    let two: Vec<&NotifySample> = r.notify.iter().filter(|n| n.nodes > 1).collect();
+    let two_max = two.iter().map(|n| n.p99_us).fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))));
+    let two_all = two.iter().all(|n| n.received == n.tasks);
+    let _ = writeln!(
+        out,
+        "| W5 p99 < 50 ms across two nodes (PostgreSQL; worst run) | {} | {} |",
+        two_max.map_or("not run: needs --stores postgres".into(), |x| format!("{:.2} ms", x / 1000.0)),
+        verdict(two_max.map(|x| x < 50_000.0 && two_all))
+    );
     let sweep_ms = Spread::of(&r.sweep.iter().map(|s| s.result.sweep_ms).collect::<Vec<_>>());
     let removed = r.sweep.first().map_or(0, |s| s.result.removed);
     let _ = writeln!(
@@ -314,6 +321,74 @@ fn ratios(out: &mut String, r: &Results) {
     }
 }
 
+/// The stores ours ran on, in the order of [`Store`].
+fn stores_of(r: &Results) -> Vec<Store> {
+    let mut v: Vec<Store> = Vec::new();
+    for p in r.samples.iter().map(|s| s.peer).chain(r.notify.iter().map(|n| n.peer)) {
+        if let Peer::Ours(s) = p
+            && !v.contains(&s)
+        {
+            v.push(s);
+        }
+    }
+    v.sort_by_key(|s| *s as u8);
+    v
+}
+
+/// "Stores": create and `tasks/get` rates for each store (W4, W2, W3) and W5 latency, side by side.
+fn stores_section(o: &mut String, r: &Results) {
+    let stores = stores_of(r);
+    if stores.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "## Stores — create and tasks/get rates for each store
+"
+    );
+    let _ = writeln!(
+        o,
+        "Ours on each task store (medians over rounds, [range]): W4 creates from an empty store, W2 reads one live \
+         task, W3 reads random ids among the tasks W4 created, W5 is the one-node notification p99. The SQL stores \
+         start from an empty database for every run (`bench-server --fresh`: the SQLite file removed, the PostgreSQL \
+         schema dropped); their W4 stops at the {} ms cap.\n",
+        r.plan.as_ref().map_or(0, |p| p.sql_create_cap_ms)
+    );
+    let _ = writeln!(
+        o,
+        "| store | conns | W4 creates/s | W4 tasks created | W2 `tasks/get`/s | W3 `tasks/get`/s | W3 p99 µs | W5 p99 µs (1 node) |"
+    );
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for &store in &stores {
+        let p = Peer::Ours(store);
+        for c in conns_of(r) {
+            let rate = |w| spread(r, w, p, c, |s| s.rps).map_or("–".into(), |s| show_rps(&s));
+            let created = spread(r, Workload::W4, p, c, |s| s.table.unwrap_or(0) as f64).map_or("–".into(), |s| {
+                let capped =
+                    r.samples.iter().any(|s| s.workload == Workload::W4 && s.peer == p && s.conns == c && s.capped);
+                format!("{}{}", s.show(0), if capped { " (time cap)" } else { "" })
+            });
+            let w3p99 = spread(r, Workload::W3, p, c, |s| s.p99_us).map_or("–".into(), |s| s.show(1));
+            let w5: Vec<f64> = r
+                .notify
+                .iter()
+                .filter(|n| n.peer == p && n.nodes == 1 && (n.conns == c || (c > n.tasks && n.conns == n.tasks)))
+                .map(|n| n.p99_us)
+                .collect();
+            let w5 = Spread::of(&w5).map_or("–".into(), |s| s.show(1));
+            let _ = writeln!(
+                o,
+                "| {store} | {c} | {} | {created} | {} | {} | {w3p99} | {w5} |",
+                rate(Workload::W4),
+                rate(Workload::W2),
+                rate(Workload::W3),
+                store = crate::ours::StoreKind::from(store),
+            );
+        }
+    }
+    let _ = writeln!(o);
+}
+
 /// Renders the whole document. `previous` is the old file (its analysis is kept);
 /// `chart` the chart's file name relative to the document.
 pub fn render(r: &Results, previous: Option<&str>, chart: &str) -> String {
@@ -349,13 +424,19 @@ pub fn render(r: &Results, previous: Option<&str>, chart: &str) -> String {
         "- **Servers**, each a separate process on its own 127.0.0.1 port, started fresh for every run:\n  \
          1. *conduit-mcp*: `bench-server --store memory` (crate `conduit-mcp-bench`): the conformance fixture's `greet` and \
          `slow_compute`, the Tasks extension with the `MemoryStore` (no row cap, default janitor), served by \
-         `http::router` with `TCP_NODELAY`;\n  \
+         `http::router` with `TCP_NODELAY`; the same server on the SQL stores of `conduit-mcp-sql` as \
+         *conduit-mcp (sqlite)* (`--store sqlite`, one WAL file under `target/bench/`) and *conduit-mcp (postgres)* \
+         (`--store postgres`, schema `conduit_bench`, with `PgNotifier` carrying changes between nodes), each started \
+         with `--fresh` on an empty database{};\n  \
          2. *rmcp 3.11*: `rmcp-peer` (`crates/conduit-mcp-bench/peers/rmcp-peer`, its own workspace): the same two tools, \
          stateless Streamable HTTP with `json_response = true`, no SSE keep-alive, `TCP_NODELAY`, one shared handler \
          (the service factory clones `Arc`s), tasks in rmcp's `TaskManager` with the same 1-hour TTL and 200 ms poll hint;\n  \
          3. *axum echo*: `bench-echo`: one axum handler that parses the JSON body and answers a fixed-size JSON-RPC result \
          as long as conduit-mcp's answer to the same request ({} bytes for `greet`, {} for `tasks/get`, {} for a create).",
-        m.echo_sizes[0], m.echo_sizes[1], m.echo_sizes[2]
+        if stores_of(r).iter().any(|s| *s != Store::Memory) { "" } else { " (not part of this pass)" },
+        m.echo_sizes[0],
+        m.echo_sizes[1],
+        m.echo_sizes[2]
     );
     let _ = writeln!(
         o,
@@ -366,8 +447,9 @@ pub fn render(r: &Results, previous: Option<&str>, chart: &str) -> String {
     );
     let _ = writeln!(
         o,
-        "- **Order**: for each workload and connection count, {} rounds of ours, rmcp, echo (A B C A B C …) so drift hits \
-         all three; tables give the median and [range] over the rounds.",
+        "- **Order**: for each workload and connection count, {} rounds of ours (on each store), rmcp, echo \
+         (A B C A B C …) so drift hits all of them; tables give the median and [range] over the rounds. W1 (`greet`) \
+         never touches the task store, so it runs ours on the memory store only.",
         plan.rounds
     );
     let _ = writeln!(
@@ -379,17 +461,21 @@ pub fn render(r: &Results, previous: Option<&str>, chart: &str) -> String {
     let _ = writeln!(
         o,
         "- **W3/W4**: one fresh process per (server, connections, round) runs W4 (create {} tasks with `slow_compute` \
-         and the extension declared, each task's work parked for an hour; a {} ms cap stops a server that slows down) \
-         and then W3 (`tasks/get` on random ids among the tasks W4 created). W7 is read in the same process: `VmRSS` \
-         one second after W4, minus `VmRSS` before it, per task created.",
+         and the extension declared, each task's work parked for an hour; a {} ms cap stops a server that slows down, \
+         {} ms for ours on SQLite and PostgreSQL, whose every create is a durable commit) and then W3 (`tasks/get` on \
+         random ids among the tasks W4 created). W7 is read in the same process, for the memory store and rmcp: \
+         `VmRSS` one second after W4, minus `VmRSS` before it, per task created.",
         thousands(plan.table as f64),
-        plan.create_cap_ms
+        plan.create_cap_ms,
+        plan.sql_create_cap_ms
     );
     let _ = writeln!(
         o,
         "- **W5**: {} tasks, named by {} listen stream(s) (`subscriptions/listen` with `taskIds`); the bench server's \
          admin route `POST /bench/complete` calls `Tasks::complete` on each, 1 ms apart, stamping the result with the \
-         wall-clock µs just before the call; the latency is arrival time minus that stamp.",
+         wall-clock µs just before the call; the latency is arrival time minus that stamp. On PostgreSQL it also \
+         runs across two nodes: node A (started `--fresh`) creates and completes the tasks, node B (same database and \
+         schema) holds the listen streams, so every notification travels through `LISTEN`/`NOTIFY`.",
         plan.notify_tasks,
         conns_of(r).iter().map(ToString::to_string).collect::<Vec<_>>().join(" and ")
     );
@@ -433,6 +519,8 @@ pub fn render(r: &Results, previous: Option<&str>, chart: &str) -> String {
     targets(&mut o, r);
     let _ = writeln!(o);
 
+    stores_section(&mut o, r);
+
     for (w, title) in [
         (Workload::W1, "W1 — `tools/call greet`"),
         (Workload::W2, "W2 — `tasks/get` on one live task"),
@@ -456,27 +544,43 @@ pub fn render(r: &Results, previous: Option<&str>, chart: &str) -> String {
     let _ = writeln!(o, "## W5 — notification latency (`Tasks::complete` → `notifications/tasks`)\n");
     let _ = writeln!(o, "| listen streams | server | received | p50 µs | p99 µs | max µs |");
     let _ = writeln!(o, "|---:|---|---:|---:|---:|---:|");
+    let mut kinds: Vec<(Peer, usize)> = Vec::new();
+    for n in &r.notify {
+        if !kinds.contains(&(n.peer, n.nodes)) {
+            kinds.push((n.peer, n.nodes));
+        }
+    }
     for c in conns_of(r) {
-        let runs: Vec<_> = r.notify.iter().filter(|n| n.conns == c || (c > n.tasks && n.conns == n.tasks)).collect();
-        if runs.is_empty() {
+        let at_c = |n: &&NotifySample| n.conns == c || (c > n.tasks && n.conns == n.tasks);
+        if !r.notify.iter().any(|n| at_c(&n)) {
             continue;
         }
-        let sp = |f: fn(&crate::harness::NotifySample) -> f64| {
-            Spread::of(&runs.iter().map(|n| f(n)).collect::<Vec<_>>()).map_or("–".into(), |s| s.show(1))
-        };
-        let recv: usize = runs.iter().map(|n| n.received).sum();
-        let want: usize = runs.iter().map(|n| n.tasks).sum();
-        let _ = writeln!(
-            o,
-            "| {c} | {} | {recv}/{want} | {} | {} | {} |",
-            OURS.label(),
-            sp(|n| n.p50_us),
-            sp(|n| n.p99_us),
-            sp(|n| n.max_us)
-        );
+        for &(peer, nodes) in &kinds {
+            let runs: Vec<&NotifySample> =
+                r.notify.iter().filter(at_c).filter(|n| n.peer == peer && n.nodes == nodes).collect();
+            if runs.is_empty() {
+                continue;
+            }
+            let sp = |f: fn(&NotifySample) -> f64| {
+                Spread::of(&runs.iter().map(|n| f(n)).collect::<Vec<_>>()).map_or("–".into(), |s| s.show(1))
+            };
+            let recv: usize = runs.iter().map(|n| n.received).sum();
+            let want: usize = runs.iter().map(|n| n.tasks).sum();
+            let _ = writeln!(
+                o,
+                "| {c} | {} | {recv}/{want} | {} | {} | {} |",
+                notify_label(peer, nodes),
+                sp(|n| n.p50_us),
+                sp(|n| n.p99_us),
+                sp(|n| n.max_us)
+            );
+        }
         let _ = writeln!(o, "| {c} | rmcp 3.11 | n/a: no `taskIds` listen filter | | | |");
     }
-    let _ = writeln!(o, "| – | conduit-mcp, two nodes on PostgreSQL | not run: needs the PostgreSQL store | | | |\n");
+    if !kinds.iter().any(|(_, nodes)| *nodes > 1) {
+        let _ = writeln!(o, "| – | conduit-mcp (postgres, 2 nodes) | not run: needs --stores postgres | | | |");
+    }
+    let _ = writeln!(o);
 
     let _ = writeln!(o, "## W6 — janitor sweep (in process, `MemoryStore`)\n");
     let _ = writeln!(
@@ -544,5 +648,57 @@ mod tests {
         assert!(analysis(None).contains("No analysis"));
         let doc = render(&Results::default(), Some(&old), "c.svg");
         assert!(doc.contains("hand written") && doc.contains("## Targets"));
+    }
+
+    #[test]
+    fn every_store_and_the_two_node_w5_get_rows() {
+        use crate::harness::{NotifySample, Plan};
+        let mut r = Results { plan: Some(Plan::smoke()), ..Results::default() };
+        for (i, store) in [Store::Memory, Store::Sqlite, Store::Postgres].into_iter().enumerate() {
+            for workload in [Workload::W2, Workload::W3, Workload::W4] {
+                r.samples.push(Sample {
+                    workload,
+                    peer: Peer::Ours(store),
+                    conns: 50,
+                    round: 0,
+                    requests: 100,
+                    errors: 0,
+                    secs: 1.0,
+                    rps: 1_000.0 * (i + 1) as f64,
+                    p50_us: 1.0,
+                    p99_us: 2.0,
+                    cpu_us_per_req: 3.0,
+                    peak_rss_kib: 1_024,
+                    table: Some(100),
+                    buckets: Vec::new(),
+                    capped: store == Store::Postgres && workload == Workload::W4,
+                    bytes_per_task: None,
+                    first_error: None,
+                });
+            }
+        }
+        for nodes in [1, 2] {
+            r.notify.push(NotifySample {
+                peer: Peer::Ours(Store::Postgres),
+                nodes,
+                conns: 50,
+                round: 0,
+                tasks: 20,
+                received: 20,
+                p50_us: 1_000.0,
+                p99_us: 7_000.0 * nodes as f64,
+                max_us: 9_000.0,
+            });
+        }
+        let doc = render(&r, None, "c.svg");
+        assert!(doc.contains("create and tasks/get rates for each store"), "{doc}");
+        assert!(doc.contains("| sqlite | 50 | 2,000 | 100 | 2,000 | 2,000 |"), "{doc}");
+        assert!(doc.contains("| postgres | 50 | 3,000 | 100 (time cap) |"), "{doc}");
+        assert!(doc.contains("| 50 | conduit-mcp (postgres, 2 nodes) | 20/20 | 1000.0 | 14000.0 |"), "{doc}");
+        assert!(
+            doc.contains("| W5 p99 < 50 ms across two nodes (PostgreSQL; worst run) | 14.00 ms | **met** |"),
+            "{doc}"
+        );
+        assert!(doc.contains("SQLite 2,000 /s; PostgreSQL 3,000 /s"), "{doc}");
     }
 }

@@ -1,19 +1,28 @@
 //! Ours: conduit-mcp serving the conformance fixture's `greet` and `slow_compute`.
 //!
 //! ```text
-//! bench-server [--listen 127.0.0.1:PORT] [--store memory|sqlite|postgres] [--database-url URL]
+//! bench-server [--listen 127.0.0.1:PORT] [--store memory|sqlite|postgres] [--database-url PATH|URL]
+//!              [--pg-schema NAME] [--fresh]
 //! bench-server sweep [--tasks N] [--expired-percent P] [--getters 1,50] [--baseline-ms MS]
 //! ```
 //!
 //! The first form serves MCP at `/mcp` (with `TCP_NODELAY`) and the admin route
 //! `POST /bench/complete` W5 uses, and prints `listening on http://ADDR/mcp` to
-//! stderr. The second runs W6 in process and prints its results as JSON on stdout.
+//! stderr. `--store sqlite --database-url PATH` keeps tasks in an SQLite file;
+//! `--store postgres --database-url postgres://…` in PostgreSQL, schema `--pg-schema`
+//! (default `conduit_bench`), with `LISTEN`/`NOTIFY` carrying changes between every
+//! bench server on that schema. `--fresh` starts from an empty store: the SQLite file
+//! (and its `-wal`/`-shm`) removed, or the PostgreSQL schema dropped, first.
+//!
+//! The second form runs W6 in process and prints its results as JSON on stdout.
 
 use clap::{Args, Parser, Subcommand};
-use conduit_mcp_bench::ours::{self, StoreKind};
+use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp_bench::ours::{self, StoreKind, StoreOptions};
 use conduit_mcp_bench::sweep::{self, SweepOptions};
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The conduit-mcp bench server.
@@ -43,6 +52,12 @@ struct ServeArgs {
     /// Where the SQL stores keep their tasks (a file for SQLite, a URL for PostgreSQL).
     #[arg(long)]
     database_url: Option<String>,
+    /// The PostgreSQL schema (an unquoted identifier of at most 49 bytes).
+    #[arg(long, default_value = ours::DEFAULT_PG_SCHEMA)]
+    pg_schema: String,
+    /// Start from an empty store (SQLite: remove the file; PostgreSQL: drop the schema).
+    #[arg(long)]
+    fresh: bool,
 }
 
 #[derive(Debug, Args)]
@@ -69,8 +84,15 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     if !args.listen.ip().is_loopback() {
         return Err(format!("refusing to bind {}: the benchmark servers bind loopback addresses only", args.listen));
     }
-    let store = ours::task_store(args.store, args.database_url.as_deref()).await?;
-    let tasks = ours::tasks(store)?;
+    let opts = StoreOptions {
+        kind: args.store,
+        database_url: args.database_url,
+        pg_schema: args.pg_schema,
+        fresh: args.fresh,
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let opened = ours::open_store(&opts, clock.clone()).await?;
+    let tasks = ours::tasks_on(opened, clock)?;
     let server = ours::server(&tasks)?;
     let listener =
         tokio::net::TcpListener::bind(args.listen).await.map_err(|e| format!("cannot bind {}: {e}", args.listen))?;

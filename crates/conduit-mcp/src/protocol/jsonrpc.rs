@@ -264,7 +264,67 @@ impl Message {
 
     /// The JSON text of this message, one line.
     pub fn to_json(&self) -> String {
-        self.to_value().to_string()
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The JSON text of this message as bytes, written straight from the message.
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        // Most answers fit: one allocation instead of a few doublings.
+        let mut out = Vec::with_capacity(512);
+        match serde_json::to_writer(&mut out, self) {
+            Ok(()) => out,
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// Written straight to the output, with the keys in the sorted order of
+/// [`Message::to_value`] (a sorted map), so both forms print the same text.
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Self::Result { id, result } => {
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("id", id)?;
+                m.serialize_entry("jsonrpc", "2.0")?;
+                m.serialize_entry("result", result)?;
+                m.end()
+            }
+            Self::Error { id, error } => {
+                let mut m = s.serialize_map(Some(if id.is_some() { 3 } else { 2 }))?;
+                m.serialize_entry("error", &SortedError(error))?;
+                if let Some(id) = id {
+                    m.serialize_entry("id", id)?;
+                }
+                m.serialize_entry("jsonrpc", "2.0")?;
+                m.end()
+            }
+            Self::Notification { method, params } => {
+                let mut m = s.serialize_map(Some(3))?;
+                m.serialize_entry("jsonrpc", "2.0")?;
+                m.serialize_entry("method", method)?;
+                m.serialize_entry("params", params)?;
+                m.end()
+            }
+        }
+    }
+}
+
+/// An [`RpcError`] with its keys sorted (`code`, `data`, `message`), as its `Value` form prints.
+struct SortedError<'a>(&'a RpcError);
+
+impl Serialize for SortedError<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let e = self.0;
+        let mut m = s.serialize_map(Some(if e.data.is_some() { 3 } else { 2 }))?;
+        m.serialize_entry("code", &e.code)?;
+        if let Some(data) = &e.data {
+            m.serialize_entry("data", data)?;
+        }
+        m.serialize_entry("message", &e.message)?;
+        m.end()
     }
 }
 
@@ -299,8 +359,14 @@ pub enum Incoming {
 /// The error carries the id when one could be read, so it can be echoed.
 pub fn parse_incoming(bytes: &[u8]) -> Result<Incoming, (Option<RequestId>, RpcError)> {
     let text = std::str::from_utf8(bytes).map_err(|_| (None, RpcError::parse_error("body is not valid UTF-8")))?;
-    let value: Value = serde_json::from_str(text).map_err(|e| (None, RpcError::parse_error(e)))?;
-    classify(value)
+    // The envelope's members are read straight into their slots: no map of the
+    // top-level object is built. Every member value is still parsed as a `Value`,
+    // so exactly the texts `Value` accepts are accepted.
+    match serde_json::from_str::<Envelope>(text).map_err(|e| (None, RpcError::parse_error(e)))? {
+        Envelope::Object(f) => classify_fields(f),
+        Envelope::Array => Err((None, RpcError::invalid_request("batches are not supported"))),
+        Envelope::Other => Err((None, RpcError::invalid_request("expected a JSON object"))),
+    }
 }
 
 /// Classifies an already-parsed JSON value (see [`parse_incoming`]).
@@ -312,27 +378,49 @@ pub fn classify(value: Value) -> Result<Incoming, (Option<RequestId>, RpcError)>
         }
         _ => return Err((None, RpcError::invalid_request("expected a JSON object"))),
     };
-    let id = match obj.get("id") {
+    classify_fields(Fields {
+        id: obj.remove("id"),
+        jsonrpc: obj.remove("jsonrpc"),
+        method: obj.remove("method"),
+        params: obj.remove("params"),
+        response: obj.contains_key("result") || obj.contains_key("error"),
+    })
+}
+
+/// The members of an incoming object that classification looks at.
+#[derive(Default)]
+struct Fields {
+    id: Option<Value>,
+    jsonrpc: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    /// Whether `result` or `error` is present.
+    response: bool,
+}
+
+fn classify_fields(f: Fields) -> Result<Incoming, (Option<RequestId>, RpcError)> {
+    let id = match f.id {
         None => None,
-        Some(v) => match RequestId::from_value(v) {
+        Some(Value::String(s)) => Some(RequestId::String(s)),
+        Some(v) => match RequestId::from_value(&v) {
             Some(id) => Some(id),
             None => {
                 return Err((None, RpcError::invalid_request("id must be a string or an integer")));
             }
         },
     };
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if f.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err((id, RpcError::invalid_request("jsonrpc must be \"2.0\"")));
     }
-    if obj.contains_key("result") || obj.contains_key("error") {
+    if f.response {
         return Err((id, RpcError::invalid_request("clients may not send responses")));
     }
-    let method = match obj.remove("method") {
+    let method = match f.method {
         Some(Value::String(m)) => m,
         Some(_) => return Err((id, RpcError::invalid_request("method must be a string"))),
         None => return Err((id, RpcError::invalid_request("missing method"))),
     };
-    let params = obj.remove("params");
+    let params = f.params;
     match &params {
         None | Some(Value::Object(_)) => {}
         // By-position params are valid JSON-RPC, but MCP params are an object carrying `_meta`.
@@ -345,6 +433,97 @@ pub fn classify(value: Value) -> Result<Incoming, (Option<RequestId>, RpcError)>
         Some(id) => Incoming::Request(Request { id, method, params }),
         None => Incoming::Notification { method, params },
     })
+}
+
+/// The top level of an incoming body.
+enum Envelope {
+    Object(Fields),
+    Array,
+    Other,
+}
+
+/// A member name of the envelope.
+enum Key {
+    Id,
+    Jsonrpc,
+    Method,
+    Params,
+    Response,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "id" => Key::Id,
+                    "jsonrpc" => Key::Jsonrpc,
+                    "method" => Key::Method,
+                    "params" => Key::Params,
+                    "result" | "error" => Key::Response,
+                    _ => Key::Other,
+                })
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Envelope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct EnvelopeVisitor;
+        impl<'de> serde::de::Visitor<'de> for EnvelopeVisitor {
+            type Value = Envelope;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
+                // A repeated member: the last one counts, as in a `Value` map.
+                let mut f = Fields::default();
+                while let Some(key) = map.next_key::<Key>()? {
+                    let v: Value = map.next_value()?;
+                    match key {
+                        Key::Id => f.id = Some(v),
+                        Key::Jsonrpc => f.jsonrpc = Some(v),
+                        Key::Method => f.method = Some(v),
+                        Key::Params => f.params = Some(v),
+                        Key::Response => f.response = true,
+                        Key::Other => {}
+                    }
+                }
+                Ok(Envelope::Object(f))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Envelope, A::Error> {
+                while seq.next_element::<Value>()?.is_some() {}
+                Ok(Envelope::Array)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Envelope, E> {
+                Ok(Envelope::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Envelope, E> {
+                Ok(Envelope::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Envelope, E> {
+                Ok(Envelope::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Envelope, E> {
+                Ok(Envelope::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Envelope, E> {
+                Ok(Envelope::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Envelope, E> {
+                Ok(Envelope::Other)
+            }
+        }
+        d.deserialize_any(EnvelopeVisitor)
+    }
 }
 
 #[cfg(test)]
@@ -367,5 +546,57 @@ mod tests {
             -32600
         );
         assert!(matches!(parse_incoming(br#"{"jsonrpc":"2.0","method":"n"}"#).unwrap(), Incoming::Notification { .. }));
+    }
+
+    #[test]
+    fn envelope_parse_matches_value_parse() {
+        let bodies: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{}}}"#,
+            br#"{"jsonrpc":"2.0","id":"a","id":2,"method":"m","method":"n","extra":[1,{"b":null}]}"#,
+            br#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":{},"method":"m"}"#,
+            br#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"error":{},"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#,
+            br#"{"jsonrpc":"2.0","id":1}"#,
+            br#"{"\u0069d":3,"jsonrpc":"2.0","method":"m"}"#,
+            br#"{"jsonrpc":"2.0","method":"n","params":{}}"#,
+            br#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+            b"42",
+            b"\"s\"",
+            b"null",
+            b"true",
+            b"{\"a\":1,}",
+            b"{\"a\":\"\\ud800\"}",
+            b"[1,",
+            b"{} x",
+            b"",
+        ];
+        for body in bodies {
+            let via_value = std::str::from_utf8(body)
+                .map_err(|_| (None, RpcError::parse_error("body is not valid UTF-8")))
+                .and_then(|t| serde_json::from_str::<Value>(t).map_err(|e| (None, RpcError::parse_error(e))))
+                .and_then(classify);
+            assert_eq!(parse_incoming(body), via_value, "{}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
+    fn serialises_like_the_value_form() {
+        let msgs = [
+            Message::Result { id: RequestId::Number(7), result: serde_json::json!({"b": [1, 2.5, "x\n"], "a": null}) },
+            Message::Result { id: RequestId::String("s\"1".into()), result: serde_json::json!({}) },
+            Message::Error { id: None, error: RpcError::parse_error("bad") },
+            Message::Error {
+                id: Some(RequestId::Number(-3)),
+                error: RpcError::unsupported_version("1999-01-01", &["2026-07-28"]),
+            },
+            Message::notification("notifications/progress", serde_json::json!({"progressToken": 1, "progress": 0.5})),
+        ];
+        for m in &msgs {
+            assert_eq!(m.to_json(), m.to_value().to_string());
+            assert_eq!(m.to_json_bytes(), m.to_value().to_string().into_bytes());
+        }
     }
 }

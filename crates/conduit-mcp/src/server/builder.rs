@@ -214,6 +214,7 @@ impl ServerBuilder {
         }
         Ok(Server {
             inner: Arc::new(ServerInner {
+                info_value: serde_json::to_value(&self.info).unwrap_or(Value::Null),
                 info: self.info,
                 instructions: self.instructions,
                 options: self.options,

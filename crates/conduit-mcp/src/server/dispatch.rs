@@ -108,7 +108,7 @@ impl Server {
 
     async fn dispatch(&self, req: Request, env: RequestEnv) -> Result<Value, RpcError> {
         let Request { id, method, params } = req;
-        let params = match params {
+        let mut params = match params {
             Some(Value::Object(m)) => m,
             _ => Map::new(),
         };
@@ -128,7 +128,7 @@ impl Server {
             return Err(RpcError::missing_meta("Missing params._meta"));
         };
         let version = match version {
-            Some(Value::String(v)) => v.clone(),
+            Some(Value::String(v)) => v.as_str(),
             Some(_) => {
                 return Err(RpcError::missing_meta(format!("_meta[{PROTOCOL_VERSION_KEY}] must be a string")));
             }
@@ -147,11 +147,11 @@ impl Server {
         };
         // 2. Transport headers agree with the body.
         if let Some(h) = &env.headers {
-            h.check_base(&version, &method)?;
+            h.check_base(version, &method)?;
         }
         // 3. Version supported.
-        if !is_supported(&version) {
-            return Err(RpcError::unsupported_version(&version, SUPPORTED_VERSIONS));
+        if !is_supported(version) {
+            return Err(RpcError::unsupported_version(version, SUPPORTED_VERSIONS));
         }
         // 4. Method known.
         if !self.method_known(&method) {
@@ -181,6 +181,15 @@ impl Server {
             }
             h.check_routing(name, &mirrored)?;
         }
+        // `_meta` moves into the context (handlers read it there); a completion
+        // handler, which sees the whole params object, gets it back below.
+        let meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let progress_token =
+            meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
+        let log_level = meta.get(LOG_LEVEL_KEY).and_then(Value::as_str).map(String::from);
         let ctx = Ctx {
             inner: Arc::new(CtxInner {
                 server: self.clone(),
@@ -189,12 +198,9 @@ impl Server {
                 era: Era::Modern,
                 principal: env.principal,
                 caps,
-                progress_token: meta
-                    .get(PROGRESS_TOKEN_KEY)
-                    .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
-                    .cloned(),
-                log_level: meta.get(LOG_LEVEL_KEY).and_then(Value::as_str).map(String::from),
-                meta: meta.clone(),
+                progress_token,
+                log_level,
+                meta,
                 cancel: env.cancel,
                 out: env.out,
                 input_responses: None,
@@ -217,7 +223,10 @@ impl Server {
             }
             "resources/read" => self.read_resource(ctx, params).await,
             "completion/complete" => match &self.inner.completion {
-                Some(f) => f(ctx, Value::Object(params)).await.map(|c| json!({ "completion": c })),
+                Some(f) => {
+                    params.insert("_meta".into(), Value::Object(ctx.meta().clone()));
+                    f(ctx, Value::Object(params)).await.map(|c| json!({ "completion": c }))
+                }
                 None => Err(RpcError::method_not_found(&method)),
             },
             LISTEN => self.listen(ctx, params).await,

@@ -28,6 +28,9 @@ pub trait Extension: Send + Sync + 'static {
     }
 
     /// Handles one of its methods; the result gets `resultType` and server `_meta` added if missing.
+    ///
+    /// `params` is the request's params object without `_meta`, which has moved
+    /// into the context: read it with [`Ctx::meta`].
     async fn handle(&self, ctx: Ctx, method: &str, params: Map<String, Value>) -> Result<Value, RpcError>;
 
     /// Turns a tool's task into a `CreateTaskResult`; `None` if this extension does not create tasks.

@@ -35,6 +35,8 @@ pub struct Server {
 
 pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
+    /// `info` as JSON, built once: every result's `_meta` carries it.
+    pub(crate) info_value: Value,
     pub(crate) instructions: Option<String>,
     pub(crate) options: ServerOptions,
     pub(crate) tools: ToolRegistry,
@@ -126,14 +128,22 @@ impl Server {
     /// default `resultType` to a result object.
     pub fn finish_result(&self, mut result: Value) -> Value {
         if let Value::Object(m) = &mut result {
-            m.entry("resultType").or_insert_with(|| "complete".into());
+            // `get` before `insert`: `entry` would allocate the key even when it is present.
+            if !m.contains_key("resultType") {
+                m.insert("resultType".into(), "complete".into());
+            }
             if self.inner.options.server_info_meta {
-                let meta = m.entry("_meta").or_insert_with(|| json!({}));
-                if let Value::Object(meta) = meta {
-                    meta.insert(
-                        crate::protocol::meta::SERVER_INFO_KEY.into(),
-                        serde_json::to_value(&self.inner.info).unwrap_or(Value::Null),
-                    );
+                let info = self.inner.info_value.clone();
+                match m.get_mut("_meta") {
+                    Some(Value::Object(meta)) => {
+                        meta.insert(crate::protocol::meta::SERVER_INFO_KEY.into(), info);
+                    }
+                    Some(_) => {}
+                    None => {
+                        let mut meta = serde_json::Map::new();
+                        meta.insert(crate::protocol::meta::SERVER_INFO_KEY.into(), info);
+                        m.insert("_meta".into(), Value::Object(meta));
+                    }
                 }
             }
         }

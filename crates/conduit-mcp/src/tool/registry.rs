@@ -124,6 +124,10 @@ impl Registered {
         let Some(v) = &self.validator else {
             return Ok(());
         };
+        // The common case: valid arguments, checked without building error values.
+        if v.is_valid(args) {
+            return Ok(());
+        }
         let errors: Vec<String> = v
             .iter_errors(args)
             .take(5)

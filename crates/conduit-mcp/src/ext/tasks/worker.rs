@@ -2,7 +2,7 @@
 //! `spawn` for work the server runs itself.
 
 use super::config::{JanitorConfig, NotifierConfig, TasksConfig};
-use super::memory::MemoryStore;
+use super::memory::{IdBuild, MemoryStore};
 use super::notifier::ListenNotifier;
 use super::store::{Owner, StatusFields, StoreError, TaskStore};
 use super::task::{TaskRecord, TaskStatus};
@@ -106,7 +106,7 @@ impl TaskSpecExt for TaskSpec {
 /// A running task, as its `spawn`ed work sees it.
 #[derive(Clone)]
 pub struct TaskContext {
-    id: String,
+    id: Arc<str>,
     tasks: Tasks,
     cancel: CancellationToken,
 }
@@ -201,8 +201,8 @@ pub(crate) struct TasksInner {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) listen: ListenNotifier,
     pub(crate) clock: Arc<dyn Clock>,
-    wakers: Mutex<HashMap<String, Arc<Notify>>>,
-    running: Mutex<HashMap<String, CancellationToken>>,
+    wakers: Mutex<HashMap<String, Arc<Notify>, IdBuild>>,
+    running: Mutex<HashMap<Arc<str>, CancellationToken, IdBuild>>,
     pub(crate) shutdown: CancellationToken,
     tracker: TaskTracker,
     janitor: Once,
@@ -534,33 +534,52 @@ impl Tasks {
     }
 
     pub(crate) fn launch(&self, id: String, work: SpawnFn) {
+        use futures_util::FutureExt;
         self.start_lease_renewal();
-        let token = self.inner.shutdown.child_token();
+        let id: Arc<str> = Arc::from(id);
+        // A token of its own rather than a child of `shutdown` (children share the
+        // parent's lock): `shutdown` cancels every token in `running` instead.
+        let token = CancellationToken::new();
         if let Ok(mut r) = self.inner.running.lock() {
             r.insert(id.clone(), token.clone());
         }
-        let ctx = TaskContext { id: id.clone(), tasks: self.clone(), cancel: token };
-        let me = self.clone();
+        if self.inner.shutdown.is_cancelled() {
+            // `shutdown` may have collected the running tokens before this one was in.
+            token.cancel();
+        }
+        let ctx = TaskContext { id, tasks: self.clone(), cancel: token };
+        // One runtime task per work item: the work runs inside it, a panic is caught
+        // here, and the bookkeeping after it is boxed so the parked task stays small.
         self.inner.tracker.spawn(async move {
-            let outcome = tokio::spawn(work(ctx)).await;
-            let done = match outcome {
-                Ok(Ok(result)) => me.complete(&id, result, None).await,
-                Ok(Err(error)) => me.fail(&id, error, None).await,
-                Err(join) => {
-                    let msg = if join.is_panic() { "the task's work panicked" } else { "the task's work was aborted" };
-                    tracing::error!("{msg}");
-                    me.fail(&id, RpcError::internal("Internal error: the task's work failed"), Some(msg.into())).await
-                }
-            };
-            if let Err(e) = done
-                && !matches!(e, WorkerError::Terminal | WorkerError::NotFound)
-            {
-                tracing::warn!(error = %e, "could not record the end of a task's work");
-            }
-            if let Ok(mut r) = me.inner.running.lock() {
-                r.remove(&id);
-            }
+            let (me, id) = (ctx.tasks.clone(), ctx.id.clone());
+            let outcome = AssertUnwindSafe(async move { work(ctx).await }).catch_unwind().await;
+            Box::pin(me.work_ended(id, outcome)).await;
         });
+    }
+
+    /// Records the end of spawned work and forgets it.
+    async fn work_ended(
+        self,
+        id: Arc<str>,
+        outcome: Result<Result<CallToolResult, RpcError>, Box<dyn std::any::Any + Send>>,
+    ) {
+        let done = match outcome {
+            Ok(Ok(result)) => self.complete(&id, result, None).await,
+            Ok(Err(error)) => self.fail(&id, error, None).await,
+            Err(_panic) => {
+                let msg = "the task's work panicked";
+                tracing::error!("{msg}");
+                self.fail(&id, RpcError::internal("Internal error: the task's work failed"), Some(msg.into())).await
+            }
+        };
+        if let Err(e) = done
+            && !matches!(e, WorkerError::Terminal | WorkerError::NotFound)
+        {
+            tracing::warn!(error = %e, "could not record the end of a task's work");
+        }
+        if let Ok(mut r) = self.inner.running.lock() {
+            r.remove(&id);
+        }
     }
 
     /// Wakes local workers waiting on task `id` (a cross-node notifier calls
@@ -584,7 +603,17 @@ impl Tasks {
     /// Stops spawned work: running tasks are marked failed as interrupted.
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        let ids: Vec<String> = self.inner.running.lock().map(|r| r.keys().cloned().collect()).unwrap_or_default();
+        let ids: Vec<String> = self
+            .inner
+            .running
+            .lock()
+            .map(|r| {
+                for t in r.values() {
+                    t.cancel();
+                }
+                r.keys().map(|k| k.to_string()).collect()
+            })
+            .unwrap_or_default();
         for id in ids {
             let _ = self
                 .fail(

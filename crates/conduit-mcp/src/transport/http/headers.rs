@@ -5,35 +5,44 @@ use crate::protocol::RpcError;
 use crate::server::HeaderCheck;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// A header value as received: absent, unreadable (not visible ASCII), or text.
+///
+/// Text keeps the `HeaderValue` itself (a shared, reference-counted buffer):
+/// no copy is made unless a check reads it.
 #[derive(Debug, Clone, PartialEq)]
 enum Raw {
     Absent,
     Unreadable,
-    Text(String),
+    Text(HeaderValue),
 }
 
-fn raw(headers: &HeaderMap, name: &str) -> Raw {
-    match headers.get(name) {
-        None => Raw::Absent,
-        Some(v) => match v.to_str() {
-            Ok(s) => Raw::Text(s.trim_matches(|c| c == ' ' || c == '\t').to_owned()),
-            Err(_) => Raw::Unreadable,
-        },
+impl Raw {
+    fn of(v: Option<&HeaderValue>) -> Self {
+        match v {
+            None => Raw::Absent,
+            Some(v) if v.to_str().is_ok() => Raw::Text(v.clone()),
+            Some(_) => Raw::Unreadable,
+        }
     }
 }
 
-/// Decodes the `=?base64?…?=` sentinel; other values are literal.
-pub(crate) fn decode_value(v: &str) -> Result<String, ()> {
+/// The text of a readable header value, without surrounding spaces and tabs.
+fn text(v: &HeaderValue) -> &str {
+    v.to_str().unwrap_or_default().trim_matches(|c| c == ' ' || c == '\t')
+}
+
+/// Decodes the `=?base64?…?=` sentinel; other values are literal (borrowed, not copied).
+pub(crate) fn decode_value(v: &str) -> Result<Cow<'_, str>, ()> {
     match v.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) {
         Some(inner) => {
             let bytes = STANDARD.decode(inner).map_err(|_| ())?;
-            String::from_utf8(bytes).map_err(|_| ())
+            String::from_utf8(bytes).map(Cow::Owned).map_err(|_| ())
         }
-        None => Ok(v.to_owned()),
+        None => Ok(Cow::Borrowed(v)),
     }
 }
 
@@ -43,16 +52,34 @@ pub(crate) struct McpHeaders {
     version: Raw,
     method: Raw,
     name: Raw,
-    params: Vec<(String, Raw)>,
+    /// `Mcp-Param-*` headers: the full (lower-case) header name and its value.
+    params: Vec<(HeaderName, Raw)>,
 }
+
+const PARAM_PREFIX: &str = "mcp-param-";
 
 impl McpHeaders {
     pub(crate) fn from_headers(h: &HeaderMap) -> Self {
-        let params = h
-            .keys()
-            .filter_map(|k| k.as_str().strip_prefix("mcp-param-").map(|suffix| (suffix.to_owned(), raw(h, k.as_str()))))
-            .collect();
-        Self { version: raw(h, "mcp-protocol-version"), method: raw(h, "mcp-method"), name: raw(h, "mcp-name"), params }
+        // One pass over the map; for a repeated name the first value counts.
+        let mut m = Self { version: Raw::Absent, method: Raw::Absent, name: Raw::Absent, params: Vec::new() };
+        for (k, v) in h {
+            let slot = match k.as_str() {
+                "mcp-protocol-version" => &mut m.version,
+                "mcp-method" => &mut m.method,
+                "mcp-name" => &mut m.name,
+                n if n.starts_with(PARAM_PREFIX) => {
+                    if !m.params.iter().any(|(p, _)| p == k) {
+                        m.params.push((k.clone(), Raw::of(Some(v))));
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            if *slot == Raw::Absent {
+                *slot = Raw::of(Some(v));
+            }
+        }
+        m
     }
 }
 
@@ -79,7 +106,8 @@ impl HeaderCheck for McpHeaders {
             Raw::Unreadable => {
                 return Err(mismatch("MCP-Protocol-Version header has invalid characters".into()));
             }
-            Raw::Text(v) if v != meta_version => {
+            Raw::Text(v) if text(v) != meta_version => {
+                let v = text(v);
                 return Err(mismatch(format!(
                     "MCP-Protocol-Version header value '{v}' does not match _meta protocolVersion '{meta_version}'"
                 )));
@@ -89,7 +117,8 @@ impl HeaderCheck for McpHeaders {
         match &self.method {
             Raw::Absent => Err(mismatch("missing Mcp-Method header".into())),
             Raw::Unreadable => Err(mismatch("Mcp-Method header has invalid characters".into())),
-            Raw::Text(m) if m != method => {
+            Raw::Text(m) if text(m) != method => {
+                let m = text(m);
                 Err(mismatch(format!("Mcp-Method header value '{m}' does not match body method '{method}'")))
             }
             Raw::Text(_) => Ok(()),
@@ -104,7 +133,8 @@ impl HeaderCheck for McpHeaders {
                     return Err(mismatch("Mcp-Name header has invalid characters".into()));
                 }
                 Raw::Text(v) => {
-                    let decoded = decode_value(v).map_err(|_| mismatch("Mcp-Name header has invalid base64".into()))?;
+                    let decoded =
+                        decode_value(text(v)).map_err(|_| mismatch("Mcp-Name header has invalid base64".into()))?;
                     if decoded != expected {
                         // The header value is the client's own; the body value may be a capability (task id), so it is not echoed.
                         return Err(mismatch("Mcp-Name header value does not match the body".into()));
@@ -113,7 +143,11 @@ impl HeaderCheck for McpHeaders {
             }
         }
         for (header, body) in params {
-            let found = self.params.iter().find(|(k, _)| k.eq_ignore_ascii_case(header)).map(|(_, v)| v);
+            let found = self
+                .params
+                .iter()
+                .find(|(k, _)| k.as_str()[PARAM_PREFIX.len()..].eq_ignore_ascii_case(header))
+                .map(|(_, v)| v);
             match found {
                 None | Some(Raw::Absent) => {
                     return Err(mismatch(format!("missing Mcp-Param-{header} header")));
@@ -122,7 +156,7 @@ impl HeaderCheck for McpHeaders {
                     return Err(mismatch(format!("Mcp-Param-{header} header has invalid characters")));
                 }
                 Some(Raw::Text(v)) => {
-                    let decoded = decode_value(v)
+                    let decoded = decode_value(text(v))
                         .map_err(|_| mismatch(format!("Mcp-Param-{header} header has invalid base64")))?;
                     if !matches_body(&decoded, body) {
                         return Err(mismatch(format!("Mcp-Param-{header} header does not match the argument")));

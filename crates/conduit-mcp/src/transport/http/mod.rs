@@ -152,7 +152,8 @@ pub fn status_for(error: &RpcError) -> StatusCode {
 }
 
 fn json_body(status: StatusCode, msg: &Message) -> Response {
-    let mut r = (status, msg.to_json()).into_response();
+    let mut r = Response::new(Body::from(msg.to_json_bytes()));
+    *r.status_mut() = status;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
 }
@@ -163,17 +164,27 @@ fn error_response(id: Option<crate::protocol::RequestId>, error: RpcError) -> Re
 }
 
 fn host_allowed(policy: &HostPolicy, host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().map(|h| format!("[{h}]")).unwrap_or_default()
-    } else {
-        host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host).to_owned()
+    // The host name without its port, borrowed from `host`: for `[v6]:port`, the
+    // text inside the brackets, compared as `[v6]`.
+    let (inner, bracketed) = match host.strip_prefix('[') {
+        Some(rest) => (rest.split(']').next().unwrap_or(rest), true),
+        None => (host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host), false),
     };
-    let name = name.to_ascii_lowercase();
-    let local = matches!(name.as_str(), "localhost" | "127.0.0.1" | "[::1]");
+    let is = |candidate: &str| {
+        if bracketed {
+            candidate.len() == inner.len() + 2
+                && candidate.starts_with('[')
+                && candidate.ends_with(']')
+                && candidate[1..candidate.len() - 1].eq_ignore_ascii_case(inner)
+        } else {
+            candidate.eq_ignore_ascii_case(inner)
+        }
+    };
+    let local = ["localhost", "127.0.0.1", "[::1]"].into_iter().any(is);
     match policy {
         HostPolicy::Any => true,
         HostPolicy::Localhost => local,
-        HostPolicy::AllowList(list) => local || list.iter().any(|h| h.eq_ignore_ascii_case(&name)),
+        HostPolicy::AllowList(list) => local || list.iter().any(|h| is(h)),
     }
 }
 
@@ -203,7 +214,10 @@ fn challenge(cfg: &HttpConfig, scheme: &str, extra: &str) -> HeaderValue {
     HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
 }
 
-async fn handle_post(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Response {
+async fn handle_post(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
+    // The request's own header map, not a copy (the `HeaderMap` extractor clones it).
+    let (parts, body) = request.into_parts();
+    let headers: HeaderMap = parts.headers;
     let cfg = &st.config;
     // Origin and Host first (DNS rebinding).
     if let Some(origin) = headers.get(header::ORIGIN) {
@@ -411,5 +425,10 @@ mod tests {
         }
         assert!(host_allowed(&HostPolicy::AllowList(vec!["mcp.example.com".into()]), "mcp.example.com:443"));
         assert_eq!(origin_host("http://localhost:3000/x"), Some("localhost:3000"));
+        let v6 = HostPolicy::AllowList(vec!["[2001:DB8::1]".into()]);
+        assert!(host_allowed(&v6, "[2001:db8::1]:443"));
+        assert!(host_allowed(&v6, "[2001:db8::1"));
+        assert!(!host_allowed(&v6, "[2001:db8::2]:443"));
+        assert!(!host_allowed(&v6, "2001:db8::1"));
     }
 }
