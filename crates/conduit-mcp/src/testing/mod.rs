@@ -2,8 +2,15 @@
 //!
 //! Every store — ours or yours — proves itself against the same checks:
 //!
-//! ```ignore
-//! #[tokio::test(flavor = "multi_thread")]
+//! ```no_run
+//! # use conduit_mcp::clock::Clock;
+//! # use conduit_mcp::ext::tasks::MemoryStore;
+//! # use std::sync::Arc;
+//! # struct MyStore;
+//! # impl MyStore {
+//! #     async fn new(clock: Arc<dyn Clock>) -> MemoryStore { MemoryStore::with_clock(clock) }
+//! # }
+//! // In a test file, under `#[tokio::test(flavor = "multi_thread")]`:
 //! async fn my_store_meets_the_contract() {
 //!     conduit_mcp::testing::store_contract(|clock| async move { MyStore::new(clock).await }, Default::default()).await;
 //! }
