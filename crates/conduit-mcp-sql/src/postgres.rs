@@ -341,6 +341,19 @@ fn is_connection_error(e: &sqlx::Error) -> bool {
     }
 }
 
+/// Binds a row's nine columns after the id, in table order (`owner` … `doc`).
+fn bind_columns(q: PgQuery<'_>, c: Columns) -> PgQuery<'_> {
+    q.bind(c.owner)
+        .bind(c.status)
+        .bind(c.version)
+        .bind(c.created_at_ms)
+        .bind(c.expires_at_ms)
+        .bind(c.terminal_at_ms)
+        .bind(c.lease_node)
+        .bind(c.lease_expires_ms)
+        .bind(c.doc)
+}
+
 fn decode_row(row: &PgRow) -> Result<TaskRecord, StoreError> {
     let get = |e: sqlx::Error| backend("decode a task row", e);
     let version: i64 = row.try_get(0).map_err(get)?;
@@ -365,20 +378,14 @@ impl Rows for PostgresStore {
 
     async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
         let c = Columns::of(next)?;
-        let q = sqlx::query(
-            "UPDATE conduit_tasks SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
+        let q = bind_columns(
+            sqlx::query(
+                "UPDATE conduit_tasks SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
              expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, lease_expires_ms = $8, doc = $9::json \
              WHERE task_id = $10 AND version = $11",
+            ),
+            c,
         )
-        .bind(c.owner)
-        .bind(c.status)
-        .bind(c.version)
-        .bind(c.created_at_ms)
-        .bind(c.expires_at_ms)
-        .bind(c.terminal_at_ms)
-        .bind(c.lease_node)
-        .bind(c.lease_expires_ms)
-        .bind(c.doc)
         .bind(next.task_id.clone())
         .bind(common::ms(expected));
         Ok(self.write("write a task", q).await? == 1)
@@ -405,16 +412,8 @@ impl TaskStore for PostgresStore {
              SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json FROM slot",
         )
         .bind(max_rows.map(common::limit))
-        .bind(record.task_id.clone())
-        .bind(c.owner)
-        .bind(c.status)
-        .bind(c.version)
-        .bind(c.created_at_ms)
-        .bind(c.expires_at_ms)
-        .bind(c.terminal_at_ms)
-        .bind(c.lease_node)
-        .bind(c.lease_expires_ms)
-        .bind(c.doc);
+        .bind(record.task_id.clone());
+        let q = bind_columns(q, c);
         let mut conn = self.conn().await?;
         let done = q.execute(conn.conn()).await;
         match conn.finish(done, is_connection_error) {

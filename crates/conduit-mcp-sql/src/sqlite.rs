@@ -453,24 +453,28 @@ const INSERT_COLUMNS: &str = "INSERT INTO conduit_tasks (task_id, owner, status,
 /// One create as one statement: the cap check and the insert (whose trigger
 /// bumps the counter) run under SQLite's write lock as one atomic step.
 fn insert_one(p: &NewRow) -> SqlQuery<'_> {
-    let c = &p.columns;
-    sqlx::query(
+    let q = sqlx::query(
         "INSERT INTO conduit_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
          terminal_at_ms, lease_node, lease_expires_ms, doc) \
          SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 \
          WHERE ?11 IS NULL OR (SELECT n FROM conduit_task_count WHERE id = 1) < ?11",
-    )
-    .bind(p.task_id.as_str())
-    .bind(c.owner.as_deref())
-    .bind(c.status)
-    .bind(c.version)
-    .bind(c.created_at_ms)
-    .bind(c.expires_at_ms)
-    .bind(c.terminal_at_ms)
-    .bind(c.lease_node.as_deref())
-    .bind(c.lease_expires_ms)
-    .bind(c.doc.as_str())
-    .bind(p.max_rows)
+    );
+    bind_row(q, p).bind(p.max_rows)
+}
+
+/// Binds a new row's ten columns, in `INSERT_COLUMNS` order.
+fn bind_row<'q>(q: SqlQuery<'q>, p: &'q NewRow) -> SqlQuery<'q> {
+    let c = &p.columns;
+    q.bind(p.task_id.as_str())
+        .bind(c.owner.as_deref())
+        .bind(c.status)
+        .bind(c.version)
+        .bind(c.created_at_ms)
+        .bind(c.expires_at_ms)
+        .bind(c.terminal_at_ms)
+        .bind(c.lease_node.as_deref())
+        .bind(c.lease_expires_ms)
+        .bind(c.doc.as_str())
 }
 
 /// Several creates in one `BEGIN IMMEDIATE` transaction. The counter is read
@@ -507,18 +511,7 @@ async fn insert_batch(
         }
         let mut q = sqlx::query(&sql);
         for &i in chunk {
-            let (p, c) = (&batch[i].row, &batch[i].row.columns);
-            q = q
-                .bind(p.task_id.as_str())
-                .bind(c.owner.as_deref())
-                .bind(c.status)
-                .bind(c.version)
-                .bind(c.created_at_ms)
-                .bind(c.expires_at_ms)
-                .bind(c.terminal_at_ms)
-                .bind(c.lease_node.as_deref())
-                .bind(c.lease_expires_ms)
-                .bind(c.doc.as_str());
+            q = bind_row(q, &batch[i].row);
         }
         match q.execute(&mut *tx).await {
             Ok(_) => {
