@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks conduit-mcp against the official Rust SDK (rmcp 3.11) and a bare axum
 # echo, side by side (issue 5), and writes docs/benchmarks.md and docs/benchmarks.svg.
+# Ours is measured twice on W1 and W2: the bench server, and the conformance fixture
+# (conduit-mcp-conformance) served by the library's default path, http::serve.
 #
 # Usage: scripts/bench.sh [--smoke] [HARNESS OPTIONS...]
 #   (no flag)  the full pass: release builds, 3 rounds, W1-W7, ours on the memory,
@@ -16,7 +18,10 @@
 # --database-url URL). The SQLite file is target/bench/sqlite/bench.db (smoke:
 # target/bench/sqlite/smoke.db), removed before every run.
 # The rmcp peer is its own cargo workspace (crates/conduit-mcp-bench/peers/rmcp-peer)
-# built into target/rmcp-peer, so rmcp never enters the library's dependency graph.
+# built into target/rmcp-peer (under $CARGO_TARGET_DIR when set), so rmcp never enters
+# the library's dependency graph.
+# Binaries are found where cargo puts them: $CARGO_TARGET_DIR when it is set
+# (relative to the repository root), target/ otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,8 +36,9 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+target_dir="${CARGO_TARGET_DIR:-target}"
 peer_manifest=crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml
-peer_target=target/rmcp-peer
+peer_target="$target_dir/rmcp-peer"
 if [[ "$mode" == smoke ]]; then
   profile_flag=()
   dir=debug
@@ -45,8 +51,8 @@ else
 fi
 
 start=$(date +%s)
-echo "== building the bench crate ($dir)"
-cargo build "${profile_flag[@]}" -p conduit-mcp-bench --bins
+echo "== building the bench crate and the conformance fixture ($dir)"
+cargo build "${profile_flag[@]}" -p conduit-mcp-bench -p conduit-mcp-conformance --bins
 echo "== building the rmcp peer ($dir, its own workspace and lockfile)"
 cargo build "${profile_flag[@]}" --locked --manifest-path "$peer_manifest" --target-dir "$peer_target"
 built=$(date +%s)
@@ -62,9 +68,10 @@ recorded="scripts/bench.sh"
 if [[ "$mode" == smoke ]]; then recorded+=" --smoke"; fi
 if [[ $# -gt 0 ]]; then recorded+=" $*"; fi
 echo "== running the $mode pass"
-"target/$dir/conduit-mcp-bench" run \
-  --server "target/$dir/bench-server" \
-  --echo "target/$dir/bench-echo" \
+"$target_dir/$dir/conduit-mcp-bench" run \
+  --server "$target_dir/$dir/bench-server" \
+  --echo "$target_dir/$dir/bench-echo" \
+  --fixture "$target_dir/$dir/conduit-mcp-conformance" \
   --rmcp "$peer_target/$dir/rmcp-peer" \
   --rmcp-lock "${peer_manifest%Cargo.toml}Cargo.lock" \
   --command "$recorded" \

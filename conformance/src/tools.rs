@@ -103,14 +103,14 @@ fn diagnostic_tools(b: ServerBuilder) -> ServerBuilder {
     ))
     .tool(Tool::new("test_trigger_tool_change", "Sends notifications/tools/list_changed to listen streams").handle(
         |ctx, _args| async move {
-            let n = ctx.server().notify_tools_list_changed();
+            let n = ctx.changes().tools_list_changed();
             Ok(CallToolResult::text(format!("tools/list_changed sent to {n} stream(s)")))
         },
     ))
     .tool(
         Tool::new("test_trigger_prompt_change", "Sends notifications/prompts/list_changed to listen streams").handle(
             |ctx, _args| async move {
-                let n = ctx.server().notify_prompts_list_changed();
+                let n = ctx.changes().prompts_list_changed();
                 Ok(CallToolResult::text(format!("prompts/list_changed sent to {n} stream(s)")))
             },
         ),

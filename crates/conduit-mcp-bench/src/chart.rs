@@ -7,12 +7,13 @@ use plotters::prelude::*;
 use std::path::Path;
 
 /// Bar colours, one per server in the order of [`crate::harness::Harness::peers`].
-const COLORS: [RGBColor; 5] = [
+const COLORS: [RGBColor; 6] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(127, 127, 127),
     RGBColor(44, 160, 44),
     RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
 ];
 
 /// Draws the chart to `path`.

@@ -1,8 +1,9 @@
 //! Benchmarks of conduit-mcp against the official Rust SDK (rmcp) and a bare axum
-//! echo, side by side (issue 5). Not published.
+//! echo, side by side (issue 5), with the conformance fixture on the library's
+//! default path (`http::serve`) beside our bench server. Not published.
 //!
 //! - [`ours`]: the bench server (`bench-server`): the conformance fixture's `greet`
-//!   and `slow_compute` on conduit-mcp, its store chosen with `--store`;
+//!   and `slow_compute` (from its library) on conduit-mcp, its store chosen with `--store`;
 //! - [`sweep`]: W6, the janitor measured in process (`bench-server sweep`);
 //! - [`wire`], [`client`], [`load`]: the requests, a minimal HTTP/1.1 client and
 //!   the load generator;

@@ -1,15 +1,16 @@
-//! `conduit-mcp-bench`: runs the benchmark plan against the three servers and writes
+//! `conduit-mcp-bench`: runs the benchmark plan against the servers and writes
 //! `docs/benchmarks.md` and its chart. `scripts/bench.sh` builds the servers and calls it.
 //!
 //! ```text
 //! conduit-mcp-bench run --server target/release/bench-server --echo target/release/bench-echo \
-//!     --rmcp target/rmcp-peer/release/rmcp-peer [--smoke] [--out docs/benchmarks.md] [--chart docs/benchmarks.svg] \
+//!     --rmcp target/rmcp-peer/release/rmcp-peer --fixture target/release/conduit-mcp-conformance \
+//!     [--smoke] [--out docs/benchmarks.md] [--chart docs/benchmarks.svg] \
 //!     [--stores memory,sqlite,postgres] [--database-url postgres://…] [--sqlite-path FILE] [--pg-schema NAME]
 //! conduit-mcp-bench report --json target/bench/results.json [--out …] [--chart …]
 //! ```
 
 use clap::{Args, Parser, Subcommand};
-use conduit_mcp_bench::harness::{Binaries, Harness, Meta, Plan, Results, Store};
+use conduit_mcp_bench::harness::{Binaries, Harness, Meta, Peer, Plan, Results, Store, Workload};
 use conduit_mcp_bench::ours::{self, StoreKind};
 use conduit_mcp_bench::{chart, report};
 use std::path::{Path, PathBuf};
@@ -76,6 +77,10 @@ struct RunArgs {
     /// The `rmcp-peer` binary (without it, rmcp is left out).
     #[arg(long)]
     rmcp: Option<PathBuf>,
+    /// The `conduit-mcp-conformance` binary: the conformance fixture on the library's
+    /// default path (`http::serve`), run on W1 and W2 (without it, it is left out).
+    #[arg(long)]
+    fixture: Option<PathBuf>,
     /// The rmcp peer's `Cargo.lock`, to report rmcp's exact version.
     #[arg(long)]
     rmcp_lock: Option<PathBuf>,
@@ -192,9 +197,18 @@ fn relative_link(doc: &Path, chart: &Path) -> String {
     chart.display().to_string()
 }
 
-/// What a smoke pass must show: every workload answered, nothing failed.
-fn smoke_check(r: &Results) -> Result<(), String> {
+/// What a smoke pass must show: every workload answered, nothing failed, and the
+/// fixture measured on W1 and W2 at every connection count when it was given.
+fn smoke_check(r: &Results, fixture: bool) -> Result<(), String> {
     let mut problems = Vec::new();
+    let plan = r.plan.clone().unwrap_or_else(Plan::smoke);
+    for w in [Workload::W1, Workload::W2].into_iter().filter(|w| fixture && plan.runs(w.name())) {
+        for &c in &plan.conns {
+            if !r.samples.iter().any(|s| s.workload == w && s.peer == Peer::Fixture && s.conns == c) {
+                problems.push(format!("{w:?} {} at {c} conns: not run", Peer::Fixture.label()));
+            }
+        }
+    }
     for s in &r.samples {
         if s.requests == 0 || s.errors > 0 {
             problems.push(format!(
@@ -227,7 +241,6 @@ fn smoke_check(r: &Results) -> Result<(), String> {
             ));
         }
     }
-    let plan = r.plan.clone().unwrap_or_else(Plan::smoke);
     if (plan.runs("W6") && r.sweep.is_empty()) || (plan.runs("W5") && r.notify.is_empty()) {
         problems.push("W5 or W6 produced no result".into());
     }
@@ -279,6 +292,7 @@ fn run(args: RunArgs) -> Result<(), String> {
         server: args.server.clone(),
         echo: args.echo.clone(),
         rmcp: args.rmcp.clone(),
+        fixture: args.fixture.clone(),
         database_url,
         sqlite_path: sqlite_file,
         pg_schema: args.pg_schema.clone(),
@@ -289,7 +303,7 @@ fn run(args: RunArgs) -> Result<(), String> {
     let results = rt.block_on(harness.run(meta))?;
     write(&results, &args.output)?;
     if args.smoke {
-        smoke_check(&results)?;
+        smoke_check(&results, args.fixture.is_some())?;
         eprintln!("smoke pass: every workload ran without errors");
     }
     Ok(())

@@ -1,14 +1,15 @@
-//! Ours: the conformance fixture's `greet` and `slow_compute` on conduit-mcp, the task
-//! store chosen by `--store` (memory, or SQLite and PostgreSQL from `conduit-mcp-sql`), and the bench-only admin route W5 uses to complete tasks
-//! through the worker API.
+//! Ours: the conformance fixture's `greet` and `slow_compute` (built by the
+//! `conduit_mcp_conformance` library) on conduit-mcp, the task store chosen by
+//! `--store` (memory, or SQLite and PostgreSQL from `conduit-mcp-sql`), and the
+//! bench-only admin route W5 uses to complete tasks through the worker API.
 
 use axum::extract::State;
 use axum::routing::post;
 use axum::serve::ListenerExt;
-use conduit_mcp::ServerBuilder;
 use conduit_mcp::clock::{Clock, SystemClock};
-use conduit_mcp::ext::tasks::{NotifierConfig, TaskSpecExt, TaskStore, Tasks, TasksConfig};
+use conduit_mcp::ext::tasks::{NotifierConfig, TaskStore, Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
+use conduit_mcp_conformance::tasks_tools;
 use conduit_mcp_sql::{PgNotifier, PostgresOptions, SqliteStore};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -16,12 +17,6 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// Longest `slow_compute` run accepted, in seconds (as in the fixture).
-const MAX_COMPUTE_SECONDS: f64 = 3_600.0;
-
-/// How often pollers are told to come back (as in the fixture).
-const POLL: Duration = Duration::from_millis(200);
 
 /// Where the bench server keeps its tasks (`--store`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,51 +226,15 @@ pub fn tasks_on(opened: OpenedStore, clock: Arc<dyn Clock>) -> Result<Tasks, Str
     Ok(tasks)
 }
 
-/// The bench server: `greet` and `slow_compute` exactly as in `conformance/src/tasks_tools.rs`.
+/// The bench server: the conformance fixture's `greet` and `slow_compute`
+/// (from `conduit_mcp_conformance::tasks_tools`) on `tasks`.
 pub fn server(tasks: &Tasks) -> Result<Server, String> {
-    let b = Server::builder("conduit-mcp-bench", env!("CARGO_PKG_VERSION")).extension(tasks.extension());
-    register(b).build().map_err(|e| e.to_string())
-}
-
-/// Registers the two fixture tools (a copy of the fixture's code, which is private to its binary).
-fn register(b: ServerBuilder) -> ServerBuilder {
-    b.tool(
-        Tool::new("greet", "Greets someone (synchronous only)")
-            .param("name", Param::string("Who to greet").required())
-            .task_support(TaskSupport::Forbidden)
-            .handle(|_ctx, args| async move {
-                let name = args.get("name").and_then(Value::as_str).unwrap_or("world");
-                Ok(CallToolResult::text(format!("Hello, {name}!")))
-            }),
-    )
-    .tool(
-        Tool::new("slow_compute", "Works for `seconds` seconds: a task when the request declares the extension")
-            .param("seconds", Param::number("How long to work, in seconds").keyword("minimum", json!(0)))
-            .param("label", Param::string("A label echoed in the result"))
-            .handle(|ctx, args| async move {
-                let seconds = args.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
-                if !(0.0..=MAX_COMPUTE_SECONDS).contains(&seconds) {
-                    return Ok(
-                        CallToolResult::error(format!("seconds must be between 0 and {MAX_COMPUTE_SECONDS}")).into()
-                    );
-                }
-                let label = args.get("label").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let text = format!("computed {label}").trim_end().to_owned();
-                let work = Duration::from_secs_f64(seconds);
-                if !ctx.tasks_declared() {
-                    tokio::time::sleep(work).await;
-                    return Ok(CallToolResult::text(text).into());
-                }
-                Ok(ToolOutput::Task(TaskSpec::new().poll_interval(POLL).status_message("Computing").spawn(
-                    move |task| async move {
-                        tokio::select! {
-                            _ = tokio::time::sleep(work) => Ok(CallToolResult::text(text)),
-                            _ = task.cancelled() => Err(RpcError::internal("cancelled")),
-                        }
-                    },
-                )))
-            }),
-    )
+    Server::builder("conduit-mcp-bench", env!("CARGO_PKG_VERSION"))
+        .extension(tasks.clone())
+        .tool(tasks_tools::greet())
+        .tool(tasks_tools::slow_compute())
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// Microseconds since the Unix epoch (comparable across processes on one machine).

@@ -1,6 +1,6 @@
 //! The reference server's demo tools.
 
-use conduit_mcp::ext::tasks::{TaskSpecExt, Tasks};
+use conduit_mcp::ext::tasks::Tasks;
 use conduit_mcp::prelude::*;
 use conduit_mcp::server::BuildError;
 use serde_json::json;
@@ -43,12 +43,11 @@ pub(crate) fn server(tasks: Option<&Tasks>) -> Result<Server, BuildError> {
                     "steps",
                     Param::integer("How many steps").keyword("minimum", json!(1)).keyword("maximum", json!(20)),
                 )
-                .handle(|ctx, args| async move {
+                .handle(|_ctx, args| async move {
                     let r = args["ref"].as_str().unwrap_or("main").to_owned();
                     let steps = args["steps"].as_u64().unwrap_or(5);
-                    if !ctx.tasks_declared() {
-                        return Ok(CallToolResult::text(format!("built {r} in {steps} steps")).into());
-                    }
+                    // A task when the client declared the extension; otherwise the
+                    // same work runs inline, its steps sent as progress notifications.
                     Ok(ToolOutput::Task(
                         TaskSpec::new().poll_interval(Duration::from_millis(500)).status_message("Queued").spawn(
                             move |task| async move {
@@ -110,7 +109,7 @@ pub(crate) fn server(tasks: Option<&Tasks>) -> Result<Server, BuildError> {
     if let Some(t) = tasks {
         let worker = t.clone();
         b = b
-            .extension(t.extension())
+            .extension(t.clone())
             .tool(
                 Tool::new("job", "Queue a job for an external worker (finish it with `complete_job`)")
                     .param("name", Param::string("What the job is"))

@@ -105,8 +105,8 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     }
     demo::register_workers(&tasks);
     let server = demo::server(Some(&tasks)).map_err(|e| e.to_string())?;
-    // Start the janitor now: it recovers this node's earlier tasks and watches other nodes' leases.
-    tasks.start_janitor();
+    // Serving starts the extension: its janitor recovers this node's earlier
+    // tasks and watches other nodes' leases.
     Ok((server, Some(tasks), chosen.label))
 }
 
@@ -147,13 +147,20 @@ async fn main() -> ExitCode {
         }
     }
     let result = if args.stdio {
-        stdio::serve_stdio(server).await
+        stdio::serve(server).await
     } else {
         print_usage(args.listen, &label);
-        http::serve(server, http_cfg, args.listen, async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
+        match http::bind(args.listen).await {
+            Ok(bound) => {
+                eprintln!("listening on http://{}/mcp", bound.local_addr());
+                bound
+                    .serve(server, http_cfg, async {
+                        let _ = tokio::signal::ctrl_c().await;
+                    })
+                    .await
+            }
+            Err(e) => Err(e),
+        }
     };
     if let Some(t) = tasks {
         t.shutdown().await;

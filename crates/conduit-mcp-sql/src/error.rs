@@ -62,6 +62,6 @@ pub enum OpenError {
 
 impl From<OpenError> for StoreError {
     fn from(e: OpenError) -> Self {
-        StoreError::Backend(e.to_string())
+        StoreError::backend(e.to_string(), e)
     }
 }

@@ -261,6 +261,5 @@ async fn deliver(inner: &Inner, tasks: &Tasks, id: &str, version: u64) {
             d.insert(id.to_owned(), record.version);
         }
     }
-    tasks.listen_notifier().task_changed(&record);
-    tasks.local_change(&record);
+    tasks.apply_change(&record);
 }

@@ -6,7 +6,8 @@
 mod support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStatus, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp_sql::{PostgresOptions, PostgresStore};
 use serde_json::json;
 use sqlx::Connection;
@@ -97,7 +98,9 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
     .expect("terminate");
     assert!(killed >= 1, "the store's sessions were terminated");
     let failed = in_flight.await.expect("join");
-    assert!(matches!(failed, Err(StoreError::Backend(_))), "the in-flight write fails: {failed:?}");
+    assert!(matches!(failed, Err(StoreError::Backend { .. })), "the in-flight write fails: {failed:?}");
+    let cause = failed.as_ref().err().and_then(std::error::Error::source);
+    assert!(cause.is_some_and(|s| s.is::<sqlx::Error>()), "a backend error carries the driver's error");
     sqlx::raw_sql("ROLLBACK").execute(&mut admin).await.expect("release the lock");
 
     // Reads reconnect by themselves; nothing acknowledged was lost, and the
@@ -135,7 +138,7 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
     loop {
         match store.create(c.clone(), None).await {
             Ok(()) => break,
-            Err(StoreError::Backend(_)) if failures < 4 => failures += 1,
+            Err(StoreError::Backend { .. }) if failures < 4 => failures += 1,
             other => panic!("create after idle sessions were killed: {other:?}"),
         }
     }

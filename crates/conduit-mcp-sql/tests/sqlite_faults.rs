@@ -5,7 +5,8 @@
 mod support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStatus, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp_sql::{SqliteOptions, SqliteStore};
 use serde_json::json;
 use sqlx::Connection;
@@ -30,8 +31,12 @@ fn done() -> StatusFields {
     f
 }
 
+/// A `Backend` failure that carries the driver's error as its source.
 fn is_backend(r: &Result<impl std::fmt::Debug, StoreError>) -> bool {
-    matches!(r, Err(StoreError::Backend(_)))
+    match r {
+        Err(e @ StoreError::Backend { .. }) => std::error::Error::source(e).is_some_and(|s| s.is::<sqlx::Error>()),
+        _ => false,
+    }
 }
 
 /// Another process holds the write lock past the busy timeout: writes fail

@@ -51,11 +51,11 @@ fn server() -> Server {
                 .param("what", Param::string("What changed").required())
                 .handle(|ctx, args| async move {
                     let what = args["what"].as_str().unwrap_or_default();
-                    let s = ctx.server();
+                    let changes = ctx.changes();
                     let notified = match what {
-                        "tools" => s.notify_tools_list_changed(),
-                        "resources" => s.notify_resources_list_changed(),
-                        uri => s.notify_resource_updated(uri),
+                        "tools" => changes.tools_list_changed(),
+                        "resources" => changes.resources_list_changed(),
+                        uri => changes.resource_updated(uri),
                     };
                     Ok(CallToolResult::text(notified.to_string()))
                 }),
@@ -74,7 +74,7 @@ fn server() -> Server {
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    stdio::serve_stdio(server()).await?;
+    stdio::serve(server()).await?;
     eprintln!("stdio_echo: end of input, exiting");
     Ok(())
 }

@@ -3,11 +3,12 @@
 
 use conduit_mcp::clock::ManualClock;
 use conduit_mcp::ext::tasks::{
-    JanitorConfig, ListenNotifier, Notifier, NotifierConfig, TaskRecord, TaskStatus, Tasks, TasksConfig, sweep,
+    JanitorConfig, ListenNotifier, Notifier, NotifierConfig, TaskRecord, Tasks, TasksConfig, sweep,
 };
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::RequestId;
 use conduit_mcp::protocol::jsonrpc::{Message, Request};
+use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::server::RequestEnv;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -59,13 +60,16 @@ async fn call(server: &Server, id: i64, tool: &str) -> Value {
     }
 }
 
+/// A server driven through `handle_request` directly, so it is started by hand (as a transport would).
 fn server_with(tasks: &Tasks) -> Server {
-    Server::builder("j", "1")
-        .extension(tasks.extension())
+    let server = Server::builder("j", "1")
+        .extension(tasks.clone())
         .tool(Tool::new("short", "1 s").handle(|_c, _a| async { Ok(TaskSpec::new().ttl(Duration::from_secs(1))) }))
         .tool(Tool::new("forever", "no ttl").handle(|_c, _a| async { Ok(TaskSpec::new().unlimited_ttl()) }))
         .build()
-        .unwrap()
+        .unwrap();
+    server.start();
+    server
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use conduit_mcp::clock::ManualClock;
-use conduit_mcp::ext::tasks::{TaskSpecExt, Tasks, TasksConfig};
+use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -31,7 +31,7 @@ fn treq(id: i64, method: &str, params: Value) -> Value {
 fn server(tasks: &Tasks) -> Server {
     let t = tasks.clone();
     Server::builder("tasks-test", "0.0.1")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(Tool::new("job", "A task the test drives").handle(|_ctx, _args| async move {
             Ok(TaskSpec::new().status_message("Queued").poll_interval(Duration::from_millis(250)))
         }))
@@ -67,15 +67,9 @@ fn server(tasks: &Tasks) -> Server {
         .tool(Tool::new("spawn_panic", "Spawned work panicking").handle(|_ctx, _args| async move {
             Ok(TaskSpec::new().spawn(|_task| async move { panic!("work panicked on purpose") }))
         }))
-        .tool(Tool::new("sync_or_task", "Task if declared").handle(move |ctx, _args| {
+        .tool(Tool::new("sync_or_task", "A task if declared, inline otherwise").handle(move |_ctx, _args| {
             let _t = t.clone();
-            async move {
-                if ctx.tasks_declared() {
-                    Ok(ToolOutput::Task(TaskSpec::new()))
-                } else {
-                    Ok(CallToolResult::text("sync").into())
-                }
-            }
+            async move { Ok(TaskSpec::new().spawn(|_task| async move { Ok(CallToolResult::text("sync")) })) }
         }))
         .build()
         .expect("server")
@@ -144,12 +138,12 @@ async fn create_then_get_then_complete() {
     assert!(g.get("error").is_none());
     // Terminal is final.
     assert!(tasks.fail(id, RpcError::internal("late"), None).await.is_err());
-    assert_eq!(tasks.progress(id, "late").await, Err(conduit_mcp::ext::tasks::WorkerError::Terminal));
+    assert_eq!(tasks.progress(id, "late").await, Err(conduit_mcp::tool::WorkerError::Terminal));
     let more = [("late".to_owned(), mrtr::elicit("?", json!({"type": "object"})))].into_iter().collect();
-    assert_eq!(tasks.require_input(id, more, None).await, Err(conduit_mcp::ext::tasks::WorkerError::Terminal));
+    assert_eq!(tasks.require_input(id, more, None).await, Err(conduit_mcp::tool::WorkerError::Terminal));
     assert_eq!(
         tasks.complete(id, CallToolResult::text("again"), None).await,
-        Err(conduit_mcp::ext::tasks::WorkerError::Terminal)
+        Err(conduit_mcp::tool::WorkerError::Terminal)
     );
     assert_eq!(get(&h, id).await["status"], "completed");
 }
@@ -191,24 +185,24 @@ async fn input_round_trip_with_partial_answers() {
     assert!(tasks.status(&id).await.unwrap().input_responses.is_empty(), "answers appear once the round is complete");
     h.send(&up(json!({ "b": { "action": "decline" } }))).await.assert_ok(&json!(3));
     let rec = tasks.status(&id).await.unwrap();
-    assert_eq!(rec.status, conduit_mcp::ext::tasks::TaskStatus::Working);
+    assert_eq!(rec.status, conduit_mcp::protocol::tasks::TaskStatus::Working);
     assert_eq!(rec.input_responses["a"]["content"]["ok"], true);
     assert_eq!(rec.input_responses["b"]["action"], "decline");
     // Keys are single-use over the task's life.
     let again = [("a".to_owned(), ask("A again?"))].into_iter().collect();
     assert_eq!(
         tasks.require_input(&id, again, None).await,
-        Err(conduit_mcp::ext::tasks::WorkerError::DuplicateKeys(vec!["a".into()]))
+        Err(conduit_mcp::tool::WorkerError::DuplicateKeys(vec!["a".into()]))
     );
     assert_eq!(
         tasks.require_input(&id, Default::default(), None).await,
-        Err(conduit_mcp::ext::tasks::WorkerError::InvalidInputRequests)
+        Err(conduit_mcp::tool::WorkerError::InvalidInputRequests)
     );
     // A hand-rolled request that is not one of the MRTR kinds is refused too.
     let rolled: conduit_mcp::mrtr::Request = serde_json::from_value(json!({ "method": "tools/call" })).unwrap();
     assert_eq!(
         tasks.require_input(&id, [("z".to_owned(), rolled)].into_iter().collect(), None).await,
-        Err(conduit_mcp::ext::tasks::WorkerError::InvalidInputRequests)
+        Err(conduit_mcp::tool::WorkerError::InvalidInputRequests)
     );
     // An update to a working task is acknowledged and changes nothing.
     let before = tasks.status(&id).await.unwrap();
@@ -226,7 +220,7 @@ async fn input_requests_are_gated_on_the_creating_requests_capabilities() {
     let reqs = [("x".to_owned(), mrtr::elicit("?", json!({"type": "object"})))].into_iter().collect();
     assert!(matches!(
         tasks.require_input(&id, reqs, None).await,
-        Err(conduit_mcp::ext::tasks::WorkerError::UndeclaredCapability(_))
+        Err(conduit_mcp::tool::WorkerError::UndeclaredCapability(_))
     ));
 }
 
@@ -310,6 +304,7 @@ async fn declaration_rules() {
     // An optional tool falls back to a synchronous answer.
     let res = h.send(&call(2, "sync_or_task", json!({}))).await.assert_ok(&json!(2));
     assert_eq!(res["resultType"], "complete");
+    assert_eq!(first_text(&res), "sync", "the spawned work ran inline");
     // A tool that returns a task to a non-declaring request: -32021, HTTP 400.
     let r = h.send(&call(3, "job", json!({}))).await;
     r.assert_error(400, -32021, &json!(3));
@@ -373,7 +368,7 @@ async fn expired_tasks_read_as_missing_and_the_janitor_sweeps_them() {
     let tasks = Tasks::with_clock(TasksConfig::enabled(), Arc::new(clock.clone())).unwrap();
     let t = tasks.clone();
     let server = Server::builder("ttl", "1")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(Tool::new("short", "1 s ttl").handle(|_c, _a| async { Ok(TaskSpec::new().ttl(Duration::from_secs(1))) }))
         .build()
         .unwrap();
@@ -419,7 +414,7 @@ async fn start_runs_once_the_task_is_stored() {
     let tx = std::sync::Mutex::new(Some(tx));
     let t = tasks.clone();
     let server = Server::builder("start", "1")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(Tool::new("queued", "start reads the store").handle(move |_c, _a| {
             let (t, tx) = (t.clone(), tx.lock().unwrap().take());
             async move {

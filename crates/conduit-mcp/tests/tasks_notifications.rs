@@ -35,7 +35,7 @@ fn strip(mut v: Value, drop: &[&str]) -> Map<String, Value> {
 async fn a_named_task_notifies_its_owner_on_every_change() {
     let tasks = Tasks::new(TasksConfig::enabled()).unwrap();
     let server = Server::builder("notify", "1")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(Tool::new("job", "a task").handle(|_c, _a| async { Ok(TaskSpec::new()) }))
         .build()
         .unwrap();
@@ -113,7 +113,7 @@ async fn a_named_task_notifies_its_owner_on_every_change() {
 async fn listen_task_ids_are_validated() {
     let tasks = Tasks::new(TasksConfig::enabled()).unwrap();
     let server = Server::builder("v", "1")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(Tool::new("job", "a task").handle(|_c, _a| async { Ok(TaskSpec::new()) }))
         .build()
         .unwrap();

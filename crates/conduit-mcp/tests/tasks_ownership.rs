@@ -20,7 +20,7 @@ fn treq(id: i64, method: &str, params: Value) -> Value {
 async fn harness() -> (Harness, Tasks) {
     let tasks = Tasks::new(TasksConfig::enabled()).unwrap();
     let server = Server::builder("owners", "1")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(Tool::new("job", "a task").handle(|_c, _a| async { Ok(TaskSpec::new()) }))
         .build()
         .unwrap();
@@ -72,7 +72,7 @@ async fn a_foreign_task_is_indistinguishable_from_a_missing_one() {
 async fn unauthenticated_tasks_are_reachable_only_without_authentication() {
     let tasks = Tasks::new(TasksConfig::enabled()).unwrap();
     let server = Server::builder("anon", "1")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(Tool::new("job", "a task").handle(|_c, _a| async { Ok(TaskSpec::new()) }))
         .build()
         .unwrap();

@@ -3,12 +3,11 @@
 //! Two `Tasks` handles on one store play the two nodes; time is a `ManualClock`.
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{
-    MemoryStore, TaskSpecExt, TaskStatus, TaskStore, Tasks, TasksConfig, recover, recover_own,
-};
+use conduit_mcp::ext::tasks::{MemoryStore, TaskStore, Tasks, TasksConfig, recover, recover_own};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::RequestId;
 use conduit_mcp::protocol::jsonrpc::{Message, Request};
+use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::server::RequestEnv;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -24,7 +23,7 @@ fn node(name: &str, store: &Arc<MemoryStore>, clock: &ManualClock) -> (Tasks, Se
         |_task, args| async move { Ok(CallToolResult::text(format!("counted to {}", args["to"]))) },
     );
     let server = Server::builder(name, "1")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(Tool::new("stuck", "work that never ends").handle(|_c, _a| async {
             Ok(TaskSpec::new().spawn(|task| async move {
                 task.cancelled().await;

@@ -117,7 +117,7 @@ async fn main() -> std::process::ExitCode {
     };
     let enqueue = pool.clone();
     let server = Server::builder("durable-jobs", "0.1.0")
-        .extension(tasks.extension())
+        .extension(tasks.clone())
         .tool(
             Tool::new("build", "Build a git ref in the background (survives restarts)")
                 .param("ref", Param::string("Git ref").required())
@@ -152,11 +152,18 @@ async fn main() -> std::process::ExitCode {
         }
     };
     tokio::spawn(worker(pool, tasks.clone(), Duration::from_millis(a.job_ms)));
-    match http::serve(server, HttpConfig::default(), a.listen, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
-    {
+    let served = match http::bind(a.listen).await {
+        Ok(bound) => {
+            eprintln!("listening on http://{}/mcp", bound.local_addr());
+            bound
+                .serve(server, HttpConfig::default(), async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

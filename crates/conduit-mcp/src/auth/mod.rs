@@ -3,12 +3,14 @@
 //! An [`Authenticate`] implementation turns request headers into a
 //! [`Principal`]. With no authenticator configured every request has principal
 //! `None`. Built in: static bearer tokens ([`BearerTokens`]), an API-key header
-//! ([`ApiKeys`]) and JWTs ([`Jwt`], HS256/RS256/ES256 with issuer and audience
-//! checks).
+//! ([`ApiKeys`]) and, with the `jwt` feature, JWTs (`Jwt`, HS256/RS256/ES256
+//! with issuer and audience checks).
 
+#[cfg(feature = "jwt")]
 mod jwt;
 mod static_tokens;
 
+#[cfg(feature = "jwt")]
 pub use jwt::{Jwt, JwtAlgorithm};
 pub use static_tokens::{ApiKeys, BearerTokens};
 

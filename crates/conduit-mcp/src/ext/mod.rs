@@ -1,5 +1,4 @@
-//! Protocol extensions plugged in through the [`Extension`] seam.
+//! Protocol extensions, each plugged into the server through the
+//! [`Extension`](crate::server::Extension) seam.
 
 pub mod tasks;
-
-pub use crate::server::Extension;

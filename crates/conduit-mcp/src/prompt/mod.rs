@@ -1,9 +1,9 @@
 //! Prompts: templates the client can fetch with `prompts/get`.
 
+use crate::Ctx;
 use crate::mrtr::InputRequired;
 use crate::protocol::RpcError;
 use crate::protocol::prompts::{GetPromptResult, PromptArgument, PromptInfo};
-use crate::server::Ctx;
 use futures_util::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,5 +1,6 @@
 //! `_meta` keys, client capabilities and implementation identity.
 
+use super::mrtr::InputKind;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -74,6 +75,17 @@ impl ClientCapabilities {
     /// Whether `roots` was declared.
     pub fn roots(&self) -> bool {
         self.obj("roots").is_some()
+    }
+
+    /// Whether an embedded input request of `kind` may be sent to this client.
+    pub fn declares_input(&self, kind: InputKind) -> bool {
+        match kind {
+            InputKind::ElicitForm => self.elicitation_form(),
+            InputKind::ElicitUrl => self.elicitation_url(),
+            InputKind::Sample => self.sampling(),
+            InputKind::SampleWithTools => self.sampling_tools(),
+            InputKind::ListRoots => self.roots(),
+        }
     }
 
     /// Whether the extension `id` was declared (its key present with an object value).

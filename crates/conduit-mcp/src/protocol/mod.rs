@@ -1,21 +1,32 @@
-//! Wire types for MCP `2026-07-28`: serde structs and enums, no I/O.
+//! The wire vocabulary of MCP, for both sides: serde types, method names and
+//! the rules both peers apply. No I/O, no runtime.
 //!
-//! Everything here is plain data. Field names are camelCase on the wire; an
-//! absent optional field is skipped, never written as `null` (the one
-//! exception is a task's `ttlMs`, which is required and nullable).
+//! Field names are camelCase on the wire; an absent optional field is
+//! skipped, never written as `null` (the one exception is a task's `ttlMs`,
+//! which is required and nullable).
+//!
+//! - [`jsonrpc`]: envelopes, error codes, the parser and the encoder;
+//! - [`version`]: revisions and the era decision;
+//! - [`methods`]: every method and notification name;
+//! - [`routing`]: which values the HTTP routing headers mirror, and their encoding;
+//! - [`meta`]: `_meta` keys and client capabilities;
+//! - [`tasks`]: the Tasks extension's id and task shapes;
+//! - [`tools`], [`prompts`], [`resources`], [`content`], [`discover`], [`mrtr`]: feature shapes.
 
 pub mod content;
 pub mod discover;
 pub mod jsonrpc;
 pub mod meta;
+pub mod methods;
 pub mod mrtr;
 pub mod prompts;
 pub mod resources;
-pub mod subscriptions;
+pub mod routing;
+pub mod tasks;
 pub mod tools;
 pub mod version;
 
 pub use content::{Content, ResourceContents};
 pub use jsonrpc::{ErrorCode, Message, RequestId, RpcError};
 pub use meta::{ClientCapabilities, Implementation};
-pub use version::{LATEST_PROTOCOL_VERSION, SUPPORTED_VERSIONS};
+pub use version::{Era, LATEST_PROTOCOL_VERSION};

@@ -21,7 +21,7 @@ pub enum InputKind {
 
 /// One embedded request: `{method, params}`, no `jsonrpc`, no `id`.
 ///
-/// Build these with the functions in [`crate::mrtr`]; the fields are private
+/// Build these with the functions in `conduit_mcp::mrtr`; the fields are private
 /// so a hand-rolled value can't pass for a validated one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InputRequest {
@@ -31,6 +31,7 @@ pub struct InputRequest {
 }
 
 impl InputRequest {
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn new(method: &str, params: Option<Value>) -> Self {
         Self { method: method.into(), params }
     }

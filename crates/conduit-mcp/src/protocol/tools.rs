@@ -84,12 +84,8 @@ impl CallToolResult {
         Self { content: vec![Content::text(value.to_string())], structured_content: Some(value), ..Self::default() }
     }
 
-    /// The wire object, with `resultType: "complete"`.
+    /// The wire object (era-neutral: the server adds `resultType` where the era has one).
     pub fn to_value(&self) -> Value {
-        let mut v = serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Map::new()));
-        if let Value::Object(m) = &mut v {
-            m.insert("resultType".into(), Value::from("complete"));
-        }
-        v
+        serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Map::new()))
     }
 }

@@ -1,10 +1,10 @@
 //! Resources: fixed URIs and URI templates the client can read.
 
+use crate::Ctx;
 use crate::mrtr::InputRequired;
 use crate::protocol::RpcError;
 use crate::protocol::content::ResourceContents;
 use crate::protocol::resources::{ResourceInfo, ResourceTemplateInfo};
-use crate::server::Ctx;
 use futures_util::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::future::Future;

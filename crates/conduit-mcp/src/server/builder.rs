@@ -1,12 +1,13 @@
-use super::{Extension, Server, ServerInner, seal::Sealer};
+use super::{EraTable, Extension, IntoExtension, Server, ServerInner, seal::Sealer};
+use crate::Ctx;
 use crate::clock::{Clock, SystemClock};
 use crate::prompt::Prompt;
 use crate::protocol::RpcError;
 use crate::protocol::discover::CacheHints;
 use crate::protocol::meta::Implementation;
+use crate::protocol::version::Era;
 use crate::resource::{Resource, ResourceTemplate};
-use crate::server::Ctx;
-use crate::subscriptions::Hub;
+use crate::subscriptions::Changes;
 use crate::tool::registry::{ToolError, ToolRegistry};
 use crate::tool::{ToolHandler, TypedTool, TypedToolHandler};
 use futures_util::future::BoxFuture;
@@ -67,6 +68,7 @@ pub enum BuildError {
 }
 
 /// Builds a [`Server`].
+#[must_use]
 pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
@@ -161,9 +163,13 @@ impl ServerBuilder {
         self
     }
 
-    /// Adds an extension.
-    pub fn extension(mut self, ext: Arc<dyn Extension>) -> Self {
-        self.extensions.push(ext);
+    /// Installs an extension: an [`Extension`], or a handle such as
+    /// `ext::tasks::Tasks` that installs its extension when its configuration
+    /// enables it (and nothing otherwise).
+    pub fn extension(mut self, ext: impl IntoExtension) -> Self {
+        if let Some(e) = ext.into_extension() {
+            self.extensions.push(e);
+        }
         self
     }
 
@@ -212,6 +218,13 @@ impl ServerBuilder {
                 return Err(BuildError::Duplicate("extension", e.id().into()));
             }
         }
+        for era in Era::ALL {
+            if let Some(dup) = duplicate_method(&self.extensions, era) {
+                return Err(BuildError::Duplicate("extension method", dup.into()));
+            }
+        }
+        let eras = Era::ALL.map(|era| era_table(&self.extensions, era));
+
         Ok(Server {
             inner: Arc::new(ServerInner {
                 info_value: serde_json::to_value(&self.info).unwrap_or(Value::Null),
@@ -226,11 +239,45 @@ impl ServerBuilder {
                 templates: self.templates,
                 completion: self.completion,
                 extensions: self.extensions,
-                hub: Arc::new(Hub::default()),
+                eras,
+                changes: Changes::default(),
                 sealer: self.sealing_key.map(Sealer::new).unwrap_or_else(Sealer::random),
                 clock: self.clock,
                 shutdown: CancellationToken::new(),
+                started: std::sync::Once::new(),
             }),
         })
     }
+}
+
+/// Indexes what the extensions add to `era`.
+fn era_table(extensions: &[Arc<dyn Extension>], era: Era) -> EraTable {
+    let mut t = EraTable::default();
+    for (n, e) in extensions.iter().enumerate() {
+        let Some(d) = e.declare(era) else { continue };
+        if t.task_maker.is_none() && e.tasks().is_some() {
+            t.task_maker = Some(n);
+        }
+        for m in d.methods {
+            t.methods.entry(m).or_insert(n);
+        }
+        if !d.listen_fields.is_empty() {
+            t.listen.push((n, d.listen_fields));
+        }
+        for (k, v) in d.capabilities {
+            match (t.capabilities.get_mut(&k), v) {
+                (Some(Value::Object(have)), Value::Object(more)) => have.extend(more),
+                (_, v) => {
+                    t.capabilities.insert(k, v);
+                }
+            }
+        }
+    }
+    t
+}
+
+/// A method two extensions both claim in `era`, if any.
+fn duplicate_method(extensions: &[Arc<dyn Extension>], era: Era) -> Option<&'static str> {
+    let mut seen = std::collections::HashSet::new();
+    extensions.iter().filter_map(|e| e.declare(era)).flat_map(|d| d.methods.iter().copied()).find(|m| !seen.insert(*m))
 }

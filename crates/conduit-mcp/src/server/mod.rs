@@ -1,36 +1,49 @@
-//! The server: registries, options, and request dispatch.
+//! The server: registries, options, the request pipeline and its handlers.
 //!
 //! A [`Server`] is built once with [`Server::builder`] and shared (it is a
-//! cheap handle). Transports hand it parsed requests; it validates `_meta`,
-//! picks the handler and returns the response.
+//! cheap handle). Transports hand it parsed requests; [`dispatch`] checks them
+//! in the protocol's order and routes each once to its handler in [`handlers`].
 
 mod builder;
-mod ctx;
 mod dispatch;
 mod extension;
+mod handlers;
 pub(crate) mod seal;
 
 pub use builder::{BuildError, CompletionFn, ServerBuilder, ServerOptions};
-pub use ctx::{Ctx, TASKS_EXTENSION_ID};
-pub use dispatch::{HeaderCheck, INSUFFICIENT_SCOPE, RequestEnv};
-pub use extension::Extension;
+pub use dispatch::{HeaderCheck, RequestEnv};
+pub use extension::{Declaration, Extension, IntoExtension, TaskMaker};
+pub use handlers::resource_not_found;
 
 use crate::clock::Clock;
 use crate::prompt::Prompt;
-use crate::protocol::RpcError;
-use crate::protocol::meta::Implementation;
+use crate::protocol::meta::{Implementation, SERVER_INFO_KEY};
+use crate::protocol::version::Era;
 use crate::resource::{Resource, ResourceTemplate};
-use crate::subscriptions::Hub;
+use crate::subscriptions::Changes;
 use crate::tool::registry::ToolRegistry;
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use tokio_util::sync::CancellationToken;
 
 /// An MCP server: cheap to clone, shared by every transport.
 #[derive(Clone)]
 pub struct Server {
     pub(crate) inner: Arc<ServerInner>,
+}
+
+/// What the extensions add to one era, indexed once at build.
+#[derive(Default)]
+pub(crate) struct EraTable {
+    /// Method → index of the extension answering it.
+    pub(crate) methods: HashMap<&'static str, usize>,
+    /// Extensions with listen fields: (index, fields).
+    pub(crate) listen: Vec<(usize, &'static [&'static str])>,
+    /// The capabilities the extensions add.
+    pub(crate) capabilities: Map<String, Value>,
+    /// The extension that makes tasks in this era, if one is installed.
+    pub(crate) task_maker: Option<usize>,
 }
 
 pub(crate) struct ServerInner {
@@ -47,21 +60,19 @@ pub(crate) struct ServerInner {
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) completion: Option<CompletionFn>,
     pub(crate) extensions: Vec<Arc<dyn Extension>>,
-    pub(crate) hub: Arc<Hub>,
+    /// Per era, by [`Era::index`].
+    pub(crate) eras: [EraTable; 2],
+    pub(crate) changes: Changes,
     pub(crate) sealer: seal::Sealer,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) shutdown: CancellationToken,
+    pub(crate) started: Once,
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server").field("info", &self.inner.info).finish_non_exhaustive()
     }
-}
-
-/// The `-32602` error for a resource URI nobody serves (SEP-2164), with `data.uri`.
-pub fn resource_not_found(uri: &str) -> RpcError {
-    RpcError::invalid_params("Resource not found").with_data(json!({ "uri": uri }))
 }
 
 impl Server {
@@ -80,35 +91,65 @@ impl Server {
         &self.inner.clock
     }
 
-    /// The registered extension with this id, if any.
+    /// The installed extension with this id, if any.
     pub fn extension(&self, id: &str) -> Option<&Arc<dyn Extension>> {
         self.inner.extensions.iter().find(|e| e.id() == id)
+    }
+
+    pub(crate) fn era_table(&self, era: Era) -> &EraTable {
+        &self.inner.eras[era.index()]
+    }
+
+    /// The task maker of `era`, if an installed extension makes tasks there.
+    pub(crate) fn task_maker(&self, era: Era) -> Option<&dyn TaskMaker> {
+        self.era_table(era).task_maker.and_then(|i| self.inner.extensions[i].tasks())
+    }
+
+    /// Announces list changes and resource updates to listen streams.
+    pub fn changes(&self) -> &Changes {
+        &self.inner.changes
     }
 
     /// Tells listen streams that asked for it that the tool list changed.
     /// Returns how many streams were notified.
     pub fn notify_tools_list_changed(&self) -> usize {
-        self.inner.hub.tools_changed()
+        self.inner.changes.tools_list_changed()
     }
 
     /// Tells listen streams that asked for it that the prompt list changed.
     pub fn notify_prompts_list_changed(&self) -> usize {
-        self.inner.hub.prompts_changed()
+        self.inner.changes.prompts_list_changed()
     }
 
     /// Tells listen streams that asked for it that the resource list changed.
     pub fn notify_resources_list_changed(&self) -> usize {
-        self.inner.hub.resources_changed()
+        self.inner.changes.resources_list_changed()
     }
 
     /// Tells listen streams subscribed to `uri` that it changed.
     pub fn notify_resource_updated(&self, uri: &str) -> usize {
-        self.inner.hub.resource_updated(uri)
+        self.inner.changes.resource_updated(uri)
     }
 
     /// How many listen streams are open.
     pub fn open_subscriptions(&self) -> usize {
-        self.inner.hub.len()
+        self.inner.changes.open_streams()
+    }
+
+    /// Starts the extensions' background work (the Tasks janitor, ...), once.
+    ///
+    /// The transports call it when they start serving; call it yourself only
+    /// when you drive [`Server::handle_request`] directly. It needs a Tokio
+    /// runtime: outside one it does nothing (and a later call starts them).
+    pub fn start(&self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        self.inner.started.call_once(|| {
+            for e in &self.inner.extensions {
+                e.start();
+            }
+        });
     }
 
     /// Fires when the server shuts down (listen streams close gracefully, workers stop).
@@ -124,11 +165,12 @@ impl Server {
         }
     }
 
-    /// Adds `_meta["io.modelcontextprotocol/serverInfo"]` (unless turned off) and a
-    /// default `resultType` to a result object.
-    pub fn finish_result(&self, mut result: Value) -> Value {
+    /// Stamps a result: `resultType: "complete"` unless its producer set one,
+    /// and `_meta["io.modelcontextprotocol/serverInfo"]` unless turned off.
+    /// Every result of a modern request passes through here, and nothing else stamps them.
+    pub(crate) fn finish_result(&self, mut result: Value) -> Value {
         if let Value::Object(m) = &mut result {
-            // `get` before `insert`: `entry` would allocate the key even when it is present.
+            // `contains_key` before `insert`: `entry` would allocate the key even when it is present.
             if !m.contains_key("resultType") {
                 m.insert("resultType".into(), "complete".into());
             }
@@ -136,12 +178,12 @@ impl Server {
                 let info = self.inner.info_value.clone();
                 match m.get_mut("_meta") {
                     Some(Value::Object(meta)) => {
-                        meta.insert(crate::protocol::meta::SERVER_INFO_KEY.into(), info);
+                        meta.insert(SERVER_INFO_KEY.into(), info);
                     }
                     Some(_) => {}
                     None => {
-                        let mut meta = serde_json::Map::new();
-                        meta.insert(crate::protocol::meta::SERVER_INFO_KEY.into(), info);
+                        let mut meta = Map::new();
+                        meta.insert(SERVER_INFO_KEY.into(), info);
                         m.insert("_meta".into(), Value::Object(meta));
                     }
                 }

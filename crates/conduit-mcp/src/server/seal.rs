@@ -29,20 +29,55 @@ pub(crate) enum OpenError {
     Expired,
 }
 
+/// The members of a request's params that change between MRTR rounds.
+const ROUND_FIELDS: [&str; 3] = ["_meta", "inputResponses", "requestState"];
+
+/// The params without the round fields, serialised in `Map` order (sorted), so
+/// the text is canonical; written straight into the hash, nothing copied.
+struct Salient<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for Salient<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in self.0.iter().filter(|(k, _)| !ROUND_FIELDS.contains(&k.as_str())) {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// Feeds written bytes to a SHA-256.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A digest of the params that identify a request, leaving out `_meta`,
 /// `inputResponses` and `requestState` (they change between rounds).
 pub(crate) fn params_digest(params: &Map<String, Value>) -> String {
-    let mut salient = params.clone();
-    for k in ["_meta", "inputResponses", "requestState"] {
-        salient.remove(k);
-    }
-    // serde_json's Map is ordered (BTreeMap), so this text is canonical.
-    let text = Value::Object(salient).to_string();
-    hex(&Sha256::digest(text.as_bytes()))
+    let mut w = HashWriter(Sha256::new());
+    // Writing to a hash cannot fail; a serialisation error would mean a non-string key, impossible in a `Map`.
+    let _ = serde_json::to_writer(&mut w, &Salient(params));
+    hex(&w.0.finalize())
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
 }
 
 impl Sealer {
@@ -127,5 +162,9 @@ mod tests {
             .unwrap()
             .clone();
         assert_eq!(params_digest(&a), params_digest(&b));
+        let mut salient = a.clone();
+        salient.remove("_meta");
+        let text = Value::Object(salient).to_string();
+        assert_eq!(params_digest(&a), hex(&Sha256::digest(text.as_bytes())));
     }
 }

@@ -1,13 +1,16 @@
-//! The listen hub: open `subscriptions/listen` streams, their filters, and fan-out.
+//! `subscriptions/listen`: the hub of open streams, their filters and fan-out
+//! (here), and the listen request itself ([`listen`]).
 //!
 //! Every stream gets the acknowledgment first; every notification on it
 //! carries `_meta["io.modelcontextprotocol/subscriptionId"]` equal to the
 //! listen request's id, with the id's JSON type.
 
+pub(crate) mod listen;
+
 use crate::auth::Principal;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::meta::SUBSCRIPTION_ID_KEY;
-use crate::protocol::subscriptions as names;
+use crate::protocol::methods as names;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -155,5 +158,49 @@ impl Hub {
 
     pub(crate) fn len(&self) -> usize {
         self.subs.lock().map(|s| s.len()).unwrap_or(0)
+    }
+}
+
+/// Announces changes to the listen streams that asked for them: a cheap handle
+/// on the server's hub ([`Ctx::changes`](crate::Ctx::changes), `Server::changes`).
+#[derive(Clone, Default)]
+pub struct Changes {
+    hub: Arc<Hub>,
+}
+
+impl std::fmt::Debug for Changes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Changes").field("streams", &self.hub.len()).finish()
+    }
+}
+
+impl Changes {
+    pub(crate) fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    /// Tells the streams that asked for it that the tool list changed; returns how many were told.
+    pub fn tools_list_changed(&self) -> usize {
+        self.hub.tools_changed()
+    }
+
+    /// Tells the streams that asked for it that the prompt list changed.
+    pub fn prompts_list_changed(&self) -> usize {
+        self.hub.prompts_changed()
+    }
+
+    /// Tells the streams that asked for it that the resource list changed.
+    pub fn resources_list_changed(&self) -> usize {
+        self.hub.resources_changed()
+    }
+
+    /// Tells the streams subscribed to `uri` that it changed.
+    pub fn resource_updated(&self, uri: &str) -> usize {
+        self.hub.resource_updated(uri)
+    }
+
+    /// How many listen streams are open.
+    pub fn open_streams(&self) -> usize {
+        self.hub.len()
     }
 }

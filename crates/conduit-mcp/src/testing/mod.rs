@@ -21,7 +21,8 @@
 //! own tasks, so the suite may share one database with other tests.
 
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::{Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStatus, TaskStore, new_task_id};
+use crate::ext::tasks::{Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use crate::protocol::tasks::TaskStatus;
 use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
@@ -137,13 +138,16 @@ pub async fn update_is_atomic_and_refusals_change_nothing(store: &dyn TaskStore,
     assert_eq!(store.get(&r.task_id, Owner::Any).await.expect("get"), got, "a refusal changes nothing");
 }
 
-/// `cancel` moves a live task to `cancelled` and returns a terminal one unchanged.
+/// `cancel` moves a live task to `cancelled` at the store's `now_ms` (its
+/// injected clock) and returns a terminal one unchanged.
 pub async fn cancel_semantics(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(Some("alice"), Some(60_000), clock.now_ms());
     store.create(r.clone(), None).await.expect("create");
+    clock.advance(7);
+    assert_eq!(store.now_ms(), clock.now_ms(), "the store reads the clock it was given");
     let c = store.cancel(&r.task_id, Owner::Is(Some("alice")), None).await.expect("cancel");
     assert_eq!(c.status, TaskStatus::Cancelled);
-    assert!(c.terminal_at_ms.is_some());
+    assert_eq!(c.terminal_at_ms, Some(clock.now_ms()), "the transition is stamped with the store's clock");
     let again = store.cancel(&r.task_id, Owner::Is(Some("alice")), Some("again")).await.expect("cancel again");
     assert_eq!(again, c, "cancelling a terminal task changes nothing");
     let done = record(None, Some(60_000), clock.now_ms());

@@ -6,22 +6,25 @@
 //!   [`TypedTool`] on it (the schema is generated, JSON Schema 2020-12).
 //!
 //! All three return a [`ToolOutput`]: a finished result, a request for input
-//! (MRTR), or a task.
+//! (MRTR), or a task ([`TaskSpec`]; its work sees a [`TaskContext`]).
 
 mod builder;
 mod output;
 pub(crate) mod registry;
+mod task_context;
 mod task_spec;
 mod typed;
 
 pub use builder::{Param, Tool};
 pub use output::ToolOutput;
-pub use task_spec::{TaskSpec, TaskStart, TaskSupport};
+pub(crate) use task_context::TaskBackend;
+pub use task_context::{TaskContext, WorkerError};
+pub use task_spec::{ResumableFn, SpawnedWork, TaskSpec, TaskStart, TaskSupport, TaskWork, WorkFuture};
 pub use typed::{TypedTool, TypedToolHandler};
 
+use crate::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::tools::ToolInfo;
-use crate::server::Ctx;
 use async_trait::async_trait;
 use serde_json::Value;
 

@@ -6,11 +6,11 @@ use crate::protocol::tools::CallToolResult;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ToolOutput {
-    /// The tool finished (`resultType: "complete"`, `isError` included).
+    /// The tool finished (`isError` included).
     Complete(CallToolResult),
     /// The tool needs input from the client first (MRTR).
     InputRequired(InputRequired),
-    /// The work continues as a task (needs the Tasks extension).
+    /// The work continues as a task, or inline when the call does not become one.
     Task(TaskSpec),
 }
 

@@ -2,29 +2,17 @@
 //! the `x-mcp-header` parameters each one mirrors.
 
 use super::ToolHandler;
+use crate::protocol::routing::{ParamHeader, param_headers};
 use crate::protocol::tools::ToolInfo;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// A property mirrored in an `Mcp-Param-{header}` header.
-#[derive(Debug, Clone)]
-pub(crate) struct HeaderParam {
-    pub(crate) header: String,
-    pub(crate) path: Vec<String>,
-}
-
-impl HeaderParam {
-    pub(crate) fn lookup<'a>(&self, args: &'a Value) -> Option<&'a Value> {
-        self.path.iter().try_fold(args, |v, k| v.get(k)).filter(|v| !v.is_null())
-    }
-}
-
 pub(crate) struct Registered {
     pub(crate) handler: Arc<dyn ToolHandler>,
     pub(crate) info: ToolInfo,
     pub(crate) validator: Option<jsonschema::Validator>,
-    pub(crate) header_params: Vec<HeaderParam>,
+    pub(crate) header_params: Vec<ParamHeader>,
     pub(crate) scopes: Vec<String>,
 }
 
@@ -52,43 +40,6 @@ pub enum ToolError {
     InvalidHeader(String, String),
 }
 
-fn is_token(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-fn collect_headers(
-    tool: &str,
-    schema: &Value,
-    path: &mut Vec<String>,
-    out: &mut Vec<HeaderParam>,
-) -> Result<(), ToolError> {
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return Ok(());
-    };
-    for (name, prop) in props {
-        path.push(name.clone());
-        if let Some(h) = prop.get("x-mcp-header") {
-            let h = h.as_str().filter(|h| is_token(h)).ok_or_else(|| {
-                ToolError::InvalidHeader(tool.into(), format!("property {name:?}: not an HTTP token"))
-            })?;
-            let ty = prop.get("type").and_then(Value::as_str);
-            if !matches!(ty, Some("string" | "integer" | "boolean")) {
-                return Err(ToolError::InvalidHeader(
-                    tool.into(),
-                    format!("property {name:?}: only string, integer or boolean properties can be mirrored"),
-                ));
-            }
-            if out.iter().any(|p| p.header.eq_ignore_ascii_case(h)) {
-                return Err(ToolError::InvalidHeader(tool.into(), format!("{h:?} used twice")));
-            }
-            out.push(HeaderParam { header: h.to_owned(), path: path.clone() });
-        }
-        collect_headers(tool, prop, path, out)?;
-        path.pop();
-    }
-    Ok(())
-}
-
 impl ToolRegistry {
     pub(crate) fn insert(&mut self, handler: Arc<dyn ToolHandler>) -> Result<(), ToolError> {
         let info = handler.info();
@@ -101,8 +52,7 @@ impl ToolRegistry {
         }
         let validator = jsonschema::validator_for(&info.input_schema)
             .map_err(|e| ToolError::InvalidSchema(name.clone(), e.to_string()))?;
-        let mut header_params = Vec::new();
-        collect_headers(&name, &info.input_schema, &mut Vec::new(), &mut header_params)?;
+        let header_params = param_headers(&info.input_schema).map_err(|e| ToolError::InvalidHeader(name.clone(), e))?;
         let scopes = handler.required_scopes();
         self.index.insert(name, self.tools.len());
         self.tools.push(Registered { handler, info, validator: Some(validator), header_params, scopes });

@@ -1,7 +1,7 @@
 use super::{TaskSupport, ToolHandler, ToolOutput};
+use crate::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::tools::{CallToolResult, ToolInfo};
-use crate::server::Ctx;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;

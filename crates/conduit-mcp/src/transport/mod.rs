@@ -1,4 +1,5 @@
-//! Transports: Streamable HTTP (an axum `Router`) and stdio.
+//! Transports: Streamable HTTP (an axum `Router`, feature `http`) and stdio.
 
+#[cfg(feature = "http")]
 pub mod http;
 pub mod stdio;

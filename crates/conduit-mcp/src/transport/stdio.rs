@@ -6,8 +6,9 @@
 //! ends a listen stream). The server returns on end of input. Nothing but
 //! MCP messages is written to the output: log to stderr.
 
+use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{Incoming, Message, RequestId, parse_incoming};
-use crate::protocol::subscriptions::{CANCELLED, LISTEN};
+use crate::protocol::methods::{CANCELLED, LISTEN};
 use crate::server::{RequestEnv, Server};
 use serde_json::json;
 use std::collections::HashMap;
@@ -20,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
 
 /// Serves `server` on this process's stdin and stdout until stdin closes.
-pub async fn serve_stdio(server: Server) -> std::io::Result<()> {
+pub async fn serve(server: Server) -> std::io::Result<()> {
     serve_io(server, tokio::io::stdin(), tokio::io::stdout()).await
 }
 
@@ -32,6 +33,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    server.start();
     let (tx, mut rx) = unbounded_channel::<Message>();
     let writer_task = tokio::spawn(async move {
         while let Some(msg) = rx.recv().await {
@@ -56,8 +58,7 @@ where
             // Skip the rest of an oversized line.
             let mut sink = Vec::new();
             reader.read_until(b'\n', &mut sink).await?;
-            let _ =
-                tx.send(Message::Error { id: None, error: crate::protocol::RpcError::parse_error("line too long") });
+            let _ = tx.send(Message::Error { id: None, error: RpcError::parse_error("line too long") });
             continue;
         }
         let line = buf.trim_ascii();
@@ -67,6 +68,12 @@ where
         match parse_incoming(line) {
             Err((id, error)) => {
                 let _ = tx.send(Message::Error { id, error });
+            }
+            Ok(Incoming::Response(r)) => {
+                let _ = tx.send(Message::Error {
+                    id: r.id,
+                    error: RpcError::invalid_request("clients may not send responses"),
+                });
             }
             Ok(Incoming::Notification { method, params }) => {
                 if method == CANCELLED {

@@ -1,10 +1,10 @@
-//! The janitor: runs the store's cleanup on a schedule.
+//! The janitor: the store's cleanup, and the schedule that runs it (and the
+//! lease recovery checks) in the background.
 
 use super::config::JanitorConfig;
-use super::store::{Owner, StoreError};
-use super::task::{TaskRecord, TaskStatus};
+use super::recovery::{recover, recover_own};
+use super::store::StoreError;
 use super::worker::Tasks;
-use crate::protocol::RpcError;
 
 /// Runs one sweep now: evicts expired tasks (and old terminal unlimited-TTL
 /// ones) and emits the `conduit_mcp::ext_tasks::cleanup` event with `removed`
@@ -34,92 +34,47 @@ impl JanitorConfig {
     }
 }
 
-/// What one recovery pass did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Recovery {
-    /// Tasks restarted on this node (resumable work).
-    pub resumed: usize,
-    /// Tasks marked failed as interrupted.
-    pub failed: usize,
-}
-
-const INTERRUPTED: &str = "interrupted: the server running this task stopped";
-const BATCH: usize = 100;
-
-/// Recovers tasks whose work lease lapsed (the node running them died):
-/// resumable work is claimed and started again here, anything else is moved
-/// to `failed` with `-32603` "interrupted: the server running this task stopped".
-/// The scheduled janitor calls this every tenth of the lease period.
-pub async fn recover(tasks: &Tasks) -> Result<Recovery, StoreError> {
-    let lapsed = tasks.store().lapsed_leases(BATCH).await?;
-    recover_records(tasks, lapsed, false).await
-}
-
-/// Recovers the tasks this node id had leased before a restart (they cannot
-/// be running here: this process just started). Called once when the janitor starts.
-pub async fn recover_own(tasks: &Tasks) -> Result<Recovery, StoreError> {
-    let started = tasks.inner.started_at_ms;
-    // Only tasks an earlier process created: this one's own new tasks may not be running yet.
-    let mine = tasks.store().leased_to(tasks.node_id(), BATCH * 100).await?;
-    let earlier = mine.into_iter().filter(|r| r.created_at_ms < started).collect();
-    recover_records(tasks, earlier, true).await
-}
-
-async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> Result<Recovery, StoreError> {
-    let mut done = Recovery::default();
-    for rec in records {
-        if tasks.is_running(&rec.task_id) {
-            continue;
-        }
-        let previous = rec.lease.clone();
-        let now = tasks.now();
-        let resumable = rec.tool.as_deref().and_then(|name| tasks.resumable_work(name));
-        let claim = tasks.new_lease();
-        // Claim the task only if its lease is still the one we judged lapsed
-        // (another node may have claimed it since).
-        let claimed = tasks
-            .store()
-            .update(&rec.task_id, Owner::Any, &|cur: &TaskRecord| {
-                let still = cur.lease == previous && cur.lease.as_ref().is_some_and(|l| own || l.expires_at_ms < now);
-                if cur.is_terminal() || !still {
-                    return Err(StoreError::Refused("claimed elsewhere".into()));
-                }
-                let mut n = cur.clone();
-                if resumable.is_some() {
-                    n.lease = Some(claim.clone());
-                    n.status_message = Some("Resumed after the server running it stopped".into());
-                } else {
-                    n.error = Some(RpcError::internal(INTERRUPTED).into());
-                    n.status_message = Some(INTERRUPTED.into());
-                    n.transition(TaskStatus::Failed, now);
-                }
-                n.touch(now);
-                Ok(n)
-            })
-            .await;
-        let updated = match claimed {
-            Ok(r) => r,
-            Err(StoreError::Refused(_) | StoreError::NotFound | StoreError::Terminal) => continue,
-            Err(e) => return Err(e),
+impl Tasks {
+    /// Starts the janitor's schedule (once) if the configuration has one and a
+    /// runtime is running: a sweep every `interval`, and a check for lapsed
+    /// leases every tenth of the lease period, after recovering this node's
+    /// own earlier tasks. The extension's start hook calls it.
+    pub(crate) fn start_janitor(&self) {
+        let JanitorConfig::Every { interval, .. } = self.inner.config.janitor else {
+            return;
         };
-        tasks.after_write(&updated);
-        match resumable {
-            Some(work) => {
-                tracing::info!("resuming a task whose node stopped");
-                tasks.launch_resumable(updated.task_id.clone(), work, updated.resume_args.clone().unwrap_or_default());
-                done.resumed += 1;
-            }
-            None => done.failed += 1,
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
         }
+        let me = self.clone();
+        self.inner.janitor.call_once(move || {
+            let shutdown = me.inner.shutdown.clone();
+            let tracker = me.inner.tracker.clone();
+            // The schedules start now, not when the task is first polled.
+            let start = tokio::time::Instant::now();
+            let mut tick = tokio::time::interval_at(start + interval, interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // Recovery checks are cheap (an indexed query): run them often, so a
+            // lapsed lease is noticed within a tenth of the period.
+            let every = me.inner.config.lease / 10;
+            let mut check = tokio::time::interval_at(start, every);
+            check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tracker.spawn(async move {
+                if let Err(e) = recover_own(&me).await {
+                    tracing::warn!(error = %e, "could not recover this node's earlier tasks");
+                }
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => { let _ = sweep(&me).await; }
+                        _ = check.tick() => {
+                            if let Err(e) = recover(&me).await {
+                                tracing::warn!(error = %e, "lease recovery failed");
+                            }
+                        }
+                        _ = shutdown.cancelled() => break,
+                    }
+                }
+            });
+        });
     }
-    if done.resumed + done.failed > 0 {
-        tracing::info!(
-            target: "conduit_mcp::ext_tasks::recovery",
-            resumed = done.resumed,
-            failed = done.failed,
-            "recovered tasks of a stopped node"
-        );
-    }
-    Ok(done)
 }

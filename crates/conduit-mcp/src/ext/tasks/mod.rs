@@ -3,28 +3,27 @@
 //! `tasks/update`, cancelled with `tasks/cancel`, and watched with
 //! `notifications/tasks` on `subscriptions/listen`.
 //!
-//! It is off unless you install it. A tool returns [`TaskSpec`]; the server
-//! stores the task (owned by the caller's principal) before it answers,
-//! then your `start` function or `spawn`ed work drives it through the
-//! [`Tasks`] handle.
+//! It is off unless you install it with an enabled [`TasksConfig`]. A tool
+//! returns a [`TaskSpec`](crate::tool::TaskSpec); when the request declared
+//! the extension the server stores the task (owned by the caller's principal)
+//! before it answers, then your `start` function or `spawn`ed work drives it
+//! through the [`Tasks`] handle. When the request did not declare it, `spawn`ed
+//! work runs inline and the call answers with its result: a tool needs no
+//! branch for clients without tasks.
 //!
 //! ```
 //! use conduit_mcp::prelude::*;
-//! use conduit_mcp::ext::tasks::{Tasks, TasksConfig, TaskSpecExt};
 //! use std::time::Duration;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! let tasks = Tasks::new(TasksConfig::enabled()).expect("valid config");
 //! let server = Server::builder("builds", "1.0.0")
-//!     .extension(tasks.extension())
+//!     .extension(tasks.clone())
 //!     .tool(Tool::new("build", "Build a ref")
 //!         .param("ref", Param::string("Git ref").required())
-//!         .handle(|ctx, args| async move {
+//!         .handle(|_ctx, args| async move {
 //!             let r = args["ref"].as_str().unwrap_or("main").to_owned();
-//!             if !ctx.tasks_declared() {
-//!                 return Ok(ToolOutput::Complete(CallToolResult::text(format!("built {r}"))));
-//!             }
 //!             Ok(ToolOutput::Task(TaskSpec::new()
 //!                 .ttl(Duration::from_secs(1800))
 //!                 .poll_interval(Duration::from_secs(2))
@@ -43,35 +42,32 @@
 //! The user guide is `docs/tasks.md`.
 
 mod config;
+mod extension;
 mod janitor;
 mod memory;
 mod notifier;
-mod routes;
+mod recovery;
+mod runtime;
 mod store;
 mod task;
 mod worker;
 
-pub use crate::tool::{TaskSpec, TaskSupport};
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TasksConfig};
-pub use janitor::{Recovery, recover, recover_own, sweep};
+pub use extension::{MAX_LISTEN_TASK_IDS, new_task_id};
+pub use janitor::sweep;
 pub use memory::MemoryStore;
-pub use notifier::{ListenNotifier, Notifier, TASKS_NOTIFICATION};
-pub use routes::MAX_LISTEN_TASK_IDS;
-pub use store::{Owner, StatusFields, StoreError, TaskStore, UpdateFn, apply_cancel, apply_status};
-pub use task::{Lease, TaskFailure, TaskRecord, TaskStatus};
-pub use worker::{TaskContext, TaskSpecExt, Tasks, WorkerError};
+pub use notifier::{ListenNotifier, Notifier};
+pub use recovery::{Recovery, recover, recover_own};
+pub use store::{Owner, StatusFields, StoreError, TaskStore, UpdateFn};
+pub use task::{Lease, TaskFailure, TaskRecord};
+pub use worker::Tasks;
 
-use crate::server::Extension;
+use crate::server::{Extension, IntoExtension};
 use std::sync::Arc;
 
-impl Tasks {
-    /// The extension to install with `ServerBuilder::extension`.
-    pub fn extension(&self) -> Arc<dyn Extension> {
-        Arc::new(routes::TasksExtension { tasks: self.clone() })
+/// Installs the extension when the configuration enables it, and nothing otherwise.
+impl IntoExtension for Tasks {
+    fn into_extension(self) -> Option<Arc<dyn Extension>> {
+        self.config().enabled.then(|| Arc::new(extension::TasksExtension { tasks: self }) as Arc<dyn Extension>)
     }
-}
-
-/// A task id: 43 url-safe characters from 32 random bytes.
-pub fn new_task_id() -> String {
-    routes::new_task_id()
 }

@@ -1,12 +1,10 @@
 //! Change notification: the `Notifier` trait and the default `ListenNotifier`.
 
 use super::task::TaskRecord;
+use crate::protocol::methods::TASKS_NOTIFICATION;
 use crate::subscriptions::Subscription;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-
-/// The notification method for task changes.
-pub const TASKS_NOTIFICATION: &str = "notifications/tasks";
 
 /// Told about every task change, right after the store write, in the task
 /// that made it. A panic in it is logged and swallowed.

@@ -2,6 +2,8 @@
 
 use super::task::{TaskRecord, TaskStatus};
 use async_trait::async_trait;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 /// Whose task an operation may touch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,28 +25,82 @@ impl Owner<'_> {
 }
 
 /// Why a store operation failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum StoreError {
     /// No such task, not the caller's, or expired. Deliberately one variant.
-    #[error("task not found")]
     NotFound,
     /// The task is terminal and cannot change.
-    #[error("task is terminal")]
     Terminal,
     /// `create` hit the row cap.
-    #[error("task limit reached")]
     TaskLimitReached,
     /// A task with this id exists already.
-    #[error("task id already exists")]
     Duplicate,
     /// The update function refused the change (its reason).
-    #[error("update refused: {0}")]
     Refused(String),
-    /// The backend failed (database down, I/O, ...).
-    #[error("store backend error: {0}")]
-    Backend(String),
+    /// The backend failed (database down, I/O, ...). Built with
+    /// [`StoreError::backend`] or [`StoreError::backend_message`].
+    #[non_exhaustive]
+    Backend {
+        /// What failed, whole: the operation and the backend's own words, so a
+        /// log line of this error alone says everything.
+        message: String,
+        /// The backend's error, for programs that inspect it (downcast it to
+        /// the driver's type); [`std::error::Error::source`] returns it.
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    },
 }
+
+impl StoreError {
+    /// A backend failure described by `message`, caused by `source`.
+    pub fn backend(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreError::Backend { message: message.into(), source: Some(Arc::new(source)) }
+    }
+
+    /// A backend failure with no underlying error to carry.
+    pub fn backend_message(message: impl Into<String>) -> Self {
+        StoreError::Backend { message: message.into(), source: None }
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::NotFound => f.write_str("task not found"),
+            StoreError::Terminal => f.write_str("task is terminal"),
+            StoreError::TaskLimitReached => f.write_str("task limit reached"),
+            StoreError::Duplicate => f.write_str("task id already exists"),
+            StoreError::Refused(reason) => write!(f, "update refused: {reason}"),
+            StoreError::Backend { message, .. } => write!(f, "store backend error: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Backend { source: Some(source), .. } => Some(&**source),
+            _ => None,
+        }
+    }
+}
+
+/// Errors are equal when their variants and messages are; a backend error's
+/// `source` is not compared (errors have no equality of their own).
+impl PartialEq for StoreError {
+    fn eq(&self, other: &Self) -> bool {
+        use StoreError::*;
+        match (self, other) {
+            (NotFound, NotFound) | (Terminal, Terminal) | (TaskLimitReached, TaskLimitReached) => true,
+            (Duplicate, Duplicate) => true,
+            (Refused(a), Refused(b)) => a == b,
+            (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StoreError {}
 
 /// An update function: gets the current record, returns the new one or refuses.
 pub type UpdateFn<'a> = &'a (dyn Fn(&TaskRecord) -> Result<TaskRecord, StoreError> + Send + Sync);
@@ -63,13 +119,20 @@ pub struct StatusFields {
 
 /// Where tasks live.
 ///
+/// A store implements `name`, `now_ms`, `create`, `get` and `update`;
+/// `cancel` and `put_status` are provided, built once on `update`, so every
+/// store gets the same semantics. The lease and cleanup methods default to a
+/// store that keeps no leases and never expires anything.
+///
 /// The contract (proved for any implementation by `conduit_mcp::testing::store_contract`):
 /// - `create` returns only once a `get` on any connection finds the record, and
 ///   fails with `TaskLimitReached` when `max_rows` records exist (checked atomically).
 /// - `get`, `update`, `cancel` answer `NotFound` for a missing id, another owner's
-///   task, and an expired task alike.
-/// - `update`, `cancel` and `put_status` are atomic read-modify-writes
-///   (compare-and-swap on `version`, or a row lock).
+///   task, and an expired task alike (expired by [`now_ms`](Self::now_ms)).
+/// - `update` is an atomic read-modify-write (compare-and-swap on `version`, or
+///   a row lock), and so are `cancel` and `put_status`, which go through it.
+/// - `update` hands its function the current record, terminal ones included,
+///   and returns the function's refusal as it is; the provided methods rely on both.
 /// - Terminal records never change: `put_status` answers `Terminal`, `cancel`
 ///   returns them unchanged, and `update` functions see them and may refuse.
 /// - There is no listing.
@@ -77,6 +140,11 @@ pub struct StatusFields {
 pub trait TaskStore: Send + Sync + 'static {
     /// A short name for logs and the janitor's event (`memory`, `sqlite`, ...).
     fn name(&self) -> &'static str;
+
+    /// Now, in milliseconds since the epoch, from the store's injected clock:
+    /// the time it judges expiry by, and the time the provided `cancel` and
+    /// `put_status` stamp their transitions with.
+    fn now_ms(&self) -> u64;
 
     /// Stores a new record (`version` is set by the store).
     async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError>;
@@ -88,20 +156,48 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError>;
 
     /// Moves a non-terminal record to `cancelled`; returns a terminal one unchanged.
+    ///
+    /// Provided: one [`update`](Self::update) whose function refuses a terminal
+    /// record, which is then returned as the function saw it.
     async fn cancel(
         &self,
         task_id: &str,
         owner: Owner<'_>,
         status_message: Option<&str>,
-    ) -> Result<TaskRecord, StoreError>;
+    ) -> Result<TaskRecord, StoreError> {
+        // Terminal records never change, so the one the function refused is
+        // still the stored one.
+        let seen = OnceLock::new();
+        let f = |r: &TaskRecord| {
+            if r.is_terminal() {
+                let _ = seen.set(r.clone());
+                return Err(StoreError::Terminal);
+            }
+            Ok(cancelled(r, status_message, self.now_ms()))
+        };
+        match self.update(task_id, owner, &f).await {
+            Err(StoreError::Terminal) => match seen.into_inner() {
+                Some(record) => Ok(record),
+                // The store refused before showing the record to the function.
+                None => self.get(task_id, owner).await,
+            },
+            done => done,
+        }
+    }
 
     /// Worker side: moves a non-terminal record to `status`, merging `fields`.
+    ///
+    /// Provided: one [`update`](Self::update) (owner [`Owner::Any`]) that
+    /// answers `Terminal` for a terminal record.
     async fn put_status(
         &self,
         task_id: &str,
         status: TaskStatus,
         fields: StatusFields,
-    ) -> Result<TaskRecord, StoreError>;
+    ) -> Result<TaskRecord, StoreError> {
+        let f = |r: &TaskRecord| with_status(r, status, &fields, self.now_ms());
+        self.update(task_id, Owner::Any, &f).await
+    }
 
     /// Evicts expired records, and terminal unlimited-TTL records older than
     /// `terminal_ttl_ms`; returns how many were removed.
@@ -130,8 +226,8 @@ pub trait TaskStore: Send + Sync + 'static {
     }
 }
 
-/// Applies `put_status` semantics to a record (shared by every backend).
-pub fn apply_status(
+/// `put_status` on one record: `Terminal` for a record that already is.
+fn with_status(
     record: &TaskRecord,
     status: TaskStatus,
     fields: &StatusFields,
@@ -154,13 +250,31 @@ pub fn apply_status(
     Ok(r)
 }
 
-/// Applies `cancel` semantics to a record: `None` when it is already terminal.
-pub fn apply_cancel(record: &TaskRecord, status_message: Option<&str>, now_ms: u64) -> Option<TaskRecord> {
-    if record.is_terminal() {
-        return None;
-    }
+/// `cancel` on one live record.
+fn cancelled(record: &TaskRecord, status_message: Option<&str>, now_ms: u64) -> TaskRecord {
     let mut r = record.clone();
     r.status_message = Some(status_message.unwrap_or("Cancelled by client request").to_owned());
     r.transition(TaskStatus::Cancelled, now_ms);
-    Some(r)
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_backend_error_carries_its_source_and_compares_by_message() {
+        let io = std::io::Error::other("disk on fire");
+        let e = StoreError::backend("sqlite: cannot write a task: disk on fire", io);
+        assert_eq!(e.to_string(), "store backend error: sqlite: cannot write a task: disk on fire");
+        let source = e.source().expect("the source is kept");
+        assert_eq!(source.downcast_ref::<std::io::Error>().map(|s| s.to_string()).as_deref(), Some("disk on fire"));
+        assert_eq!(e.clone(), StoreError::backend_message("sqlite: cannot write a task: disk on fire"));
+        assert_ne!(e, StoreError::backend_message("another failure"));
+        assert!(StoreError::backend_message("x").source().is_none());
+        assert!(StoreError::NotFound.source().is_none());
+        assert_eq!(StoreError::Refused("no".into()), StoreError::Refused("no".into()));
+        assert_ne!(StoreError::NotFound, StoreError::Terminal);
+    }
 }

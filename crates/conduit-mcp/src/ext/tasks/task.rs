@@ -1,58 +1,15 @@
 //! The task record and its wire form.
 
 use crate::clock::format_rfc3339_ms;
-use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::{ErrorCode, RpcError};
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::mrtr::InputRequest;
+use crate::protocol::tasks::{CreateTaskResult, DetailedTask, Task};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Where a task is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    /// The work is running.
-    Working,
-    /// The work waits for answers to `inputRequests`.
-    InputRequired,
-    /// Finished with a `CallToolResult` (which may have `isError: true`).
-    Completed,
-    /// Ended with a JSON-RPC error.
-    Failed,
-    /// Cancelled by `tasks/cancel` (or the server).
-    Cancelled,
-}
-
-impl TaskStatus {
-    /// `completed`, `failed` and `cancelled` are final.
-    pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Working => "working",
-            Self::InputRequired => "input_required",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    /// Parses a wire name.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "working" => Self::Working,
-            "input_required" => Self::InputRequired,
-            "completed" => Self::Completed,
-            "failed" => Self::Failed,
-            "cancelled" => Self::Cancelled,
-            _ => return None,
-        })
-    }
-}
+pub(crate) use crate::protocol::tasks::TaskStatus;
 
 /// A JSON-RPC error object stored on a failed task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -223,14 +180,8 @@ impl TaskRecord {
         self.last_updated_at_ms = self.last_updated_at_ms.max(now_ms);
     }
 
-    /// The `Task` fields shared by every wire shape.
-    fn base(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("taskId".into(), Value::String(self.task_id.clone()));
-        m.insert("status".into(), Value::from(self.status.as_str()));
-        if let Some(s) = &self.status_message {
-            m.insert("statusMessage".into(), json!(s));
-        }
+    /// The task on the wire (the fields every shape shares).
+    pub fn wire(&self) -> Task {
         let created = rfc3339_ms(self.created_at_ms);
         // Equal on a new task: format once.
         let updated = if self.last_updated_at_ms == self.created_at_ms {
@@ -238,32 +189,32 @@ impl TaskRecord {
         } else {
             rfc3339_ms(self.last_updated_at_ms)
         };
-        m.insert("createdAt".into(), Value::String(created));
-        m.insert("lastUpdatedAt".into(), Value::String(updated));
-        m.insert("ttlMs".into(), self.ttl_ms.map_or(Value::Null, Value::from));
-        if let Some(p) = self.poll_interval_ms {
-            m.insert("pollIntervalMs".into(), json!(p));
-        }
-        m
+        let mut t = Task::new(self.task_id.clone(), self.status, created, updated, self.ttl_ms);
+        t.status_message = self.status_message.clone();
+        t.poll_interval_ms = self.poll_interval_ms;
+        t
     }
 
     /// The `CreateTaskResult` (flat, `resultType: "task"`).
     pub fn create_result(&self) -> Value {
-        let mut m = self.base();
-        m.insert("resultType".into(), Value::from("task"));
-        Value::Object(m)
+        serde_json::to_value(CreateTaskResult::new(self.wire())).unwrap_or(Value::Null)
     }
 
     /// The `DetailedTask`: the `tasks/get` result without `resultType`, and the
     /// `notifications/tasks` params without `_meta`. One function for both.
     pub fn detailed(&self) -> Map<String, Value> {
-        let mut m = self.base();
+        let mut d = DetailedTask::new(self.wire());
         match self.status {
-            TaskStatus::InputRequired => {
-                m.insert("inputRequests".into(), json!(self.input_requests));
-            }
+            TaskStatus::InputRequired => d.input_requests = Some(self.input_requests.clone()),
             TaskStatus::Completed => {
-                m.insert("result".into(), self.result.clone().unwrap_or_else(|| json!({ "content": [] })));
+                // The stored result is era-neutral; on this era every result carries `resultType`.
+                let mut r = self.result.clone().unwrap_or_else(|| serde_json::json!({ "content": [] }));
+                if let Value::Object(m) = &mut r
+                    && !m.contains_key("resultType")
+                {
+                    m.insert("resultType".into(), "complete".into());
+                }
+                d.result = Some(r);
             }
             TaskStatus::Failed => {
                 let e = self.error.clone().unwrap_or(TaskFailure {
@@ -271,11 +222,16 @@ impl TaskRecord {
                     message: "Task failed".into(),
                     data: None,
                 });
-                m.insert("error".into(), json!(e));
+                let mut err = RpcError::new(ErrorCode::from_code(e.code), e.message);
+                err.data = e.data;
+                d.error = Some(err);
             }
             TaskStatus::Working | TaskStatus::Cancelled => {}
         }
-        m
+        match serde_json::to_value(d) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        }
     }
 }
 
@@ -293,11 +249,12 @@ mod tests {
         t.ttl_ms = None;
         assert!(t.create_result()["ttlMs"].is_null());
         assert!(t.create_result().as_object().unwrap().contains_key("ttlMs"));
-        t.result = Some(json!({"resultType": "complete", "content": []}));
+        t.result = Some(serde_json::json!({"content": []}));
         t.transition(TaskStatus::Completed, 2_000);
         let d = t.detailed();
         assert_eq!(d["status"], "completed");
         assert!(d.contains_key("result") && !d.contains_key("resultType"));
+        assert_eq!(d["result"]["resultType"], "complete");
         assert_eq!(t.terminal_at_ms, Some(2_000));
     }
 

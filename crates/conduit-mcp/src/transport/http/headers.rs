@@ -1,13 +1,15 @@
-//! The header rules of Streamable HTTP (`MCP-Protocol-Version`, `Mcp-Method`,
-//! `Mcp-Name`, `Mcp-Param-*`), applied at the points dispatch calls them.
+//! The header checks of Streamable HTTP (`MCP-Protocol-Version`, `Mcp-Method`,
+//! `Mcp-Name`, `Mcp-Param-*`), applied at the points dispatch calls them. Which
+//! value each header mirrors, and how values are wrapped, is the protocol's
+//! (`protocol::routing`); this file reads the headers and compares.
 
 use crate::protocol::RpcError;
+use crate::protocol::routing::{
+    METHOD_HEADER, NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_VERSION_HEADER, decode_value, value_matches,
+};
 use crate::server::HeaderCheck;
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
-use std::borrow::Cow;
 
 /// A header value as received: absent, unreadable (not visible ASCII), or text.
 ///
@@ -35,17 +37,6 @@ fn text(v: &HeaderValue) -> &str {
     v.to_str().unwrap_or_default().trim_matches(|c| c == ' ' || c == '\t')
 }
 
-/// Decodes the `=?base64?…?=` sentinel; other values are literal (borrowed, not copied).
-pub(crate) fn decode_value(v: &str) -> Result<Cow<'_, str>, ()> {
-    match v.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) {
-        Some(inner) => {
-            let bytes = STANDARD.decode(inner).map_err(|_| ())?;
-            String::from_utf8(bytes).map(Cow::Owned).map_err(|_| ())
-        }
-        None => Ok(Cow::Borrowed(v)),
-    }
-}
-
 /// The MCP headers of one HTTP request.
 #[derive(Debug, Clone)]
 pub(crate) struct McpHeaders {
@@ -56,18 +47,16 @@ pub(crate) struct McpHeaders {
     params: Vec<(HeaderName, Raw)>,
 }
 
-const PARAM_PREFIX: &str = "mcp-param-";
-
 impl McpHeaders {
     pub(crate) fn from_headers(h: &HeaderMap) -> Self {
         // One pass over the map; for a repeated name the first value counts.
         let mut m = Self { version: Raw::Absent, method: Raw::Absent, name: Raw::Absent, params: Vec::new() };
         for (k, v) in h {
             let slot = match k.as_str() {
-                "mcp-protocol-version" => &mut m.version,
-                "mcp-method" => &mut m.method,
-                "mcp-name" => &mut m.name,
-                n if n.starts_with(PARAM_PREFIX) => {
+                PROTOCOL_VERSION_HEADER => &mut m.version,
+                METHOD_HEADER => &mut m.method,
+                NAME_HEADER => &mut m.name,
+                n if n.starts_with(PARAM_HEADER_PREFIX) => {
                     if !m.params.iter().any(|(p, _)| p == k) {
                         m.params.push((k.clone(), Raw::of(Some(v))));
                     }
@@ -87,19 +76,14 @@ fn mismatch(msg: String) -> RpcError {
     RpcError::header_mismatch(format!("Header mismatch: {msg}"))
 }
 
-fn matches_body(header: &str, body: &Value) -> bool {
-    match body {
-        Value::String(s) => header == s,
-        Value::Bool(b) => header == if *b { "true" } else { "false" },
-        Value::Number(n) => match (header.parse::<f64>(), n.as_f64()) {
-            (Ok(h), Some(b)) => h == b,
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
 impl HeaderCheck for McpHeaders {
+    fn protocol_version(&self) -> Option<&str> {
+        match &self.version {
+            Raw::Text(v) => Some(text(v)),
+            _ => None,
+        }
+    }
+
     fn check_base(&self, meta_version: &str, method: &str) -> Result<(), RpcError> {
         match &self.version {
             Raw::Absent => return Err(mismatch("missing MCP-Protocol-Version header".into())),
@@ -146,7 +130,7 @@ impl HeaderCheck for McpHeaders {
             let found = self
                 .params
                 .iter()
-                .find(|(k, _)| k.as_str()[PARAM_PREFIX.len()..].eq_ignore_ascii_case(header))
+                .find(|(k, _)| k.as_str()[PARAM_HEADER_PREFIX.len()..].eq_ignore_ascii_case(header))
                 .map(|(_, v)| v);
             match found {
                 None | Some(Raw::Absent) => {
@@ -158,37 +142,12 @@ impl HeaderCheck for McpHeaders {
                 Some(Raw::Text(v)) => {
                     let decoded = decode_value(text(v))
                         .map_err(|_| mismatch(format!("Mcp-Param-{header} header has invalid base64")))?;
-                    if !matches_body(&decoded, body) {
+                    if !value_matches(&decoded, body) {
                         return Err(mismatch(format!("Mcp-Param-{header} header does not match the argument")));
                     }
                 }
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn sentinel_decoding() {
-        assert_eq!(decode_value("=?base64?SGVsbG8=?=").unwrap(), "Hello");
-        assert!(decode_value("=?base64?SGVsbG8?=").is_err());
-        assert!(decode_value("=?base64?SGVs!!!bG8=?=").is_err());
-        assert_eq!(decode_value("=?base64?SGVsbG8=").unwrap(), "=?base64?SGVsbG8=");
-        assert_eq!(decode_value("=?BASE64?SGVsbG8=?=").unwrap(), "=?BASE64?SGVsbG8=?=");
-        assert_eq!(decode_value("SGVsbG8=").unwrap(), "SGVsbG8=");
-    }
-
-    #[test]
-    fn numeric_and_boolean_params() {
-        assert!(matches_body("42", &json!(42)));
-        assert!(matches_body("42.0", &json!(42)));
-        assert!(!matches_body("43", &json!(42)));
-        assert!(matches_body("true", &json!(true)));
-        assert!(!matches_body("True", &json!(true)));
     }
 }

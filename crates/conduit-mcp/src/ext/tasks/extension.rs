@@ -1,14 +1,23 @@
 //! The extension itself: `tasks/get`, `tasks/update`, `tasks/cancel`, task
-//! creation from `tools/call`, and the `taskIds` listen filter.
+//! creation for the server's task decision, and the `taskIds` listen filter.
+//! Its methods follow the brief's check order after dispatch: declared on this
+//! request (`-32021`), then params (`-32602`), then the owner-scoped lookup.
 
+use super::config::NotifierConfig;
+use super::runtime::Work;
 use super::store::{Owner, StoreError};
 use super::task::{TaskRecord, TaskStatus};
-use super::worker::{ResumableSpawn, SpawnFn, Tasks};
+use super::worker::Tasks;
+use crate::Ctx;
 use crate::protocol::RpcError;
+use crate::protocol::meta::ClientCapabilities;
+use crate::protocol::methods::{TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
 use crate::protocol::mrtr::InputKind;
-use crate::server::{Ctx, Extension, TASKS_EXTENSION_ID};
+use crate::protocol::tasks::TASKS_EXTENSION_ID;
+use crate::protocol::version::Era;
+use crate::server::{Declaration, Extension, TaskMaker};
 use crate::subscriptions::Subscription;
-use crate::tool::TaskSpec;
+use crate::tool::{ResumableFn, TaskSpec, TaskWork};
 use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -20,12 +29,19 @@ pub const MAX_LISTEN_TASK_IDS: usize = 1000;
 
 const NOT_FOUND: &str = "Failed to retrieve task: Task not found";
 
+const METHODS: &[&str] = &[TASKS_GET, TASKS_UPDATE, TASKS_CANCEL];
+
 pub(crate) struct TasksExtension {
     pub(crate) tasks: Tasks,
 }
 
-fn missing_capability() -> RpcError {
-    RpcError::missing_capability(json!({ "extensions": { TASKS_EXTENSION_ID: {} } }))
+/// Whether a request declared the extension: asked here and nowhere else.
+fn declared(caps: &ClientCapabilities) -> bool {
+    caps.extension(TASKS_EXTENSION_ID)
+}
+
+fn required() -> Value {
+    json!({ "extensions": { TASKS_EXTENSION_ID: {} } })
 }
 
 fn not_found() -> RpcError {
@@ -44,7 +60,7 @@ fn store_error(e: StoreError) -> RpcError {
 }
 
 /// A new task id: 32 random bytes, 43 url-safe characters.
-pub(crate) fn new_task_id() -> String {
+pub fn new_task_id() -> String {
     let bytes: [u8; 32] = rand::random();
     B64.encode(bytes)
 }
@@ -71,9 +87,7 @@ impl TasksExtension {
     async fn get(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
         let rec = self.tasks.store().get(id, Owner::Is(ctx.owner())).await.map_err(store_error)?;
-        let mut m = rec.detailed();
-        m.insert("resultType".into(), json!("complete"));
-        Ok(Value::Object(m))
+        Ok(Value::Object(rec.detailed()))
     }
 
     async fn update(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
@@ -120,7 +134,7 @@ impl TasksExtension {
             Err(StoreError::Refused(_)) => {}
             Err(e) => return Err(store_error(e)),
         }
-        Ok(json!({ "resultType": "complete" }))
+        Ok(json!({}))
     }
 
     async fn cancel(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
@@ -132,7 +146,7 @@ impl TasksExtension {
                 self.tasks.after_write(&rec);
             }
         }
-        Ok(json!({ "resultType": "complete" }))
+        Ok(json!({}))
     }
 }
 
@@ -142,34 +156,37 @@ impl Extension for TasksExtension {
         TASKS_EXTENSION_ID
     }
 
-    fn methods(&self) -> &'static [&'static str] {
-        &["tasks/get", "tasks/update", "tasks/cancel"]
+    fn declare(&self, era: Era) -> Option<Declaration> {
+        match era {
+            Era::Modern => Some(
+                Declaration::new()
+                    .extension(TASKS_EXTENSION_ID, json!({}))
+                    .methods(METHODS)
+                    .listen_fields(&["taskIds"]),
+            ),
+            // The legacy era has its own task model (`capabilities.tasks`).
+            _ => None,
+        }
     }
 
-    fn routing_name<'a>(&self, _method: &str, params: &'a Map<String, Value>) -> Option<&'a str> {
-        params.get("taskId").and_then(Value::as_str)
+    fn start(&self) {
+        self.tasks.start_janitor();
     }
 
     async fn handle(&self, ctx: Ctx, method: &str, params: Map<String, Value>) -> Result<Value, RpcError> {
-        self.tasks.start_janitor();
-        if !ctx.tasks_declared() {
-            return Err(missing_capability());
+        if !declared(ctx.client_capabilities()) {
+            return Err(RpcError::missing_capability(required()));
         }
         match method {
-            "tasks/get" => self.get(&ctx, &params).await,
-            "tasks/update" => self.update(&ctx, &params).await,
-            "tasks/cancel" => self.cancel(&ctx, &params).await,
+            TASKS_GET => self.get(&ctx, &params).await,
+            TASKS_UPDATE => self.update(&ctx, &params).await,
+            TASKS_CANCEL => self.cancel(&ctx, &params).await,
             m => Err(RpcError::method_not_found(m)),
         }
     }
 
-    async fn create_task(&self, ctx: &Ctx, mut spec: TaskSpec) -> Option<Result<Value, RpcError>> {
-        self.tasks.start_janitor();
-        Some(self.create(ctx, &mut spec).await)
-    }
-
-    fn listen_fields(&self) -> &'static [&'static str] {
-        &["taskIds"]
+    fn tasks(&self) -> Option<&dyn TaskMaker> {
+        Some(self)
     }
 
     async fn listen(
@@ -181,8 +198,8 @@ impl Extension for TasksExtension {
         let Some(ids) = filter.get("taskIds") else {
             return Ok(Map::new());
         };
-        if !ctx.tasks_declared() {
-            return Err(missing_capability());
+        if !declared(ctx.client_capabilities()) {
+            return Err(RpcError::missing_capability(required()));
         }
         let ids = match ids {
             Value::Array(a) if a.iter().all(Value::is_string) => a,
@@ -195,7 +212,7 @@ impl Extension for TasksExtension {
                 "notifications.taskIds may name at most {MAX_LISTEN_TASK_IDS} tasks"
             )));
         }
-        let delivers = !matches!(self.tasks.config().notifier, super::config::NotifierConfig::None);
+        let delivers = !matches!(self.tasks.config().notifier, NotifierConfig::None);
         let mut kept: Vec<&str> = Vec::new();
         for id in ids.iter().filter_map(Value::as_str) {
             if kept.contains(&id) {
@@ -216,8 +233,27 @@ impl Extension for TasksExtension {
     }
 }
 
+#[async_trait]
+impl TaskMaker for TasksExtension {
+    fn requested(&self, era: Era, caps: &ClientCapabilities, _params: &Map<String, Value>) -> bool {
+        era == Era::Modern && declared(caps)
+    }
+
+    fn required_capabilities(&self, _era: Era) -> Value {
+        required()
+    }
+
+    async fn create(&self, ctx: &Ctx, spec: TaskSpec) -> Result<Value, RpcError> {
+        self.create_task(ctx, spec).await
+    }
+
+    fn resumable(&self, name: &str) -> Option<ResumableFn> {
+        self.tasks.resumable_work(name)
+    }
+}
+
 impl TasksExtension {
-    async fn create(&self, ctx: &Ctx, spec: &mut TaskSpec) -> Result<Value, RpcError> {
+    async fn create_task(&self, ctx: &Ctx, spec: TaskSpec) -> Result<Value, RpcError> {
         let invalid = |why: &str| {
             tracing::warn!(reason = why, "tool returned invalid task attributes; no task created");
             RpcError::internal(format!("Invalid task attributes: {why}"))
@@ -233,36 +269,36 @@ impl TasksExtension {
             Some(d) => Some(u64::try_from(d.as_millis()).map_err(|_| invalid("poll_interval is too large"))?.max(1)),
         };
         let mut rec = TaskRecord::new(new_task_id(), ctx.owner().map(String::from), self.tasks.now(), ttl_ms);
-        let work: Option<SpawnFn> = match spec.spawn.take() {
+        let mut start = None;
+        let work: Option<Work> = match spec.work {
             None => None,
-            Some(any) => match any.downcast::<SpawnFn>() {
-                Ok(f) => Some(*f),
-                Err(any) => {
-                    let r =
-                        any.downcast::<ResumableSpawn>().map_err(|_| invalid("spawn holds an unknown work type"))?;
-                    let f = self
-                        .tasks
-                        .resumable_work(&r.name)
-                        .ok_or_else(|| invalid(&format!("no resumable work is registered as {:?}", r.name)))?;
-                    rec.tool = Some(r.name.clone());
-                    rec.resume_args = Some(r.args.clone());
-                    let args = r.args;
-                    Some(Box::new(move |ctx| f(ctx, args)))
-                }
-            },
+            Some(TaskWork::Start(f)) => {
+                start = Some(f);
+                None
+            }
+            Some(TaskWork::Spawn(w)) => Some(Box::new(move |t| w.run(t))),
+            Some(TaskWork::Resumable { name, args }) => {
+                let f = self
+                    .tasks
+                    .resumable_work(&name)
+                    .ok_or_else(|| invalid(&format!("no resumable work is registered as {name:?}")))?;
+                rec.tool = Some(name);
+                rec.resume_args = Some(args.clone());
+                Some(Box::new(move |t| f(t, args)))
+            }
         };
         if work.is_some() {
             rec.lease = Some(self.tasks.new_lease());
         }
         rec.poll_interval_ms = poll_ms;
-        rec.status_message = spec.status_message.take();
+        rec.status_message = spec.status_message;
         rec.client_capabilities = ctx.client_capabilities().clone();
         let max_rows = self.tasks.config().max_rows;
         self.tasks.store().create(rec.clone(), max_rows).await.map_err(store_error)?;
         rec.version = 1;
         self.tasks.after_write(&rec);
         tracing::debug!(task_id = %rec.task_id, "task created");
-        if let Some(start) = spec.start.take() {
+        if let Some(start) = start {
             let id = rec.task_id.clone();
             if std::panic::catch_unwind(AssertUnwindSafe(move || start(id))).is_err() {
                 tracing::error!("a task's start function panicked; the task is marked failed");

@@ -1,18 +1,18 @@
 //! The per-request context handed to every handler.
+//!
+//! It sits below the server: tools, prompts and resources read it without
+//! knowing the server that calls them.
 
-use super::Server;
 use crate::auth::Principal;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::meta::ClientCapabilities;
-use crate::protocol::subscriptions::{MESSAGE, PROGRESS};
+use crate::protocol::methods::{MESSAGE, PROGRESS};
 use crate::protocol::version::Era;
+use crate::subscriptions::Changes;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-
-/// The id of the Tasks extension.
-pub const TASKS_EXTENSION_ID: &str = "io.modelcontextprotocol/tasks";
 
 /// What a handler knows about the request it serves.
 ///
@@ -23,7 +23,6 @@ pub struct Ctx {
 }
 
 pub(crate) struct CtxInner {
-    pub(crate) server: Server,
     pub(crate) request_id: RequestId,
     pub(crate) method: String,
     pub(crate) era: Era,
@@ -36,6 +35,7 @@ pub(crate) struct CtxInner {
     pub(crate) out: Option<UnboundedSender<Message>>,
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<Value>,
+    pub(crate) changes: Changes,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -50,11 +50,6 @@ impl std::fmt::Debug for Ctx {
 const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 impl Ctx {
-    /// The server handling the request.
-    pub fn server(&self) -> &Server {
-        &self.inner.server
-    }
-
     /// The request id.
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id
@@ -83,11 +78,6 @@ impl Ctx {
     /// The capabilities declared on this request (and only this request).
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         &self.inner.caps
-    }
-
-    /// Whether this request declared the Tasks extension.
-    pub fn tasks_declared(&self) -> bool {
-        self.inner.caps.extension(TASKS_EXTENSION_ID)
     }
 
     /// The raw `_meta` of the request.
@@ -125,6 +115,11 @@ impl Ctx {
         self.inner.request_state.as_ref()
     }
 
+    /// Announces list changes and resource updates to the listen streams that asked for them.
+    pub fn changes(&self) -> &Changes {
+        &self.inner.changes
+    }
+
     /// Sends `notifications/progress` if the request carried a progress token.
     /// Returns whether a notification was sent.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
@@ -154,5 +149,10 @@ impl Ctx {
             }
             _ => false,
         }
+    }
+
+    /// The outlet for request-scoped notifications (listen streams write here).
+    pub(crate) fn outlet(&self) -> Option<&UnboundedSender<Message>> {
+        self.inner.out.as_ref()
     }
 }

@@ -1,0 +1,37 @@
+//! What both engines share: the row layout (`row`), the store logic over
+//! an engine's row operations (`store`), and the schema checks (`schema`).
+
+mod row;
+mod schema;
+mod store;
+
+pub(crate) use row::{Columns, Query, backend, decode_row};
+pub(crate) use schema::{Migration, check_applied, check_task_table};
+pub(crate) use store::{Rows, Stripes, Sweep, cleanup, get, modify};
+
+/// Statuses that still may change, as stored in the `status` column.
+pub(crate) const LIVE_STATUSES: &str = "('working', 'input_required')";
+
+/// Rows deleted per statement by `cleanup`, so a large sweep never holds the
+/// write lock (SQLite) or a huge transaction (PostgreSQL) for long.
+pub(crate) const CLEANUP_BATCH: i64 = 5_000;
+
+/// Milliseconds as a SQL `BIGINT` (saturating: no u64 time this crate stores
+/// comes near `i64::MAX`, but a `ttl` of `u64::MAX` would).
+pub(crate) fn ms(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The system time in epoch milliseconds (for bookkeeping columns only; task
+/// times come from the injected clock).
+pub(crate) fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// `limit` as a SQL `LIMIT`.
+pub(crate) fn limit(v: usize) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,119 @@
+//! The store logic both engines share — `get`'s filter, `update`'s
+//! compare-and-swap loop, `cleanup`'s sweeps — over the row operations an
+//! engine supplies ([`Rows`]).
+
+use super::{CLEANUP_BATCH, ms};
+use async_trait::async_trait;
+use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+
+/// What the shared `get`, `update` and `cleanup` logic needs from an engine's store.
+#[async_trait]
+pub(crate) trait Rows: TaskStore {
+    /// The row as it is now, if it exists (expired or not, anyone's).
+    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Writes `next` if the row is still at `expected` version; `false` when
+    /// another writer got there first (or the row is gone).
+    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError>;
+
+    /// Deletes up to [`CLEANUP_BATCH`] rows of `sweep` below `bound` (epoch
+    /// milliseconds), lowering the row counter with them; returns how many.
+    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError>;
+
+    /// The store's per-task write queues.
+    fn stripes(&self) -> &Stripes;
+}
+
+/// The two kinds of row `cleanup` deletes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Sweep {
+    /// Rows whose TTL ran out: `expires_at_ms < bound`.
+    Expired,
+    /// Terminal rows with unlimited TTL: `expires_at_ms IS NULL AND terminal_at_ms < bound`.
+    FinishedUnlimited,
+}
+
+/// Per-task write queues inside one process: writers of the same task take
+/// turns (by a hash of its id), so they do not all read the same version and
+/// then collide on the compare-and-swap. Writers in other processes are still
+/// kept apart by the compare-and-swap itself.
+pub(crate) struct Stripes(Box<[tokio::sync::Mutex<()>]>);
+
+impl std::fmt::Debug for Stripes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Stripes").field(&self.0.len()).finish()
+    }
+}
+
+impl Stripes {
+    pub(crate) fn new(n: usize) -> Self {
+        Self((0..n.max(1)).map(|_| tokio::sync::Mutex::new(())).collect())
+    }
+
+    async fn lock(&self, task_id: &str) -> tokio::sync::MutexGuard<'_, ()> {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let h = BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(task_id);
+        self.0[(h % self.0.len() as u64) as usize].lock().await
+    }
+}
+
+/// `get`: `NotFound` when the row is missing, another owner's, or expired.
+pub(crate) async fn get<R: Rows + ?Sized>(
+    store: &R,
+    task_id: &str,
+    owner: Owner<'_>,
+) -> Result<TaskRecord, StoreError> {
+    let now = store.now_ms();
+    store.read(task_id).await?.filter(|r| owner.allows(r) && !r.is_expired(now)).ok_or(StoreError::NotFound)
+}
+
+/// `update`: an atomic read-modify-write by compare-and-swap on `version`.
+///
+/// `f` gets the current record and returns the new one or an error (a
+/// refusal), which changes nothing. When another writer changed the row in
+/// between, the read and `f` run again on the new state, so no acknowledged
+/// write is ever overwritten. Terminal records are returned unchanged
+/// whatever `f` returns.
+pub(crate) async fn modify<R: Rows + ?Sized>(
+    store: &R,
+    task_id: &str,
+    owner: Owner<'_>,
+    f: UpdateFn<'_>,
+) -> Result<TaskRecord, StoreError> {
+    let _turn = store.stripes().lock(task_id).await;
+    loop {
+        let cur = get(store, task_id, owner).await?;
+        let mut next = f(&cur)?;
+        if cur.is_terminal() {
+            // Terminal records never change, whatever the function returned.
+            return Ok(cur);
+        }
+        next.task_id.clone_from(&cur.task_id);
+        next.version = cur.version + 1;
+        if store.swap(&next, cur.version).await? {
+            return Ok(next);
+        }
+        // Lost the race: another write landed between our read and our swap.
+        tracing::trace!("task write lost a compare-and-swap race; retrying");
+    }
+}
+
+/// `cleanup`: rows expired before now, then terminal unlimited-TTL rows that
+/// finished more than `terminal_ttl_ms` ago, each in batches until a batch
+/// comes back short (so a large sweep never holds a lock for long). Returns
+/// how many rows went.
+pub(crate) async fn cleanup<R: Rows + ?Sized>(store: &R, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
+    let now = store.now_ms();
+    let sweeps = [(Sweep::Expired, now), (Sweep::FinishedUnlimited, now.saturating_sub(terminal_ttl_ms))];
+    let mut removed = 0usize;
+    for (sweep, bound) in sweeps {
+        loop {
+            let gone = store.delete_batch(sweep, ms(bound)).await?;
+            removed = removed.saturating_add(usize::try_from(gone).unwrap_or(usize::MAX));
+            if gone < CLEANUP_BATCH as u64 {
+                break;
+            }
+        }
+    }
+    Ok(removed)
+}

@@ -1,0 +1,282 @@
+//! `PostgresStore`: tasks in PostgreSQL, shared by every node of a service.
+//!
+//! `options` says which database and how; `open` connects and migrates it;
+//! this module is the store and its [`TaskStore`] implementation.
+
+mod open;
+mod options;
+
+pub use options::PostgresOptions;
+
+use crate::OpenError;
+use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use crate::pool::{Checkout, ConnPool};
+use async_trait::async_trait;
+use conduit_mcp::clock::Clock;
+use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use sqlx::Postgres;
+use sqlx::postgres::{PgConnection, PgRow};
+use std::sync::Arc;
+
+const ENGINE: &str = "postgres";
+
+const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_tasks";
+
+/// Tasks in PostgreSQL: every node of a service on one database sees the
+/// same tasks, so a `tasks/get` can land on any of them.
+///
+/// A pool of connections; every write is a compare-and-swap on `version`,
+/// `create` is one statement that also claims a slot under the row cap
+/// (a one-row counter whose row lock orders concurrent creates, on every
+/// node, until each commits). Cheap to clone (the clones share the pool).
+///
+/// When the database drops connections (a restart, `pg_terminate_backend`,
+/// a proxy timing out idle sessions), a read retries on a fresh connection;
+/// a write fails with [`StoreError::Backend`] — whether it landed is then
+/// unknown, and nothing acknowledged earlier is affected — and the next
+/// operation reconnects.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    pool: ConnPool<PgConnection>,
+    stripes: Stripes,
+    clock: Arc<dyn Clock>,
+    /// How many times a read is retried on a broken connection: enough to
+    /// drain every dead connection the pool may hold, plus one.
+    retries: usize,
+    schema: Option<String>,
+}
+
+impl PostgresStore {
+    /// The store over its pool; a read is retried up to `retries` times on
+    /// a broken connection.
+    fn new(pool: ConnPool<PgConnection>, clock: Arc<dyn Clock>, retries: usize, schema: Option<String>) -> Self {
+        Self { inner: Arc::new(Inner { pool, stripes: Stripes::new(1024), clock, retries, schema }) }
+    }
+
+    /// Connects with a pool of default size (see [`PostgresOptions`]); time
+    /// comes from `clock`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), conduit_mcp_sql::OpenError> {
+    /// use conduit_mcp::clock::SystemClock;
+    /// use std::sync::Arc;
+    /// let url = "postgres://postgres@127.0.0.1:5432/app";
+    /// let store = conduit_mcp_sql::PostgresStore::connect(url, Arc::new(SystemClock)).await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub async fn connect(url: &str, clock: Arc<dyn Clock>) -> Result<Self, OpenError> {
+        PostgresOptions::new(url).connect(clock).await
+    }
+
+    /// Connects with the tables in `schema` (created if missing), so several
+    /// stores — tests, tenants — can share one database.
+    pub async fn with_schema(url: &str, schema: &str, clock: Arc<dyn Clock>) -> Result<Self, OpenError> {
+        PostgresOptions::new(url).schema(schema).connect(clock).await
+    }
+
+    /// The schema given to [`PostgresOptions::schema`], if any.
+    pub fn schema(&self) -> Option<&str> {
+        self.inner.schema.as_deref()
+    }
+
+    /// Closes every connection; later operations fail with [`StoreError::Backend`].
+    pub async fn close(&self) {
+        self.inner.pool.close().await;
+    }
+
+    async fn conn(&self) -> Result<Checkout<'_, PgConnection>, StoreError> {
+        self.inner.pool.get().await.map_err(|e| backend("connect", e))
+    }
+
+    /// Runs an idempotent read, again on a fresh connection when the one it
+    /// got turns out to be dead (the database restarted, or an administrator
+    /// ended the session).
+    async fn read_rows<'q>(
+        &self,
+        what: &str,
+        sql: &'q str,
+        bind: impl Fn(PgQuery<'q>) -> PgQuery<'q>,
+    ) -> Result<Vec<PgRow>, StoreError> {
+        let mut attempt = 0;
+        loop {
+            // A failure to connect is not retried: the database is away.
+            let mut c = self.conn().await?;
+            let rows = bind(sqlx::query(sql)).fetch_all(c.conn()).await;
+            let result = c.finish(rows, is_connection_error);
+            match result {
+                Ok(rows) => return Ok(rows),
+                Err(e) if attempt < self.inner.retries && is_connection_error(&e) => {
+                    tracing::debug!(error = %e, "postgres read on a broken connection; retrying");
+                    attempt += 1;
+                }
+                Err(e) => return Err(backend(what, e)),
+            }
+        }
+    }
+
+    async fn write(&self, what: &str, query: PgQuery<'_>) -> Result<u64, StoreError> {
+        let mut c = self.conn().await?;
+        let done = query.execute(c.conn()).await.map(|r| r.rows_affected());
+        c.finish(done, is_connection_error).map_err(|e| backend(what, e))
+    }
+}
+
+type PgQuery<'q> = common::Query<'q, Postgres>;
+
+fn backend(what: &str, e: sqlx::Error) -> StoreError {
+    common::backend(ENGINE, what, e)
+}
+
+/// Whether the error means the connection, not the statement, failed.
+fn is_connection_error(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Io(_) | sqlx::Error::Protocol(_) | sqlx::Error::WorkerCrashed => true,
+        // 08xxx: connection exception; 57P01..57P03: the server is shutting
+        // down or an administrator ended the session.
+        sqlx::Error::Database(db) => db.code().is_some_and(|c| c.starts_with("08") || c.starts_with("57P0")),
+        _ => false,
+    }
+}
+
+fn decode_row(row: &PgRow) -> Result<TaskRecord, StoreError> {
+    common::decode_row(ENGINE, row)
+}
+
+#[async_trait]
+impl Rows for PostgresStore {
+    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let rows = self
+            .read_rows(
+                "read a task",
+                "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_tasks WHERE task_id = $1",
+                |q| q.bind(task_id.to_owned()),
+            )
+            .await?;
+        rows.first().map(decode_row).transpose()
+    }
+
+    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
+        let c = Columns::of(next)?;
+        let q = c
+            .bind(sqlx::query(
+                "UPDATE conduit_tasks SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
+                 expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, lease_expires_ms = $8, doc = $9::json \
+                 WHERE task_id = $10 AND version = $11",
+            ))
+            .bind(next.task_id.as_str())
+            .bind(common::ms(expected));
+        Ok(self.write("write a task", q).await? == 1)
+    }
+
+    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
+        let condition = match sweep {
+            Sweep::Expired => "expires_at_ms < $1",
+            Sweep::FinishedUnlimited => "expires_at_ms IS NULL AND terminal_at_ms < $1",
+        };
+        // One statement deletes and lowers the counter; rows another node's
+        // janitor deleted first are simply not counted here.
+        let sql = format!(
+            "WITH gone AS (DELETE FROM conduit_tasks WHERE {condition} AND task_id = ANY(ARRAY(\
+                 SELECT task_id FROM conduit_tasks WHERE {condition} LIMIT $2)) RETURNING 1), \
+                  k AS (SELECT count(*) AS k FROM gone) \
+             UPDATE conduit_task_count SET n = GREATEST(n - (SELECT k FROM k), 0) WHERE id = 1 \
+             RETURNING (SELECT k FROM k)"
+        );
+        let mut c = self.conn().await?;
+        let gone = sqlx::query_scalar::<_, i64>(&sql).bind(bound).bind(CLEANUP_BATCH).fetch_one(c.conn()).await;
+        let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired tasks", e))?;
+        Ok(u64::try_from(gone).unwrap_or(0))
+    }
+
+    fn stripes(&self) -> &Stripes {
+        &self.inner.stripes
+    }
+}
+
+#[async_trait]
+impl TaskStore for PostgresStore {
+    fn name(&self) -> &'static str {
+        ENGINE
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
+    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        record.version = 1;
+        let c = Columns::of(&record)?;
+        // One statement, one implicit transaction: claim a slot under the cap
+        // (the counter row's lock orders concurrent creates), then insert. A
+        // duplicate id aborts the statement, so the slot is given back.
+        let q = sqlx::query(
+            "WITH slot AS (UPDATE conduit_task_count SET n = n + 1 \
+                           WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
+             INSERT INTO conduit_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
+                                        terminal_at_ms, lease_node, lease_expires_ms, doc) \
+             SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json FROM slot",
+        )
+        .bind(max_rows.map(common::limit))
+        .bind(record.task_id.as_str());
+        let q = c.bind(q);
+        let mut conn = self.conn().await?;
+        let done = q.execute(conn.conn()).await;
+        match conn.finish(done, is_connection_error) {
+            Ok(r) if r.rows_affected() == 1 => Ok(()),
+            Ok(_) => Err(StoreError::TaskLimitReached),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
+            Err(e) => Err(backend("insert a task", e)),
+        }
+    }
+
+    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
+        common::get(self, task_id, owner).await
+    }
+
+    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
+        common::modify(self, task_id, owner, f).await
+    }
+
+    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
+        common::cleanup(self, terminal_ttl_ms).await
+    }
+
+    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+        // The version moves too, so a compare-and-swap that read the old
+        // lease (a recovery that judged it lapsed) fails and looks again.
+        let sql = format!(
+            "UPDATE conduit_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
+             WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
+        );
+        let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned());
+        let n = self.write("renew leases", q).await?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let sql = format!(
+            "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
+        );
+        let rows = self.read_rows("list lapsed leases", &sql, |q| q.bind(now).bind(common::limit(limit))).await?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let sql = format!(
+            "{SELECT_ROW} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
+        );
+        let rows = self
+            .read_rows("list a node's leases", &sql, |q| q.bind(node.to_owned()).bind(now).bind(common::limit(limit)))
+            .await?;
+        rows.iter().map(decode_row).collect()
+    }
+}

@@ -1,0 +1,136 @@
+//! Connecting a PostgreSQL store: the pool, the schema's `search_path`, and
+//! the migrations, applied by one node at a time under an advisory lock.
+
+use super::PostgresStore;
+use super::options::PostgresOptions;
+use crate::OpenError;
+use crate::common::{self, Migration};
+use crate::pool::{ConnPool, Setup};
+use conduit_mcp::clock::Clock;
+use futures_util::future::BoxFuture;
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection};
+use std::str::FromStr;
+use std::sync::Arc;
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    description: "conduit_tasks and conduit_task_count",
+    sql: include_str!("../../migrations/postgres/0001_conduit_tasks.sql"),
+}];
+
+/// The advisory lock key under which nodes migrate one at a time ("conduit!").
+const MIGRATION_LOCK: i64 = 0x636f_6e64_7569_7421;
+
+impl PostgresOptions {
+    /// Connects, creates or upgrades the schema (one node at a time, under an
+    /// advisory lock), and checks it.
+    ///
+    /// Refused with [`OpenError::ForeignSchema`] when the schema has a
+    /// `conduit_tasks` table this crate did not create.
+    pub async fn connect(self, clock: Arc<dyn Clock>) -> Result<PostgresStore, OpenError> {
+        let mut opts = PgConnectOptions::from_str(&self.url)
+            .map_err(|e| OpenError::InvalidAddress { address: redact(&self.url), detail: e.to_string() })?;
+        if let Some(name) = &self.application_name {
+            opts = opts.application_name(name);
+        }
+        let search_path = self.schema.as_deref().map(|s| format!("SET search_path TO {}", quote_ident(s)));
+        let setup = search_path.map(|sql| -> Setup<PgConnection> {
+            let sql: Arc<str> = sql.into();
+            Box::new(move |conn| run_setup(conn, sql.clone()))
+        });
+        let pool = ConnPool::new(opts, self.max_connections, self.connect_timeout, setup, false);
+        let prepared = async {
+            let mut c =
+                pool.get().await.map_err(|e| OpenError::Database(format!("postgres `{}`: {e}", redact(&self.url))))?;
+            let r = prepare(c.conn(), self.schema.as_deref()).await;
+            if r.is_ok() {
+                c.release();
+            }
+            r
+        }
+        .await;
+        if let Err(e) = prepared {
+            pool.close().await;
+            return Err(e);
+        }
+        Ok(PostgresStore::new(pool, clock, self.max_connections as usize + 1, self.schema))
+    }
+}
+
+/// Runs `sql` (a `SET`) on a new connection.
+fn run_setup(conn: &mut PgConnection, sql: Arc<str>) -> BoxFuture<'_, Result<(), sqlx::Error>> {
+    Box::pin(async move { sqlx::Executor::execute(conn, &*sql).await.map(|_| ()) })
+}
+
+/// `"name"`, with embedded quotes doubled.
+fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// The URL without its password, for messages.
+fn redact(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else { return url.to_owned() };
+    let rest = &url[scheme_end + 3..];
+    let Some(at) = rest.find('@') else { return url.to_owned() };
+    match rest[..at].find(':') {
+        Some(colon) => format!("{}{}:***{}", &url[..scheme_end + 3], &rest[..colon], &rest[at..]),
+        None => url.to_owned(),
+    }
+}
+
+async fn prepare(conn: &mut PgConnection, schema: Option<&str>) -> Result<(), OpenError> {
+    let db = |e: sqlx::Error| OpenError::Database(format!("postgres: {e}"));
+    let mut tx = conn.begin().await.map_err(db)?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await.map_err(db)?;
+    if let Some(s) = schema {
+        sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(s)))
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+    }
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema() \
+         AND table_name IN ('conduit_tasks', 'conduit_task_count', 'conduit_schema_migrations')",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(db)?;
+    let has = |t: &str| tables.iter().any(|n| n == t);
+    if has("conduit_tasks") {
+        let columns: Vec<String> = sqlx::query_scalar(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = 'conduit_tasks'",
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db)?;
+        common::check_task_table(&columns, has("conduit_schema_migrations"))?;
+    }
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS conduit_schema_migrations (\
+         version BIGINT NOT NULL PRIMARY KEY, description TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)",
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(db)?;
+    let applied: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0)::bigint FROM conduit_schema_migrations")
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db)?;
+    common::check_applied(applied, has("conduit_tasks"))?;
+    for m in MIGRATIONS.iter().filter(|m| m.version > applied) {
+        sqlx::raw_sql(m.sql).execute(&mut *tx).await.map_err(|e| {
+            OpenError::Database(format!("postgres: migration {} ({}) failed: {e}", m.version, m.description))
+        })?;
+        sqlx::query("INSERT INTO conduit_schema_migrations (version, description, applied_at_ms) VALUES ($1, $2, $3)")
+            .bind(m.version)
+            .bind(m.description)
+            .bind(common::wall_clock_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(db)?;
+        tracing::info!(version = m.version, "applied task store migration");
+    }
+    tx.commit().await.map_err(db)
+}

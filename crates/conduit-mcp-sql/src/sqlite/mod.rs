@@ -1,0 +1,236 @@
+//! `SqliteStore`: tasks in one SQLite file (WAL), for one node that must
+//! survive restarts.
+//!
+//! `options` says which file and how; `open` connects, migrates and
+//! checks it; `group_commit` batches creates; this module is the store and
+//! its [`TaskStore`] implementation.
+
+mod group_commit;
+mod open;
+mod options;
+
+pub use options::SqliteOptions;
+
+use crate::OpenError;
+use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use crate::pool::{Checkout, ConnPool};
+use async_trait::async_trait;
+use conduit_mcp::clock::Clock;
+use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use sqlx::Sqlite;
+use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use std::sync::Arc;
+
+const ENGINE: &str = "sqlite";
+
+const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM conduit_tasks";
+
+/// Tasks in an SQLite database: one file in WAL mode, or `:memory:` for tests.
+///
+/// Reads run in parallel on a few connections; writes go through one
+/// connection in order, each a compare-and-swap on `version`. `create`
+/// commits before it returns; creates that queue up behind the writer are
+/// committed together, in one transaction (each still checked against its
+/// own cap, and failing alone on a duplicate id). Cheap to clone (the clones share the pools).
+///
+/// For several nodes, use [`PostgresStore`](crate::PostgresStore): an SQLite
+/// file belongs to one machine.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    writer: Arc<ConnPool<SqliteConnection>>,
+    reader: Arc<ConnPool<SqliteConnection>>,
+    stripes: Stripes,
+    clock: Arc<dyn Clock>,
+    path: String,
+    queue: group_commit::Queue,
+}
+
+impl SqliteStore {
+    /// The store over its two pools (the same pool twice for `:memory:`).
+    fn new(
+        writer: Arc<ConnPool<SqliteConnection>>,
+        reader: Arc<ConnPool<SqliteConnection>>,
+        clock: Arc<dyn Clock>,
+        path: String,
+    ) -> Self {
+        let stripes = Stripes::new(1024);
+        Self { inner: Arc::new(Inner { writer, reader, stripes, clock, path, queue: Default::default() }) }
+    }
+
+    /// Opens the store at a file path, a `sqlite:` URL, or `:memory:`, with
+    /// default [`SqliteOptions`]; time comes from `clock`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), conduit_mcp_sql::OpenError> {
+    /// use conduit_mcp::clock::SystemClock;
+    /// use std::sync::Arc;
+    /// let store = conduit_mcp_sql::SqliteStore::open("tasks.db", Arc::new(SystemClock)).await?;
+    /// # let _ = store; Ok(()) }
+    /// ```
+    pub async fn open(path_or_url: &str, clock: Arc<dyn Clock>) -> Result<Self, OpenError> {
+        SqliteOptions::new(path_or_url).open(clock).await
+    }
+
+    /// The database file (`file:sqlx-in-memory-…` for `:memory:`).
+    pub fn path(&self) -> &str {
+        &self.inner.path
+    }
+
+    /// Closes every connection (checkpointing the WAL into the file); every
+    /// later operation fails with [`StoreError::Backend`].
+    pub async fn close(&self) {
+        self.inner.reader.close().await;
+        self.inner.writer.close().await;
+    }
+
+    async fn reader(&self) -> Result<Checkout<'_, SqliteConnection>, StoreError> {
+        self.inner.reader.get().await.map_err(|e| backend("open a connection", e))
+    }
+
+    async fn writer(&self) -> Result<Checkout<'_, SqliteConnection>, StoreError> {
+        self.inner.writer.get().await.map_err(|e| backend("open a connection", e))
+    }
+
+    async fn select<'q>(
+        &self,
+        sql: &'q str,
+        bind: impl FnOnce(SqlQuery<'q>) -> SqlQuery<'q>,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut c = self.reader().await?;
+        let rows = bind(sqlx::query(sql)).fetch_all(c.conn()).await;
+        let rows = c.finish(rows, broken).map_err(|e| backend("read tasks", e))?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    /// Runs one write statement on the writer connection.
+    async fn write(&self, what: &str, query: SqlQuery<'_>) -> Result<u64, StoreError> {
+        let mut c = self.writer().await?;
+        let done = query.execute(c.conn()).await.map(|r| r.rows_affected());
+        c.finish(done, broken).map_err(|e| backend(what, e))
+    }
+}
+
+type SqlQuery<'q> = common::Query<'q, Sqlite>;
+
+/// Whether an error may have left the connection unusable (anything but an
+/// error the database reported about the statement).
+fn broken(e: &sqlx::Error) -> bool {
+    !matches!(e, sqlx::Error::Database(_))
+}
+
+fn backend(what: &str, e: sqlx::Error) -> StoreError {
+    common::backend(ENGINE, what, e)
+}
+
+fn decode_row(row: &SqliteRow) -> Result<TaskRecord, StoreError> {
+    common::decode_row(ENGINE, row)
+}
+
+#[async_trait]
+impl Rows for SqliteStore {
+    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let mut c = self.reader().await?;
+        let row =
+            sqlx::query("SELECT version, lease_node, lease_expires_ms, doc FROM conduit_tasks WHERE task_id = ?1")
+                .bind(task_id)
+                .fetch_optional(c.conn())
+                .await;
+        let row = c.finish(row, broken).map_err(|e| backend("read a task", e))?;
+        row.as_ref().map(decode_row).transpose()
+    }
+
+    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
+        let c = Columns::of(next)?;
+        let q = c
+            .bind(sqlx::query(
+                "UPDATE conduit_tasks SET owner = ?1, status = ?2, version = ?3, created_at_ms = ?4, \
+                 expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, lease_expires_ms = ?8, doc = ?9 \
+                 WHERE task_id = ?10 AND version = ?11",
+            ))
+            .bind(next.task_id.as_str())
+            .bind(common::ms(expected));
+        Ok(self.write("write a task", q).await? == 1)
+    }
+
+    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
+        let sql = match sweep {
+            Sweep::Expired => {
+                "DELETE FROM conduit_tasks WHERE task_id IN \
+                 (SELECT task_id FROM conduit_tasks WHERE expires_at_ms < ?1 LIMIT ?2) AND expires_at_ms < ?1"
+            }
+            Sweep::FinishedUnlimited => {
+                "DELETE FROM conduit_tasks WHERE task_id IN (SELECT task_id FROM conduit_tasks \
+                 WHERE expires_at_ms IS NULL AND terminal_at_ms < ?1 LIMIT ?2) \
+                 AND expires_at_ms IS NULL AND terminal_at_ms < ?1"
+            }
+        };
+        // The delete trigger lowers the row counter in the same statement.
+        self.write("delete expired tasks", sqlx::query(sql).bind(bound).bind(CLEANUP_BATCH)).await
+    }
+
+    fn stripes(&self) -> &Stripes {
+        &self.inner.stripes
+    }
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    fn name(&self) -> &'static str {
+        ENGINE
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
+    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.insert(record, max_rows).await
+    }
+
+    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
+        common::get(self, task_id, owner).await
+    }
+
+    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
+        common::modify(self, task_id, owner, f).await
+    }
+
+    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
+        common::cleanup(self, terminal_ttl_ms).await
+    }
+
+    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+        // The version moves too, so a compare-and-swap that read the old
+        // lease (a recovery that judged it lapsed) fails and looks again.
+        let sql = format!(
+            "UPDATE conduit_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES}"
+        );
+        let done = self.write("renew leases", sqlx::query(&sql).bind(common::ms(until_ms)).bind(node)).await?;
+        Ok(usize::try_from(done).unwrap_or(usize::MAX))
+    }
+
+    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let sql = format!(
+            "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
+        );
+        self.select(&sql, |q| q.bind(now).bind(common::limit(limit))).await
+    }
+
+    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let sql = format!(
+            "{SELECT_ROW} WHERE lease_node = ?1 AND status IN {LIVE_STATUSES} \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"
+        );
+        let node = node.to_owned();
+        self.select(&sql, move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
+    }
+}

@@ -1,0 +1,132 @@
+//! Opening an SQLite store: connect, check what the file already holds,
+//! migrate, and refuse a file that is not ours or not sound.
+
+use super::SqliteStore;
+use super::options::SqliteOptions;
+use crate::OpenError;
+use crate::common::{self, Migration};
+use crate::pool::ConnPool;
+use conduit_mcp::clock::Clock;
+use sqlx::Connection;
+use sqlx::sqlite::SqliteConnection;
+use std::sync::Arc;
+use std::time::Duration;
+
+const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    description: "conduit_tasks and conduit_task_count",
+    sql: include_str!("../../migrations/sqlite/0001_conduit_tasks.sql"),
+}];
+
+// SQLite primary result codes (the low byte of an extended code).
+const SQLITE_CORRUPT: i64 = 11;
+const SQLITE_NOTADB: i64 = 26;
+
+impl SqliteOptions {
+    /// Opens (creating or upgrading the schema) and checks the database.
+    ///
+    /// Refused with a clear [`OpenError`] when the file is not an SQLite
+    /// database, is corrupted, or has a `conduit_tasks` table this crate did
+    /// not create.
+    pub async fn open(self, clock: Arc<dyn Clock>) -> Result<SqliteStore, OpenError> {
+        let opts = self.connect_options()?;
+        let path = opts.get_filename().display().to_string();
+        let memory = self.is_memory();
+        // One connection writes, in order: SQLite takes one writer at a time
+        // anyway, and queueing here is fairer and faster than its busy-wait.
+        // An in-memory database is one connection for everything (a second
+        // connection would see another database), never closed before the store.
+        let timeout = self.busy_timeout.max(Duration::from_secs(5));
+        let writer = Arc::new(ConnPool::new(opts.clone(), 1, timeout, None, memory));
+        let mut conn = writer.get().await.map_err(|e| classify_open_error(&path, e))?;
+        let prepared = prepare(conn.conn(), &path, self.check_integrity).await;
+        conn.release();
+        if let Err(e) = prepared {
+            writer.close().await;
+            return Err(e);
+        }
+        let reader =
+            if memory { writer.clone() } else { Arc::new(ConnPool::new(opts, self.readers, timeout, None, false)) };
+        tracing::debug!(path = %path, memory, "sqlite task store open");
+        Ok(SqliteStore::new(writer, reader, clock, path))
+    }
+}
+
+fn classify_open_error(path: &str, e: sqlx::Error) -> OpenError {
+    if let sqlx::Error::Database(db) = &e {
+        let primary = db.code().and_then(|c| c.parse::<i64>().ok()).map(|c| c & 0xff);
+        match primary {
+            Some(SQLITE_NOTADB) => {
+                return OpenError::NotADatabase { path: path.into(), detail: db.message().into() };
+            }
+            Some(SQLITE_CORRUPT) => return OpenError::Corrupt { path: path.into(), detail: db.message().into() },
+            _ => {}
+        }
+    }
+    OpenError::Database(format!("sqlite `{path}`: {e}"))
+}
+
+/// Checks what is already in the file, then applies pending migrations, all
+/// in one `BEGIN IMMEDIATE` transaction (so two processes opening the same
+/// new file cannot both migrate it).
+async fn prepare(conn: &mut SqliteConnection, path: &str, check_integrity: bool) -> Result<(), OpenError> {
+    let classify = |e: sqlx::Error| classify_open_error(path, e);
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.map_err(classify)?;
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' \
+         AND name IN ('conduit_tasks', 'conduit_task_count', 'conduit_schema_migrations')",
+    )
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(classify)?;
+    let has = |t: &str| tables.iter().any(|n| n == t);
+    if has("conduit_tasks") {
+        let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info('conduit_tasks')")
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(classify)?;
+        common::check_task_table(&columns, has("conduit_schema_migrations"))?;
+        if check_integrity {
+            let report: Vec<String> =
+                sqlx::query_scalar("PRAGMA quick_check(conduit_tasks)").fetch_all(&mut *tx).await.map_err(classify)?;
+            if report.iter().any(|l| l != "ok") {
+                return Err(OpenError::Corrupt { path: path.into(), detail: report.join("; ") });
+            }
+        }
+    }
+    sqlx::query(
+        "CREATE TABLE IF NOT EXISTS conduit_schema_migrations (\
+         version INTEGER NOT NULL PRIMARY KEY, description TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)",
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(classify)?;
+    let applied: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM conduit_schema_migrations")
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(classify)?;
+    common::check_applied(applied, has("conduit_tasks"))?;
+    for m in MIGRATIONS.iter().filter(|m| m.version > applied) {
+        sqlx::raw_sql(m.sql).execute(&mut *tx).await.map_err(|e| {
+            OpenError::Database(format!("sqlite `{path}`: migration {} ({}) failed: {e}", m.version, m.description))
+        })?;
+        sqlx::query(
+            "INSERT INTO conduit_schema_migrations (version, description, applied_at_ms) \
+             VALUES (?1, ?2, ?3)",
+        )
+        .bind(m.version)
+        .bind(m.description)
+        .bind(common::wall_clock_ms())
+        .execute(&mut *tx)
+        .await
+        .map_err(classify)?;
+        tracing::info!(path = %path, version = m.version, "applied task store migration");
+    }
+    // The row counter heals itself here if anything deleted rows behind the
+    // store's back (the write lock is held, so the count is exact).
+    sqlx::query("UPDATE conduit_task_count SET n = (SELECT count(*) FROM conduit_tasks) WHERE id = 1")
+        .execute(&mut *tx)
+        .await
+        .map_err(classify)?;
+    tx.commit().await.map_err(classify)
+}

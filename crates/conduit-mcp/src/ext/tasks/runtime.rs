@@ -1,0 +1,194 @@
+//! Work this node runs for tasks: launching `spawn`ed work under supervision,
+//! the leases that claim it, waking workers that wait for input, and the
+//! backend a running task's `TaskContext` talks to.
+
+use super::task::Lease;
+use super::worker::Tasks;
+use crate::protocol::RpcError;
+use crate::protocol::mrtr::InputRequest;
+use crate::protocol::tools::CallToolResult;
+use crate::tool::{ResumableFn, TaskBackend, TaskContext, WorkFuture, WorkerError};
+use async_trait::async_trait;
+use futures_util::FutureExt;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// How often a waiting `input` re-reads the task even without a wake-up.
+const INPUT_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Work to run for one task.
+pub(crate) type Work = Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>;
+
+impl Tasks {
+    pub(super) fn waker(&self, id: &str) -> Arc<Notify> {
+        let mut w = self.inner.wakers.lock().unwrap_or_else(|p| p.into_inner());
+        w.entry(id.to_owned()).or_default().clone()
+    }
+
+    /// Wakes local workers waiting on task `id`.
+    pub(super) fn wake(&self, id: &str) {
+        let waker = self.inner.wakers.lock().ok().and_then(|w| w.get(id).cloned());
+        if let Some(w) = waker {
+            w.notify_waiters();
+        }
+    }
+
+    /// Cancels local work of task `id`.
+    pub(super) fn cancel_local(&self, id: &str) {
+        let token = self.inner.running.lock().ok().and_then(|mut r| r.remove(id));
+        if let Some(t) = token {
+            t.cancel();
+        }
+    }
+
+    /// Whether this node runs the work of task `id` right now.
+    pub(crate) fn is_running(&self, id: &str) -> bool {
+        self.inner.running.lock().is_ok_and(|r| r.contains_key(id))
+    }
+
+    /// The lease this node puts on work it starts now.
+    pub(crate) fn new_lease(&self) -> Lease {
+        Lease {
+            node: self.inner.config.node_id.clone(),
+            expires_at_ms: self.now() + self.inner.config.lease.as_millis() as u64,
+        }
+    }
+
+    /// Renews this node's leases every third of the lease period (started once, at the first launch).
+    fn start_lease_renewal(&self) {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let me = self.clone();
+        self.inner.leases.call_once(move || {
+            let every = me.inner.config.lease / 3;
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let (shutdown, tracker) = (me.inner.shutdown.clone(), me.inner.tracker.clone());
+            tracker.spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = tick.tick() => {
+                            let until = me.now() + me.inner.config.lease.as_millis() as u64;
+                            if let Err(e) = me.inner.store.renew_leases(&me.inner.config.node_id, until).await {
+                                tracing::warn!(error = %e, "could not renew this node's task leases");
+                            }
+                        }
+                        _ = shutdown.cancelled() => break,
+                    }
+                }
+            });
+        });
+    }
+
+    /// Starts resumable work `work` for task `id` with `args`.
+    pub(crate) fn launch_resumable(&self, id: String, work: ResumableFn, args: Value) {
+        self.launch(id, Box::new(move |ctx| work(ctx, args)));
+    }
+
+    /// Runs `work` for task `id` under supervision.
+    pub(crate) fn launch(&self, id: String, work: Work) {
+        self.start_lease_renewal();
+        let id: Arc<str> = Arc::from(id);
+        // A token of its own rather than a child of `shutdown` (children share the
+        // parent's lock): `shutdown` cancels every token in `running` instead.
+        let token = CancellationToken::new();
+        if let Ok(mut r) = self.inner.running.lock() {
+            r.insert(id.clone(), token.clone());
+        }
+        if self.inner.shutdown.is_cancelled() {
+            // `shutdown` may have collected the running tokens before this one was in.
+            token.cancel();
+        }
+        let backend = Arc::new(Runtime(self.clone()));
+        let ctx = TaskContext::new(Some(id.clone()), backend, token);
+        // One runtime task per work item: the work runs inside it, a panic is caught
+        // here, and the bookkeeping after it is boxed so the parked task stays small.
+        let me = self.clone();
+        self.inner.tracker.spawn(async move {
+            let outcome = AssertUnwindSafe(async move { work(ctx).await }).catch_unwind().await;
+            Box::pin(me.work_ended(id, outcome)).await;
+        });
+    }
+
+    /// Records the end of spawned work and forgets it.
+    async fn work_ended(
+        self,
+        id: Arc<str>,
+        outcome: Result<Result<CallToolResult, RpcError>, Box<dyn std::any::Any + Send>>,
+    ) {
+        let done = match outcome {
+            Ok(Ok(result)) => self.complete(&id, result, None).await,
+            Ok(Err(error)) => self.fail(&id, error, None).await,
+            Err(_panic) => {
+                let msg = "the task's work panicked";
+                tracing::error!("{msg}");
+                self.fail(&id, RpcError::internal("Internal error: the task's work failed"), Some(msg.into())).await
+            }
+        };
+        if let Err(e) = done
+            && !matches!(e, WorkerError::Terminal | WorkerError::NotFound)
+        {
+            tracing::warn!(error = %e, "could not record the end of a task's work");
+        }
+        if let Ok(mut r) = self.inner.running.lock() {
+            r.remove(&id);
+        }
+    }
+
+    /// Asks `requests` on task `id` and waits until every one is answered.
+    async fn wait_for_inputs(
+        &self,
+        id: &str,
+        requests: BTreeMap<String, InputRequest>,
+        cancel: &CancellationToken,
+    ) -> Result<Map<String, Value>, WorkerError> {
+        let keys: Vec<String> = requests.keys().cloned().collect();
+        self.require_input(id, requests, None).await?;
+        let notify = self.waker(id);
+        loop {
+            let notified = notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let rec = self.status(id).await?;
+            if keys.iter().all(|k| rec.input_responses.contains_key(k)) {
+                return Ok(keys
+                    .iter()
+                    .filter_map(|k| rec.input_responses.get(k).map(|v| (k.clone(), v.clone())))
+                    .collect());
+            }
+            if rec.is_terminal() {
+                return Err(WorkerError::Terminal);
+            }
+            tokio::select! {
+                _ = notified => {}
+                // Answers written by another node arrive through the notifier; this is a backstop.
+                _ = tokio::time::sleep(INPUT_RECHECK) => {}
+                _ = cancel.cancelled() => return Err(WorkerError::Terminal),
+            }
+        }
+    }
+}
+
+/// A stored task's backend: the runtime of this node.
+struct Runtime(Tasks);
+
+#[async_trait]
+impl TaskBackend for Runtime {
+    async fn progress(&self, id: Option<&str>, message: String) -> Result<(), WorkerError> {
+        self.0.progress(id.ok_or(WorkerError::NotFound)?, message).await
+    }
+
+    async fn inputs(
+        &self,
+        id: Option<&str>,
+        requests: BTreeMap<String, InputRequest>,
+        cancel: &CancellationToken,
+    ) -> Result<Map<String, Value>, WorkerError> {
+        self.0.wait_for_inputs(id.ok_or(WorkerError::NotFound)?, requests, cancel).await
+    }
+}

@@ -1,0 +1,158 @@
+//! The request pipeline: the checks in the protocol's order, then the handler.
+//!
+//! The order (protocol brief §8.17): the era → `_meta` present (`-32602`/400)
+//! → transport headers (`-32020`) → version supported (`-32022`) → method known
+//! (`-32601`) → routing headers (`-32020`) → the handler's own checks. The
+//! request is routed once ([`Route`]); the routing-header check and the
+//! handler read the same route.
+
+mod env;
+mod route;
+
+pub use env::{HeaderCheck, RequestEnv};
+pub(crate) use route::{Route, Target};
+
+use super::Server;
+use crate::ctx::CtxInner;
+use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::{Message, Request};
+use crate::protocol::meta::{
+    CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY,
+};
+use crate::protocol::methods::INITIALIZE;
+use crate::protocol::routing::mirrored_name;
+use crate::protocol::version::{Era, EraSignals, MODERN_VERSIONS, decide_era};
+use serde_json::{Map, Value};
+
+impl Server {
+    /// Handles one request and returns its response message.
+    ///
+    /// Notifications that precede the response (progress, log, listen traffic)
+    /// go to `env.out`.
+    pub async fn handle_request(&self, req: Request, env: RequestEnv) -> Message {
+        let id = req.id.clone();
+        match self.dispatch(req, env).await {
+            Ok(result) => Message::Result { id, result },
+            Err(error) => {
+                if error.code == -32603 {
+                    tracing::warn!(code = error.code, message = %error.message, "internal error answered");
+                }
+                Message::Error { id: Some(id), error }
+            }
+        }
+    }
+
+    /// The versions this server answers (what `server/discover` lists and `-32022` names).
+    pub(crate) fn supported_versions(&self) -> &'static [&'static str] {
+        MODERN_VERSIONS
+    }
+
+    /// Whether this server serves `era` (the legacy era is not served yet).
+    fn serves(&self, era: Era) -> bool {
+        era == Era::Modern
+    }
+
+    async fn dispatch(&self, req: Request, env: RequestEnv) -> Result<Value, RpcError> {
+        let Request { id, method, params } = req;
+        let mut params = match params {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        // The era, from the body and the transport's signals.
+        let era = decide_era(&EraSignals {
+            modern_meta: meta.as_ref().is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY)),
+            method: &method,
+            legacy_session: false,
+            version_header: env.headers.as_ref().and_then(|h| h.protocol_version()),
+        });
+        let era = if self.serves(era) {
+            era
+        } else if method == INITIALIZE {
+            return Err(self.legacy_refusal(&params));
+        } else {
+            // Not served: judged as a (malformed) modern request.
+            Era::Modern
+        };
+        // 1. _meta present and well-formed.
+        let Some(meta) = meta else {
+            return Err(RpcError::missing_meta("Missing params._meta"));
+        };
+        let version = match meta.get(PROTOCOL_VERSION_KEY) {
+            Some(Value::String(v)) => v.as_str(),
+            Some(_) => {
+                return Err(RpcError::missing_meta(format!("_meta[{PROTOCOL_VERSION_KEY}] must be a string")));
+            }
+            None => return Err(RpcError::missing_meta(format!("Missing _meta[{PROTOCOL_VERSION_KEY}]"))),
+        };
+        let caps = match meta.get(CLIENT_CAPABILITIES_KEY) {
+            Some(Value::Object(c)) => ClientCapabilities(c.clone()),
+            Some(_) => {
+                return Err(RpcError::missing_meta(format!("_meta[{CLIENT_CAPABILITIES_KEY}] must be an object")));
+            }
+            None => return Err(RpcError::missing_meta(format!("Missing _meta[{CLIENT_CAPABILITIES_KEY}]"))),
+        };
+        // 2. Transport headers agree with the body.
+        if let Some(h) = &env.headers {
+            h.check_base(version, &method)?;
+        }
+        // 3. Version supported.
+        if !self.supported_versions().contains(&version) {
+            return Err(RpcError::unsupported_version(version, self.supported_versions()));
+        }
+        // 4. Method known: routed once.
+        let Some(route) = self.route(era, &method, &params) else {
+            return Err(RpcError::method_not_found(&method));
+        };
+        // 5. Routing headers, from the same route.
+        if let Some(h) = &env.headers {
+            let mut mirrored = Vec::new();
+            if let (Some(tool), Some(args)) = (route.tool, params.get("arguments")) {
+                for p in &tool.header_params {
+                    if let Some(v) = p.lookup(args) {
+                        mirrored.push((p.header.as_str(), v));
+                    }
+                }
+            }
+            h.check_routing(mirrored_name(&method, &params), &mirrored)?;
+        }
+        // 6. The context, read once.
+        let progress_token =
+            meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
+        let log_level = meta.get(LOG_LEVEL_KEY).and_then(Value::as_str).map(String::from);
+        let parts = CtxInner {
+            request_id: id,
+            method,
+            era,
+            principal: env.principal,
+            caps,
+            progress_token,
+            log_level,
+            meta,
+            cancel: env.cancel,
+            out: env.out,
+            input_responses: None,
+            request_state: None,
+            changes: self.inner.changes.clone(),
+        };
+        // 7. The handler.
+        let result = self.handle(route, parts, params).await?;
+        Ok(self.finish_result(result))
+    }
+
+    /// The answer to a legacy `initialize` while only the modern era is served:
+    /// `-32022` naming the versions served, so the client knows what to speak.
+    fn legacy_refusal(&self, params: &Map<String, Value>) -> RpcError {
+        let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("unknown");
+        let versions = self.supported_versions();
+        let mut e = RpcError::unsupported_version(requested, versions);
+        e.message = format!(
+            "Unsupported protocol version: this server speaks only {} (stateless, no initialize); send per-request _meta",
+            versions.join(", ")
+        );
+        e
+    }
+}

@@ -1,0 +1,20 @@
+//! `completion/complete`.
+
+use crate::Ctx;
+use crate::ctx::CtxInner;
+use crate::protocol::RpcError;
+use crate::server::Server;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+impl Server {
+    pub(super) async fn complete(&self, parts: CtxInner, mut params: Map<String, Value>) -> Result<Value, RpcError> {
+        let Some(f) = &self.inner.completion else {
+            return Err(RpcError::method_not_found(&parts.method));
+        };
+        // The completion handler sees the whole params object, `_meta` included.
+        params.insert("_meta".into(), Value::Object(parts.meta.clone()));
+        let ctx = Ctx { inner: Arc::new(parts) };
+        f(ctx, Value::Object(params)).await.map(|c| json!({ "completion": c }))
+    }
+}

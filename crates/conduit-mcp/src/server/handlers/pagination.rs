@@ -1,0 +1,63 @@
+//! Paginated list results (`tools/list`, `prompts/list`, `resources/list`,
+//! `resources/templates/list`) and the caching hints they carry.
+
+use crate::Server;
+use crate::protocol::RpcError;
+use crate::protocol::discover::CacheHints;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use serde_json::{Map, Value, json};
+
+/// Adds `ttlMs` and `cacheScope`.
+pub(super) fn add_cache(r: &mut Value, hints: CacheHints) {
+    r["ttlMs"] = json!(hints.ttl_ms);
+    r["cacheScope"] = json!(hints.cache_scope);
+}
+
+fn decode_cursor(c: &str) -> Option<usize> {
+    let bytes = B64.decode(c).ok()?;
+    std::str::from_utf8(&bytes).ok()?.strip_prefix("o:")?.parse().ok()
+}
+
+fn encode_cursor(offset: usize) -> String {
+    B64.encode(format!("o:{offset}"))
+}
+
+impl Server {
+    /// One page of `items` under `key`, from `params.cursor`.
+    pub(super) fn page(
+        &self,
+        params: &Map<String, Value>,
+        key: &str,
+        items: impl ExactSizeIterator<Item = Value>,
+    ) -> Result<Value, RpcError> {
+        let len = items.len();
+        let start = match params.get("cursor") {
+            None => 0,
+            Some(Value::String(c)) => decode_cursor(c).ok_or_else(|| RpcError::invalid_params("Invalid cursor"))?,
+            Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
+        };
+        if start > len {
+            return Err(RpcError::invalid_params("Invalid cursor"));
+        }
+        let end = (start + self.inner.options.page_size).min(len);
+        let page: Vec<Value> = items.skip(start).take(end - start).collect();
+        let mut r = json!({ key: page });
+        if end < len {
+            r["nextCursor"] = json!(encode_cursor(end));
+        }
+        add_cache(&mut r, self.inner.options.list_cache);
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip() {
+        assert_eq!(decode_cursor(&encode_cursor(42)), Some(42));
+        assert_eq!(decode_cursor("nope"), None);
+    }
+}

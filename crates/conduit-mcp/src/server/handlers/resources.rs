@@ -1,0 +1,55 @@
+//! `resources/list`, `resources/templates/list` and `resources/read`.
+
+use super::pagination::add_cache;
+use crate::Ctx;
+use crate::ctx::CtxInner;
+use crate::protocol::RpcError;
+use crate::resource::ResourceOutput;
+use crate::server::Server;
+use crate::server::seal::params_digest;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// The error for a resource URI nobody serves (`-32602` with `data.uri`, SEP-2164).
+pub fn resource_not_found(uri: &str) -> RpcError {
+    RpcError::invalid_params("Resource not found").with_data(json!({ "uri": uri }))
+}
+
+impl Server {
+    pub(super) fn list_resources(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        self.page(params, "resources", self.inner.resources.iter().map(|r| json!(r.info())))
+    }
+
+    pub(super) fn list_resource_templates(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        self.page(params, "resourceTemplates", self.inner.templates.iter().map(|t| json!(t.info())))
+    }
+
+    pub(super) async fn read_resource(
+        &self,
+        mut parts: CtxInner,
+        params: Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+            return Err(RpcError::invalid_params("resources/read requires a string uri"));
+        };
+        let digest = params_digest(&params);
+        self.open_round(&mut parts, &params, &digest)?;
+        let ctx = Ctx { inner: Arc::new(parts) };
+        let out = if let Some(&i) = self.inner.resource_index.get(uri) {
+            self.inner.resources[i].read_now(ctx.clone(), uri.to_owned()).await?
+        } else if let Some((t, vars)) = self.inner.templates.iter().find_map(|t| t.matches(uri).map(|v| (t, v))) {
+            t.read_now(ctx.clone(), uri.to_owned(), vars).await?
+        } else {
+            return Err(resource_not_found(uri));
+        };
+        match out {
+            ResourceOutput::Complete(contents) if contents.is_empty() => Err(resource_not_found(uri)),
+            ResourceOutput::Complete(contents) => {
+                let mut r = json!({ "contents": contents });
+                add_cache(&mut r, self.inner.options.list_cache);
+                Ok(r)
+            }
+            ResourceOutput::InputRequired(ir) => self.input_required(&ctx, &digest, ir),
+        }
+    }
+}

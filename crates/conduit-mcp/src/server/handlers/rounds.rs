@@ -1,0 +1,67 @@
+//! Multi round-trip requests: reading a retry's `inputResponses` and sealed
+//! `requestState`, and answering `input_required`.
+//!
+//! A sealed state is bound to the principal, the method and a digest of the
+//! request's params (without the round fields), so it cannot be replayed on
+//! another request.
+
+use crate::Ctx;
+use crate::ctx::CtxInner;
+use crate::mrtr::{InputRequired, required_capability};
+use crate::protocol::RpcError;
+use crate::server::Server;
+use crate::server::seal::OpenError;
+use serde_json::{Map, Value, json};
+
+impl Server {
+    /// Reads `inputResponses` and `requestState` into the context; `-32602` on bad ones.
+    pub(super) fn open_round(
+        &self,
+        parts: &mut CtxInner,
+        params: &Map<String, Value>,
+        digest: &str,
+    ) -> Result<(), RpcError> {
+        parts.input_responses = match params.get("inputResponses") {
+            None => None,
+            Some(Value::Object(m)) => Some(m.clone()),
+            Some(_) => return Err(RpcError::invalid_params("inputResponses must be an object")),
+        };
+        parts.request_state = match params.get("requestState") {
+            None => None,
+            Some(Value::String(s)) => {
+                let owner = parts.principal.as_ref().map(|p| p.id.as_str());
+                let now = self.inner.clock.now_ms();
+                match self.inner.sealer.open(s, owner, &parts.method, digest, now) {
+                    Ok(v) => Some(v),
+                    Err(OpenError::Expired) => return Err(RpcError::invalid_params("requestState has expired")),
+                    Err(_) => return Err(RpcError::invalid_params("Invalid requestState")),
+                }
+            }
+            Some(_) => return Err(RpcError::invalid_params("requestState must be a string")),
+        };
+        Ok(())
+    }
+
+    /// Turns an `InputRequired` into the wire result, refusing kinds the request did not declare.
+    pub(super) fn input_required(&self, ctx: &Ctx, digest: &str, ir: InputRequired) -> Result<Value, RpcError> {
+        let (requests, state) = ir.into_parts();
+        if requests.is_empty() && state.is_none() {
+            return Err(RpcError::internal("input_required result has neither inputRequests nor requestState"));
+        }
+        for r in requests.values() {
+            let kind = r.kind().ok_or_else(|| RpcError::internal("invalid input request"))?;
+            if !ctx.client_capabilities().declares_input(kind) {
+                return Err(RpcError::missing_capability(required_capability(kind)));
+            }
+        }
+        let mut r = json!({ "resultType": "input_required" });
+        if !requests.is_empty() {
+            r["inputRequests"] = json!(requests);
+        }
+        if let Some(state) = state {
+            let exp = self.inner.clock.now_ms() + self.inner.options.request_state_ttl.as_millis() as u64;
+            r["requestState"] = json!(self.inner.sealer.seal(&state, ctx.owner(), ctx.method(), digest, exp));
+        }
+        Ok(r)
+    }
+}

@@ -1,0 +1,167 @@
+//! Task or inline: the one place that decides what becomes of a tool call
+//! whose tool may run as a task, from the tool's [`TaskSupport`], what the
+//! request asked for, and the era.
+//!
+//! | tool's support | request asked for a task | the tool returned a `TaskSpec` with ... | answer |
+//! |---|---|---|---|
+//! | `Required` | no | (the tool is not called) | `-32021` naming what to declare (`-32603` without a task maker) |
+//! | `Optional`, `Required` | yes | any work | a stored task |
+//! | `Optional` | no | `spawn`ed or resumable work | the work runs inline; its result is the answer |
+//! | `Forbidden` | either | `spawn`ed or resumable work | the work runs inline |
+//! | `Optional` | no | a `start` callback (or none) | `-32021` (the seed's rule) |
+//! | `Forbidden` | either | a `start` callback (or none) | `-32603`: the tool broke its own policy |
+
+use super::tools::checked;
+use crate::Ctx;
+use crate::ctx::CtxInner;
+use crate::protocol::RpcError;
+use crate::protocol::mrtr::InputRequest;
+use crate::protocol::tools::CallToolResult;
+use crate::protocol::version::Era;
+use crate::server::{Server, TaskMaker};
+use crate::tool::registry::Registered;
+use crate::tool::{TaskBackend, TaskContext, TaskSpec, TaskSupport, TaskWork, WorkFuture, WorkerError};
+use async_trait::async_trait;
+use futures_util::FutureExt;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio_util::sync::CancellationToken;
+
+/// What becomes of a returned `TaskSpec`.
+enum Plan<'a> {
+    Store(&'a dyn TaskMaker),
+    Inline,
+    Refuse(RpcError),
+}
+
+fn not_enabled(tool: &str) -> RpcError {
+    tracing::warn!(tool = %tool, "tool returned a task but no task extension is installed");
+    RpcError::internal("Tool returned a task, but the Tasks extension is not enabled")
+}
+
+impl Server {
+    /// Whether the request asked for its work to become a task (asked once per call).
+    pub(super) fn task_requested(&self, parts: &CtxInner, params: &Map<String, Value>) -> bool {
+        self.task_maker(parts.era).is_some_and(|m| m.requested(parts.era, &parts.caps, params))
+    }
+
+    /// Before the tool runs: a task-only tool is refused to a request that cannot get a task.
+    pub(super) fn may_call(&self, tool: &Registered, requested: bool, era: Era) -> Result<(), RpcError> {
+        if tool.handler.task_support() != TaskSupport::Required || requested {
+            return Ok(());
+        }
+        match self.task_maker(era) {
+            Some(m) => Err(RpcError::missing_capability(m.required_capabilities(era))),
+            None => {
+                tracing::warn!(tool = %tool.info.name, "tool requires tasks but no task extension is installed");
+                Err(RpcError::internal("This tool runs only as a task, and tasks are not enabled on this server"))
+            }
+        }
+    }
+
+    fn plan(&self, tool: &Registered, requested: bool, era: Era, work: Option<&TaskWork>) -> Plan<'_> {
+        let support = tool.handler.task_support();
+        let maker = self.task_maker(era);
+        if support != TaskSupport::Forbidden
+            && let (Some(m), true) = (maker, requested)
+        {
+            return Plan::Store(m);
+        }
+        if matches!(work, Some(TaskWork::Spawn(_) | TaskWork::Resumable { .. })) {
+            return Plan::Inline;
+        }
+        let name = &tool.info.name;
+        Plan::Refuse(match (support, maker) {
+            (TaskSupport::Forbidden, _) => {
+                tracing::warn!(tool = %name, "a tool that may not run as a task returned one it cannot run inline");
+                RpcError::internal(format!("Tool {name} may not run as a task, but returned one"))
+            }
+            (_, Some(m)) => {
+                tracing::debug!(tool = %name, "task refused: the request did not ask for a task");
+                RpcError::missing_capability(m.required_capabilities(era))
+            }
+            (_, None) => not_enabled(name),
+        })
+    }
+
+    /// Stores the task, or runs its work inline, or refuses: see the module table.
+    pub(super) async fn task_or_inline(
+        &self,
+        ctx: &Ctx,
+        tool: &Registered,
+        requested: bool,
+        mut spec: TaskSpec,
+    ) -> Result<Value, RpcError> {
+        match self.plan(tool, requested, ctx.era(), spec.work.as_ref()) {
+            Plan::Store(m) => m.create(ctx, spec).await,
+            Plan::Refuse(e) => Err(e),
+            Plan::Inline => {
+                let work = match spec.work.take() {
+                    Some(TaskWork::Spawn(w)) => {
+                        Box::new(move |t| w.run(t)) as Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>
+                    }
+                    Some(TaskWork::Resumable { name, args }) => {
+                        let Some(f) = self.task_maker(ctx.era()).and_then(|m| m.resumable(&name)) else {
+                            tracing::warn!(tool = %tool.info.name, "no resumable work is registered under the name the tool gave");
+                            return Err(RpcError::internal(format!(
+                                "Invalid task attributes: no resumable work is registered as {name:?}"
+                            )));
+                        };
+                        Box::new(move |t| f(t, args))
+                    }
+                    _ => return Err(not_enabled(&tool.info.name)),
+                };
+                checked(tool, run_inline(ctx, work).await?)
+            }
+        }
+    }
+}
+
+/// Runs task work inside the call: progress becomes `notifications/progress`
+/// (when the request carried a token); the call's cancellation cancels it.
+async fn run_inline(
+    ctx: &Ctx,
+    work: Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>,
+) -> Result<CallToolResult, RpcError> {
+    let cancel = ctx.cancellation().clone();
+    let backend = Arc::new(Inline { ctx: ctx.clone(), steps: AtomicU64::new(0) });
+    let task = TaskContext::new(None, backend, cancel.clone());
+    let run = AssertUnwindSafe(async move { work(task).await }).catch_unwind();
+    tokio::select! {
+        r = run => match r {
+            Ok(r) => r,
+            Err(_panic) => {
+                tracing::error!("a tool's inline work panicked");
+                Err(RpcError::internal("Internal error: the tool's work failed"))
+            }
+        },
+        _ = cancel.cancelled() => Err(RpcError::internal("Request cancelled")),
+    }
+}
+
+/// The inline call as a task's backend.
+struct Inline {
+    ctx: Ctx,
+    steps: AtomicU64,
+}
+
+#[async_trait]
+impl TaskBackend for Inline {
+    async fn progress(&self, _id: Option<&str>, message: String) -> Result<(), WorkerError> {
+        let step = self.steps.fetch_add(1, Ordering::Relaxed) + 1;
+        self.ctx.progress(step as f64, None, Some(&message));
+        Ok(())
+    }
+
+    async fn inputs(
+        &self,
+        _id: Option<&str>,
+        _requests: BTreeMap<String, InputRequest>,
+        _cancel: &CancellationToken,
+    ) -> Result<Map<String, Value>, WorkerError> {
+        Err(WorkerError::InputUnavailable)
+    }
+}

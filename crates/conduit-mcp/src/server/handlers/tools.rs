@@ -1,0 +1,77 @@
+//! `tools/list` and `tools/call`.
+
+use crate::Ctx;
+use crate::ctx::CtxInner;
+use crate::protocol::RpcError;
+use crate::protocol::tools::CallToolResult;
+use crate::server::Server;
+use crate::server::seal::params_digest;
+use crate::tool::ToolOutput;
+use crate::tool::registry::Registered;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+impl Server {
+    pub(super) fn list_tools(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        self.page(params, "tools", self.inner.tools.tools.iter().map(|t| json!(t.info)))
+    }
+
+    /// Runs a tool. `tool` is the route's lookup of `params.name`.
+    pub(super) async fn call_tool(
+        &self,
+        tool: Option<&Registered>,
+        mut parts: CtxInner,
+        mut params: Map<String, Value>,
+    ) -> Result<Value, RpcError> {
+        let Some(Value::String(name)) = params.get("name") else {
+            return Err(RpcError::invalid_params("tools/call requires a string name"));
+        };
+        if !matches!(params.get("arguments"), None | Some(Value::Null | Value::Object(_))) {
+            return Err(RpcError::invalid_params("arguments must be an object"));
+        }
+        let Some(tool) = tool else {
+            return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+        };
+        if !tool.scopes.is_empty() && !parts.principal.as_ref().is_some_and(|p| p.has_scopes(&tool.scopes)) {
+            return Err(RpcError::insufficient_scope(&tool.scopes));
+        }
+        let requested = self.task_requested(&parts, &params);
+        self.may_call(tool, requested, parts.era)?;
+        // Before the arguments move into the tool: an `input_required` answer is sealed to them.
+        let digest = params_digest(&params);
+        self.open_round(&mut parts, &params, &digest)?;
+        let args = match params.remove("arguments") {
+            Some(Value::Object(a)) => Value::Object(a),
+            _ => Value::Object(Map::new()),
+        };
+        if let Err(msg) = tool.validate(&args) {
+            return Ok(CallToolResult::error(msg).to_value());
+        }
+        let ctx = Ctx { inner: Arc::new(parts) };
+        let cancel = ctx.cancellation().clone();
+        let out = tokio::select! {
+            r = tool.handler.call(ctx.clone(), args) => r?,
+            _ = cancel.cancelled() => return Err(RpcError::internal("Request cancelled")),
+        };
+        match out {
+            ToolOutput::Complete(r) => checked(tool, r),
+            ToolOutput::InputRequired(ir) => self.input_required(&ctx, &digest, ir),
+            ToolOutput::Task(spec) => self.task_or_inline(&ctx, tool, requested, spec).await,
+        }
+    }
+}
+
+/// The result on the wire, once its `structuredContent` matches the tool's `outputSchema`.
+pub(super) fn checked(tool: &Registered, r: CallToolResult) -> Result<Value, RpcError> {
+    if let (Some(schema), Some(sc)) = (&tool.info.output_schema, &r.structured_content)
+        && let Ok(v) = jsonschema::validator_for(schema)
+        && !v.is_valid(sc)
+    {
+        let name = &tool.info.name;
+        tracing::warn!(tool = %name, "structuredContent does not match outputSchema");
+        return Err(RpcError::internal(format!(
+            "Tool {name} produced structuredContent that does not match its outputSchema"
+        )));
+    }
+    Ok(r.to_value())
+}

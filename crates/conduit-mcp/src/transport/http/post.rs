@@ -1,0 +1,174 @@
+//! One POST: the guard, authentication, the body, then the request through
+//! the server, answered as JSON or, when notifications come first, as SSE.
+
+use super::AppState;
+use super::guard::{host_allowed, origin_host};
+use super::headers::McpHeaders;
+use super::status::{challenge, error_response, forbidden, json_body};
+use crate::auth::AuthError;
+use crate::protocol::jsonrpc::{Incoming, Message, RpcError, parse_incoming};
+use crate::server::RequestEnv;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use std::convert::Infallible;
+use std::sync::Arc;
+use tokio::sync::mpsc::unbounded_channel;
+use tokio_util::sync::CancellationToken;
+
+/// Answers one POST.
+pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
+    // The request's own header map, not a copy (the `HeaderMap` extractor clones it).
+    let (parts, body) = request.into_parts();
+    let headers: HeaderMap = parts.headers;
+    let cfg = &st.config;
+    // Origin and Host first (DNS rebinding).
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ok = origin.to_str().ok().and_then(origin_host).is_some_and(|h| host_allowed(&cfg.hosts, h));
+        if !ok {
+            return forbidden("Forbidden: Origin not allowed");
+        }
+    }
+    let host_ok = headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_none_or(|h| host_allowed(&cfg.hosts, h));
+    if !host_ok {
+        return forbidden("Forbidden: Host not allowed");
+    }
+    // Authentication.
+    let principal = match &cfg.auth {
+        None => None,
+        Some(a) => match a.authenticate(&headers).await {
+            Ok(p) => Some(p),
+            Err(e) => {
+                let extra = match &e {
+                    AuthError::Missing => String::new(),
+                    AuthError::Invalid(_) => "error=\"invalid_token\"".to_owned(),
+                };
+                tracing::debug!(error = %e, "authentication failed");
+                let mut r = (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
+                r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, a.scheme(), &extra));
+                return r;
+            }
+        },
+    };
+    // Content type.
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !is_json {
+        return error_response(cfg, None, RpcError::parse_error("Content-Type must be application/json"));
+    }
+    let bytes: Bytes = match axum::body::to_bytes(body, cfg.body_limit).await {
+        Ok(b) => b,
+        Err(_) => {
+            let mut r =
+                error_response(cfg, None, RpcError::invalid_request(format!("body exceeds {} bytes", cfg.body_limit)));
+            *r.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+            return r;
+        }
+    };
+    let req = match parse_incoming(&bytes) {
+        Ok(Incoming::Request(r)) => r,
+        Ok(Incoming::Notification { .. }) => return StatusCode::ACCEPTED.into_response(),
+        Ok(Incoming::Response(r)) => {
+            return error_response(cfg, r.id, RpcError::invalid_request("clients may not send responses"));
+        }
+        Err((id, e)) => return error_response(cfg, id, e),
+    };
+    let server = st.server.clone();
+    let cancel = CancellationToken::new();
+    let (tx, mut rx) = unbounded_channel::<Message>();
+    let env =
+        RequestEnv::new(principal, cancel.clone(), Some(tx)).with_headers(Box::new(McpHeaders::from_headers(&headers)));
+    // Run the handler in this task: most requests answer without notifications,
+    // and then no task is spawned. If a notification comes first, the handler
+    // moves to its own task and the answer becomes an SSE stream. Dropping this
+    // future (the client went away) drops the handler too.
+    let mut handler = Box::pin(async move { server.handle_request(req, env).await });
+    // Declared after the handler so that, if this future is dropped, the token
+    // fires before the handler is dropped (locals drop in reverse order).
+    let guard = cancel.clone().drop_guard();
+    let first = tokio::select! {
+        biased;
+        msg = &mut handler => match rx.try_recv() {
+            // Notifications were queued before the answer: stream them, then the answer.
+            Ok(note) => {
+                let (tx2, rx2) = unbounded_channel();
+                let _ = tx2.send(note);
+                while let Ok(m) = rx.try_recv() {
+                    let _ = tx2.send(m);
+                }
+                let _ = tx2.send(msg);
+                rx = rx2;
+                rx.recv().await
+            }
+            Err(_) => Some(msg),
+        },
+        note = rx.recv() => {
+            let (tx2, rx2) = unbounded_channel();
+            if let Some(n) = note {
+                let _ = tx2.send(n);
+            }
+            let mut rx_old = std::mem::replace(&mut rx, rx2);
+            tokio::spawn(async move {
+                // Forward what the handler sends until it answers, then the answer.
+                // (Anything sent after the answer is dropped: nothing follows a response.)
+                loop {
+                    tokio::select! {
+                        biased;
+                        m = rx_old.recv() => match m {
+                            Some(m) => {
+                                if tx2.send(m).is_err() {
+                                    return; // the client went away: drop the handler
+                                }
+                            }
+                            None => {
+                                let _ = tx2.send(handler.await);
+                                return;
+                            }
+                        },
+                        answer = &mut handler => {
+                            while let Ok(m) = rx_old.try_recv() {
+                                let _ = tx2.send(m);
+                            }
+                            let _ = tx2.send(answer);
+                            return;
+                        }
+                    }
+                }
+            });
+            rx.recv().await
+        }
+    };
+    let Some(first) = first else {
+        return error_response(cfg, None, RpcError::internal("request handler stopped"));
+    };
+    if first.is_response() {
+        drop(guard);
+        return match first {
+            Message::Error { id, error } => error_response(cfg, id, error),
+            m => json_body(StatusCode::OK, &m),
+        };
+    }
+    // Notifications came first: stream them, then the response, then end.
+    let events = stream::unfold((Some(first), rx, false, Some(guard)), |(pending, mut rx, done, guard)| async move {
+        if done {
+            drop(guard);
+            return None;
+        }
+        let msg = match pending {
+            Some(m) => m,
+            None => rx.recv().await?,
+        };
+        let end = msg.is_response();
+        Some((Ok::<_, Infallible>(Event::default().data(msg.to_json())), (None, rx, end, guard)))
+    });
+    let mut r = Sse::new(events).keep_alive(KeepAlive::new().interval(cfg.keep_alive)).into_response();
+    r.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}

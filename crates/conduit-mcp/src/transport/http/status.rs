@@ -1,0 +1,91 @@
+//! The HTTP answer to a JSON-RPC error: its status, decided from the error's
+//! class in one table (brief §2.6), and the body and challenges that go with it.
+
+use super::HttpConfig;
+use crate::protocol::jsonrpc::{ErrorClass, Message, RequestId, RpcError};
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+
+/// The HTTP status for a JSON-RPC error, decided in one place (brief §2.6).
+pub fn status_for(error: &RpcError) -> StatusCode {
+    match error.class() {
+        ErrorClass::Parse
+        | ErrorClass::InvalidRequest
+        | ErrorClass::MissingMeta
+        | ErrorClass::HeaderMismatch
+        | ErrorClass::MissingCapability
+        | ErrorClass::UnsupportedVersion => StatusCode::BAD_REQUEST,
+        ErrorClass::MethodNotFound => StatusCode::NOT_FOUND,
+        ErrorClass::InsufficientScope => StatusCode::FORBIDDEN,
+        _ => StatusCode::OK,
+    }
+}
+
+/// A JSON body with `status`.
+pub(super) fn json_body(status: StatusCode, msg: &Message) -> Response {
+    let mut r = Response::new(Body::from(msg.to_json_bytes()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// An error message answered with its status (and, for a missing scope, its challenge).
+pub(super) fn error_response(cfg: &HttpConfig, id: Option<RequestId>, error: RpcError) -> Response {
+    let scopes = (error.class() == ErrorClass::InsufficientScope).then(|| {
+        error
+            .data
+            .as_ref()
+            .and_then(|d| d.get("requiredScopes"))
+            .and_then(|s| s.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    });
+    let status = status_for(&error);
+    let mut r = json_body(status, &Message::Error { id, error });
+    if let Some(scopes) = scopes {
+        let scheme = cfg.auth.as_ref().map(|a| a.scheme().to_owned()).unwrap_or_else(|| "Bearer".into());
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            challenge(cfg, &scheme, &format!("error=\"insufficient_scope\", scope=\"{scopes}\"")),
+        );
+    }
+    r
+}
+
+/// A `WWW-Authenticate` value for `scheme` with the resource metadata and `extra`.
+pub(super) fn challenge(cfg: &HttpConfig, scheme: &str, extra: &str) -> HeaderValue {
+    let mut v = scheme.to_owned();
+    let mut parts = Vec::new();
+    if let Some(m) = &cfg.resource_metadata {
+        parts.push(format!("resource_metadata=\"{m}\""));
+    }
+    if !extra.is_empty() {
+        parts.push(extra.to_owned());
+    }
+    if !parts.is_empty() {
+        v.push(' ');
+        v.push_str(&parts.join(", "));
+    }
+    HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+}
+
+/// A 403 with an error body without id (the guard refused the request).
+pub(super) fn forbidden(msg: &str) -> Response {
+    json_body(StatusCode::FORBIDDEN, &Message::Error { id: None, error: RpcError::invalid_request(msg) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_by_class() {
+        assert_eq!(status_for(&RpcError::missing_meta("m")), StatusCode::BAD_REQUEST);
+        assert_eq!(status_for(&RpcError::invalid_params("p")), StatusCode::OK);
+        assert_eq!(status_for(&RpcError::method_not_found("x")), StatusCode::NOT_FOUND);
+        assert_eq!(status_for(&RpcError::insufficient_scope(&[])), StatusCode::FORBIDDEN);
+        assert_eq!(status_for(&RpcError::missing_capability(serde_json::json!({}))), StatusCode::BAD_REQUEST);
+        assert_eq!(status_for(&RpcError::internal("i")), StatusCode::OK);
+    }
+}
