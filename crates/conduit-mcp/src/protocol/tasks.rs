@@ -4,7 +4,7 @@
 use super::jsonrpc::RpcError;
 use super::mrtr::InputRequest;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// The id of the Tasks extension, the key under `capabilities.extensions`.
@@ -100,6 +100,26 @@ impl Task {
     }
 }
 
+impl Task {
+    /// The JSON object, built by moving the fields (the same object serde writes; the hot
+    /// paths use this to avoid copying every string once more).
+    pub fn into_map(self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("taskId".into(), Value::String(self.task_id));
+        m.insert("status".into(), Value::from(self.status.as_str()));
+        if let Some(s) = self.status_message {
+            m.insert("statusMessage".into(), Value::String(s));
+        }
+        m.insert("createdAt".into(), Value::String(self.created_at));
+        m.insert("lastUpdatedAt".into(), Value::String(self.last_updated_at));
+        m.insert("ttlMs".into(), self.ttl_ms.map_or(Value::Null, Value::from));
+        if let Some(p) = self.poll_interval_ms {
+            m.insert("pollIntervalMs".into(), Value::from(p));
+        }
+        m
+    }
+}
+
 /// The answer of a `tools/call` that became a task: the task, flat, with `resultType: "task"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -116,6 +136,13 @@ impl CreateTaskResult {
     /// The result for `task`.
     pub fn new(task: Task) -> Self {
         Self { result_type: "task".into(), task }
+    }
+
+    /// The JSON object (see [`Task::into_map`]).
+    pub fn into_value(self) -> Value {
+        let mut m = self.task.into_map();
+        m.insert("resultType".into(), Value::String(self.result_type));
+        Value::Object(m)
     }
 }
 
@@ -145,6 +172,21 @@ impl DetailedTask {
     pub fn new(task: Task) -> Self {
         Self { task, input_requests: None, result: None, error: None }
     }
+
+    /// The JSON object (see [`Task::into_map`]).
+    pub fn into_map(self) -> Map<String, Value> {
+        let mut m = self.task.into_map();
+        if let Some(r) = self.input_requests {
+            m.insert("inputRequests".into(), serde_json::to_value(r).unwrap_or(Value::Null));
+        }
+        if let Some(r) = self.result {
+            m.insert("result".into(), r);
+        }
+        if let Some(e) = self.error {
+            m.insert("error".into(), serde_json::to_value(e).unwrap_or(Value::Null));
+        }
+        m
+    }
 }
 
 #[cfg(test)]
@@ -167,5 +209,22 @@ mod tests {
         assert!(v.get("error").is_none() && v.get("inputRequests").is_none());
         let back: DetailedTask = serde_json::from_value(v).unwrap();
         assert_eq!(back, d);
+    }
+
+    #[test]
+    fn moving_conversions_write_what_serde_writes() {
+        let mut t = Task::new("id", TaskStatus::InputRequired, "a", "b", Some(9));
+        t.status_message = Some("waiting".into());
+        t.poll_interval_ms = Some(200);
+        let c = CreateTaskResult::new(t.clone());
+        assert_eq!(serde_json::to_value(&c).unwrap(), c.into_value());
+        let mut d = DetailedTask::new(t.clone());
+        let mut ir = BTreeMap::new();
+        ir.insert("k".to_owned(), serde_json::from_value(json!({"method": "roots/list"})).unwrap());
+        d.input_requests = Some(ir);
+        assert_eq!(serde_json::to_value(&d).unwrap(), Value::Object(d.clone().into_map()));
+        let mut f = DetailedTask::new(Task { status: TaskStatus::Failed, ttl_ms: None, ..t });
+        f.error = Some(RpcError::internal("x").with_data(json!({"a": 1})));
+        assert_eq!(serde_json::to_value(&f).unwrap(), Value::Object(f.clone().into_map()));
     }
 }

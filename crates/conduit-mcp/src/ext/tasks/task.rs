@@ -197,7 +197,7 @@ impl TaskRecord {
 
     /// The `CreateTaskResult` (flat, `resultType: "task"`).
     pub fn create_result(&self) -> Value {
-        serde_json::to_value(CreateTaskResult::new(self.wire())).unwrap_or(Value::Null)
+        CreateTaskResult::new(self.wire()).into_value()
     }
 
     /// The `DetailedTask`: the `tasks/get` result without `resultType`, and the
@@ -228,10 +228,7 @@ impl TaskRecord {
             }
             TaskStatus::Working | TaskStatus::Cancelled => {}
         }
-        match serde_json::to_value(d) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        }
+        d.into_map()
     }
 }
 

@@ -5,7 +5,6 @@ use crate::ctx::CtxInner;
 use crate::prompt::{PromptArgs, PromptOutput};
 use crate::protocol::RpcError;
 use crate::server::Server;
-use crate::server::seal::params_digest;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -34,12 +33,11 @@ impl Server {
             }
             Some(_) => return Err(RpcError::invalid_params("arguments must be an object")),
         }
-        let digest = params_digest(&params);
-        self.open_round(&mut parts, &params, &digest)?;
+        self.open_round(&mut parts, &params)?;
         let ctx = Ctx { inner: Arc::new(parts) };
         match self.inner.prompts[idx].get(ctx.clone(), args).await? {
             PromptOutput::Complete(r) => Ok(json!(r)),
-            PromptOutput::InputRequired(ir) => self.input_required(&ctx, &digest, ir),
+            PromptOutput::InputRequired(ir) => self.input_required(&ctx, &params, ir),
         }
     }
 }

@@ -6,7 +6,6 @@ use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::resource::ResourceOutput;
 use crate::server::Server;
-use crate::server::seal::params_digest;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -32,8 +31,7 @@ impl Server {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
             return Err(RpcError::invalid_params("resources/read requires a string uri"));
         };
-        let digest = params_digest(&params);
-        self.open_round(&mut parts, &params, &digest)?;
+        self.open_round(&mut parts, &params)?;
         let ctx = Ctx { inner: Arc::new(parts) };
         let out = if let Some(&i) = self.inner.resource_index.get(uri) {
             self.inner.resources[i].read_now(ctx.clone(), uri.to_owned()).await?
@@ -49,7 +47,7 @@ impl Server {
                 add_cache(&mut r, self.inner.options.list_cache);
                 Ok(r)
             }
-            ResourceOutput::InputRequired(ir) => self.input_required(&ctx, &digest, ir),
+            ResourceOutput::InputRequired(ir) => self.input_required(&ctx, &params, ir),
         }
     }
 }

@@ -10,17 +10,13 @@ use crate::ctx::CtxInner;
 use crate::mrtr::{InputRequired, required_capability};
 use crate::protocol::RpcError;
 use crate::server::Server;
-use crate::server::seal::OpenError;
+use crate::server::seal::{OpenError, params_digest};
 use serde_json::{Map, Value, json};
 
 impl Server {
     /// Reads `inputResponses` and `requestState` into the context; `-32602` on bad ones.
-    pub(super) fn open_round(
-        &self,
-        parts: &mut CtxInner,
-        params: &Map<String, Value>,
-        digest: &str,
-    ) -> Result<(), RpcError> {
+    /// (The params digest is computed only when there is a state to verify.)
+    pub(super) fn open_round(&self, parts: &mut CtxInner, params: &Map<String, Value>) -> Result<(), RpcError> {
         parts.input_responses = match params.get("inputResponses") {
             None => None,
             Some(Value::Object(m)) => Some(m.clone()),
@@ -31,7 +27,7 @@ impl Server {
             Some(Value::String(s)) => {
                 let owner = parts.principal.as_ref().map(|p| p.id.as_str());
                 let now = self.inner.clock.now_ms();
-                match self.inner.sealer.open(s, owner, &parts.method, digest, now) {
+                match self.inner.sealer.open(s, owner, &parts.method, &params_digest(params), now) {
                     Ok(v) => Some(v),
                     Err(OpenError::Expired) => return Err(RpcError::invalid_params("requestState has expired")),
                     Err(_) => return Err(RpcError::invalid_params("Invalid requestState")),
@@ -42,8 +38,14 @@ impl Server {
         Ok(())
     }
 
-    /// Turns an `InputRequired` into the wire result, refusing kinds the request did not declare.
-    pub(super) fn input_required(&self, ctx: &Ctx, digest: &str, ir: InputRequired) -> Result<Value, RpcError> {
+    /// Turns an `InputRequired` into the wire result, refusing kinds the request did not declare;
+    /// its state is sealed to `params` (the request's, as the retry will repeat them).
+    pub(super) fn input_required(
+        &self,
+        ctx: &Ctx,
+        params: &Map<String, Value>,
+        ir: InputRequired,
+    ) -> Result<Value, RpcError> {
         let (requests, state) = ir.into_parts();
         if requests.is_empty() && state.is_none() {
             return Err(RpcError::internal("input_required result has neither inputRequests nor requestState"));
@@ -60,7 +62,8 @@ impl Server {
         }
         if let Some(state) = state {
             let exp = self.inner.clock.now_ms() + self.inner.options.request_state_ttl.as_millis() as u64;
-            r["requestState"] = json!(self.inner.sealer.seal(&state, ctx.owner(), ctx.method(), digest, exp));
+            let digest = params_digest(params);
+            r["requestState"] = json!(self.inner.sealer.seal(&state, ctx.owner(), ctx.method(), &digest, exp));
         }
         Ok(r)
     }

@@ -5,7 +5,6 @@ use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::tools::CallToolResult;
 use crate::server::Server;
-use crate::server::seal::params_digest;
 use crate::tool::ToolOutput;
 use crate::tool::registry::Registered;
 use serde_json::{Map, Value, json};
@@ -37,11 +36,13 @@ impl Server {
         }
         let requested = self.task_requested(&parts, &params);
         self.may_call(tool, requested, parts.era)?;
-        // Before the arguments move into the tool: an `input_required` answer is sealed to them.
-        let digest = params_digest(&params);
-        self.open_round(&mut parts, &params, &digest)?;
-        let args = match params.remove("arguments") {
-            Some(Value::Object(a)) => Value::Object(a),
+        self.open_round(&mut parts, &params)?;
+        // An `input_required` answer is sealed to the params as sent, arguments included, and
+        // the arguments move into the tool: keep them as they came (cheaper than digesting every
+        // call up front; the digest is made only when a state is sealed).
+        let sent = params.remove("arguments");
+        let args = match &sent {
+            Some(a @ Value::Object(_)) => a.clone(),
             _ => Value::Object(Map::new()),
         };
         if let Err(msg) = tool.validate(&args) {
@@ -55,7 +56,12 @@ impl Server {
         };
         match out {
             ToolOutput::Complete(r) => checked(tool, r),
-            ToolOutput::InputRequired(ir) => self.input_required(&ctx, &digest, ir),
+            ToolOutput::InputRequired(ir) => {
+                if let Some(a) = sent {
+                    params.insert("arguments".into(), a);
+                }
+                self.input_required(&ctx, &params, ir)
+            }
             ToolOutput::Task(spec) => self.task_or_inline(&ctx, tool, requested, spec).await,
         }
     }
