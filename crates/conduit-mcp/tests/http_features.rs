@@ -617,3 +617,31 @@ async fn a_dropped_client_cancels_the_in_flight_request() {
 
     h.assert_alive().await;
 }
+
+#[tokio::test]
+async fn mrtr_state_is_sealed_to_the_params_as_sent_even_without_arguments() {
+    let tool = Tool::new("confirm", "Asks, then answers").handle(|ctx, _args| async move {
+        Ok::<ToolOutput, RpcError>(match (ctx.request_state(), ctx.input_response("ok")) {
+            (Some(state), Some(_)) => CallToolResult::text(format!("confirmed step {}", state["step"])).into(),
+            _ => InputRequired::new()
+                .request("ok", mrtr::elicit("Sure?", json!({ "type": "object", "properties": {} })))
+                .state(json!({ "step": 1 }))
+                .into(),
+        })
+    });
+    let h = start(Server::builder("mrtr", "1").tool(tool).build().expect("valid server")).await;
+    let caps = meta_with(json!({ "elicitation": {} }));
+    // Once with no `arguments` member at all, once with `arguments: null`, once with `{}`.
+    for (n, args) in [(None, 0), (Some(Value::Null), 1), (Some(json!({})), 2)].map(|(a, n)| (n, a)) {
+        let mut params = json!({ "name": "confirm", "_meta": caps.clone() });
+        if let Some(a) = &args {
+            params["arguments"] = a.clone();
+        }
+        let r1 = h.send(&req(10 * n, "tools/call", params.clone())).await.assert_ok(&json!(10 * n));
+        assert_eq!(r1["resultType"], "input_required", "{r1}");
+        params["requestState"] = r1["requestState"].clone();
+        params["inputResponses"] = json!({ "ok": { "action": "accept", "content": {} } });
+        let r2 = h.send(&req(10 * n + 1, "tools/call", params)).await.assert_ok(&json!(10 * n + 1));
+        assert_eq!(first_text(&r2), "confirmed step 1", "arguments {args:?}");
+    }
+}
