@@ -14,7 +14,12 @@
 //! `tasks/result`, `tasks/list`, `tasks/cancel`) is the server's.
 
 mod cursor;
+mod handle;
+mod memory;
 mod store;
+mod twin;
 
 pub use cursor::{CursorKey, ListPosition};
+pub use handle::LegacyTasks;
+pub use memory::MemoryLegacyStore;
 pub use store::{DEFAULT_PAGE_SIZE, LegacyTaskStore, MAX_PAGE_SIZE, TaskPage, clamp_page_size};
