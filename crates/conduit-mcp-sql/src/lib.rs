@@ -26,6 +26,18 @@
 //!   (`-32603` on the wire); nothing already acknowledged is lost, and the pool
 //!   reconnects when the database returns.
 //!
+//! Beside them, each engine keeps the legacy era's tasks (protocol
+//! `2025-11-25`, listable per owner) in a table of their own,
+//! `conduit_legacy_tasks`, with their own row cap: [`SqliteStore::legacy`]
+//! and [`PostgresStore::legacy`] give a
+//! [`LegacyTaskStore`](conduit_mcp::ext::tasks::legacy::LegacyTaskStore) that
+//! shares the store's connections and passes the legacy contract suite
+//! (`conduit_mcp::testing::legacy_store_contract`). Its `tasks/list` cursors
+//! are sealed with a key kept in the database, so any node honours them. For
+//! `tasks/result` to wake on every node, attach a [`PgNotifier`] (on a
+//! channel of its own, e.g. `conduit_legacy_tasks`) to the
+//! `LegacyTasks` handle, as for the extension's `Tasks`.
+//!
 //! The schema is created and upgraded by migrations shipped in this crate
 //! (`migrations/sqlite`, `migrations/postgres`), recorded in their own table,
 //! `conduit_schema_migrations`, so they never collide with your application's
@@ -68,10 +80,10 @@ pub use error::OpenError;
 #[cfg(feature = "postgres")]
 pub use pg_notifier::PgNotifier;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore};
+pub use postgres::{PostgresLegacyStore, PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteOptions, SqliteStore};
+pub use sqlite::{SqliteLegacyStore, SqliteOptions, SqliteStore};
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;

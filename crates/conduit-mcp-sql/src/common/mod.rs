@@ -31,6 +31,15 @@ pub(crate) fn wall_clock_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// The `list_owner` column of a legacy task: `-` when unauthenticated, `+`
+/// and the principal id otherwise (one indexable value, `None` and `""` apart).
+pub(crate) fn list_owner(owner: Option<&str>) -> String {
+    match owner {
+        None => "-".to_owned(),
+        Some(o) => format!("+{o}"),
+    }
+}
+
 /// `limit` as a SQL `LIMIT`.
 pub(crate) fn limit(v: usize) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)

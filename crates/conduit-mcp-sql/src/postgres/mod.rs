@@ -3,9 +3,11 @@
 //! `options` says which database and how; `open` connects and migrates it;
 //! this module is the store and its [`TaskStore`] implementation.
 
+mod legacy;
 mod open;
 mod options;
 
+pub use legacy::PostgresLegacyStore;
 pub use options::PostgresOptions;
 
 use crate::OpenError;

@@ -13,11 +13,18 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use std::str::FromStr;
 use std::sync::Arc;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "conduit_tasks and conduit_task_count",
-    sql: include_str!("../../migrations/postgres/0001_conduit_tasks.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "conduit_tasks and conduit_task_count",
+        sql: include_str!("../../migrations/postgres/0001_conduit_tasks.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "conduit_legacy_tasks, its count and cursor key",
+        sql: include_str!("../../migrations/postgres/0002_conduit_legacy_tasks.sql"),
+    },
+];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").
 const MIGRATION_LOCK: i64 = 0x636f_6e64_7569_7421;

@@ -6,9 +6,11 @@
 //! its [`TaskStore`] implementation.
 
 mod group_commit;
+mod legacy;
 mod open;
 mod options;
 
+pub use legacy::SqliteLegacyStore;
 pub use options::SqliteOptions;
 
 use crate::OpenError;

@@ -12,11 +12,18 @@ use sqlx::sqlite::SqliteConnection;
 use std::sync::Arc;
 use std::time::Duration;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "conduit_tasks and conduit_task_count",
-    sql: include_str!("../../migrations/sqlite/0001_conduit_tasks.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "conduit_tasks and conduit_task_count",
+        sql: include_str!("../../migrations/sqlite/0001_conduit_tasks.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "conduit_legacy_tasks, its count and cursor key",
+        sql: include_str!("../../migrations/sqlite/0002_conduit_legacy_tasks.sql"),
+    },
+];
 
 // SQLite primary result codes (the low byte of an extended code).
 const SQLITE_CORRUPT: i64 = 11;
