@@ -20,6 +20,10 @@
 //! moves it (a [`ManualClock`]) instead of sleeping. Each check creates its
 //! own tasks, so the suite may share one database with other tests.
 
+mod sessions;
+
+pub use sessions::session_store_contract;
+
 use crate::clock::{Clock, ManualClock};
 use crate::ext::tasks::{Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
 use crate::protocol::tasks::TaskStatus;
