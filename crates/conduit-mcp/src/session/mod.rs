@@ -1,14 +1,24 @@
 //! Legacy (2025-11-25) sessions: the record, the [`SessionStore`] trait, the
-//! in-memory default, and the id minted on `initialize`.
+//! in-memory default, the id minted on `initialize`, and what a node holds
+//! while it serves a session (its SSE streams and replay buffer, the
+//! server→client requests awaiting answers).
 //!
 //! A session is bound to the principal that opened it: another principal
 //! presenting its id is answered exactly like an unknown id. Idle sessions
 //! expire (default 30 minutes, measured on the server's injected clock), and
 //! the number of live sessions is capped.
 
+mod events;
+mod live;
+mod manager;
 mod memory;
 mod store;
 
+pub use events::{DEFAULT_REPLAY, Event, EventLog};
+pub use live::LegacySession;
+pub(crate) use live::{lock_changes, lock_uris, strip_subscription_meta};
+pub use manager::SessionConfig;
+pub(crate) use manager::Sessions;
 pub use memory::MemorySessionStore;
 pub use store::{SessionError, SessionLimits, SessionRecord, SessionStore};
 
