@@ -20,6 +20,12 @@
 //! moves it (a [`ManualClock`]) instead of sleeping. Each check creates its
 //! own tasks, so the suite may share one database with other tests.
 
+mod legacy;
+
+pub use legacy::{
+    cursors_are_tamper_evident, expired_tasks_are_not_listed, legacy_store_contract, list_is_owner_scoped_and_ordered,
+    page_size_is_clamped, pages_cover_every_task_once,
+};
 mod sessions;
 
 pub use sessions::session_store_contract;

@@ -38,6 +38,9 @@ pub enum StoreError {
     Duplicate,
     /// The update function refused the change (its reason).
     Refused(String),
+    /// A list cursor that this store did not issue for this caller, or that
+    /// was altered (`-32602` on the wire). Only listing stores return it.
+    InvalidCursor,
     /// The backend failed (database down, I/O, ...). Built with
     /// [`StoreError::backend`] or [`StoreError::backend_message`].
     #[non_exhaustive]
@@ -71,6 +74,7 @@ impl fmt::Display for StoreError {
             StoreError::TaskLimitReached => f.write_str("task limit reached"),
             StoreError::Duplicate => f.write_str("task id already exists"),
             StoreError::Refused(reason) => write!(f, "update refused: {reason}"),
+            StoreError::InvalidCursor => f.write_str("invalid list cursor"),
             StoreError::Backend { message, .. } => write!(f, "store backend error: {message}"),
         }
     }
@@ -92,7 +96,7 @@ impl PartialEq for StoreError {
         use StoreError::*;
         match (self, other) {
             (NotFound, NotFound) | (Terminal, Terminal) | (TaskLimitReached, TaskLimitReached) => true,
-            (Duplicate, Duplicate) => true,
+            (Duplicate, Duplicate) | (InvalidCursor, InvalidCursor) => true,
             (Refused(a), Refused(b)) => a == b,
             (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
             _ => false,

@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -57,6 +57,9 @@ pub(crate) struct TasksInner {
     /// When this handle was made: tasks leased to this node id before then
     /// belong to an earlier process with the same id.
     pub(crate) started_at_ms: u64,
+    /// The legacy era's runtime, which by-id worker calls fall back to when
+    /// this store has no such task (set by `drive_legacy`).
+    pub(super) legacy: OnceLock<Tasks>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -90,6 +93,7 @@ impl Tasks {
                 leases: Once::new(),
                 resumable: Default::default(),
                 started_at_ms,
+                legacy: OnceLock::new(),
             }),
         })
     }
@@ -162,7 +166,10 @@ impl Tasks {
 
     /// The task's current state (not owner-scoped).
     pub async fn status(&self, id: &str) -> Result<TaskRecord, WorkerError> {
-        Ok(self.inner.store.get(id, Owner::Any).await?)
+        match (self.inner.store.get(id, Owner::Any).await, self.inner.legacy.get()) {
+            (Err(StoreError::NotFound), Some(legacy)) => Ok(legacy.inner.store.get(id, Owner::Any).await?),
+            (r, _) => Ok(r?),
+        }
     }
 
     /// Whether `tasks/cancel` ran; `false` for an unknown id.
@@ -174,7 +181,7 @@ impl Tasks {
     pub async fn progress(&self, id: &str, message: impl Into<String>) -> Result<(), WorkerError> {
         let message = message.into();
         let now = self.now();
-        let rec = self
+        let written = self
             .inner
             .store
             .update(id, Owner::Any, &|r: &TaskRecord| {
@@ -186,13 +193,24 @@ impl Tasks {
                 n.touch(now);
                 Ok(n)
             })
-            .await?;
+            .await;
+        let rec = match (written, self.inner.legacy.get()) {
+            (Err(StoreError::NotFound), Some(legacy)) => return Box::pin(legacy.progress(id, message)).await,
+            (r, _) => r?,
+        };
         self.after_write(&rec);
         Ok(())
     }
 
     async fn finish(&self, id: &str, status: TaskStatus, fields: StatusFields) -> Result<(), WorkerError> {
-        let rec = self.inner.store.put_status(id, status, fields).await?;
+        // The fields are copied only when there is a legacy store to try next.
+        let retry = self.inner.legacy.get().map(|legacy| (legacy, fields.clone()));
+        let rec = match (self.inner.store.put_status(id, status, fields).await, retry) {
+            (Err(StoreError::NotFound), Some((legacy, fields))) => {
+                return Box::pin(legacy.finish(id, status, fields)).await;
+            }
+            (r, _) => r?,
+        };
         self.after_write(&rec);
         Ok(())
     }
@@ -261,15 +279,18 @@ impl Tasks {
                 Ok(n)
             })
             .await;
-        match result {
-            Ok(rec) => {
+        match (result, self.inner.legacy.get()) {
+            (Ok(rec), _) => {
                 self.after_write(&rec);
                 Ok(())
             }
-            Err(StoreError::Refused(_)) => {
+            (Err(StoreError::Refused(_)), _) => {
                 Err(refusal.lock().ok().and_then(|mut r| r.take()).unwrap_or(WorkerError::InvalidInputRequests))
             }
-            Err(e) => Err(e.into()),
+            (Err(StoreError::NotFound), Some(legacy)) => {
+                Box::pin(legacy.require_input(id, requests, status_message)).await
+            }
+            (Err(e), _) => Err(e.into()),
         }
     }
 
