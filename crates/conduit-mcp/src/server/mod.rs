@@ -11,7 +11,7 @@ mod handlers;
 pub(crate) mod seal;
 
 pub use builder::{BuildError, CompletionFn, ServerBuilder, ServerOptions};
-pub use dispatch::{HeaderCheck, RequestEnv};
+pub use dispatch::{HeaderCheck, RequestEnv, SessionSlot};
 pub use extension::{Declaration, Extension, IntoExtension, TaskMaker};
 pub use handlers::resource_not_found;
 
@@ -63,6 +63,7 @@ pub(crate) struct ServerInner {
     /// Per era, by [`Era::index`].
     pub(crate) eras: [EraTable; 2],
     pub(crate) changes: Changes,
+    pub(crate) sessions: crate::session::Sessions,
     pub(crate) sealer: seal::Sealer,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) shutdown: CancellationToken,

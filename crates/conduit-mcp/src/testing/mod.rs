@@ -26,6 +26,9 @@ pub use legacy::{
     cursors_are_tamper_evident, expired_tasks_are_not_listed, legacy_store_contract, list_is_owner_scoped_and_ordered,
     page_size_is_clamped, pages_cover_every_task_once,
 };
+mod sessions;
+
+pub use sessions::session_store_contract;
 
 use crate::clock::{Clock, ManualClock};
 use crate::ext::tasks::{Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};

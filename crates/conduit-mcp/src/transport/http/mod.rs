@@ -1,9 +1,12 @@
 //! Streamable HTTP: an axum [`Router`] you mount anywhere in your app.
 //!
-//! POST only (GET and DELETE get 405). Each POST carries one JSON-RPC
-//! request or notification. The answer is plain JSON, or an SSE stream when
-//! notifications (progress, log, listen traffic) precede it. A client that
-//! disconnects cancels its request.
+//! Both eras on one endpoint. Modern (2026-07-28): POST only (GET and DELETE
+//! outside a legacy session get 405); each POST carries one JSON-RPC request
+//! or notification; the answer is plain JSON, or an SSE stream when
+//! notifications (progress, log, listen traffic) precede it; a client that
+//! disconnects cancels its request. Legacy (2025-11-25): `initialize` mints
+//! `Mcp-Session-Id`; inside the session POST, GET (its SSE stream, resumable
+//! with `Last-Event-ID`) and DELETE (ends it) are served; see `legacy.rs`.
 //!
 //! ```no_run
 //! use conduit_mcp::prelude::*;
@@ -24,8 +27,10 @@
 //! # }
 //! ```
 
+mod admit;
 mod guard;
 mod headers;
+mod legacy;
 mod post;
 mod serve;
 mod status;
@@ -40,6 +45,7 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -125,7 +131,12 @@ pub(super) struct AppState {
 pub fn router(server: Server, config: HttpConfig) -> Router {
     server.start();
     let state = Arc::new(AppState { server, config });
-    Router::new().route("/", post(post::handle_post).fallback(method_not_allowed)).with_state(state)
+    Router::new()
+        .route(
+            "/",
+            post(post::handle_post).get(legacy::handle_get).delete(legacy::handle_delete).fallback(method_not_allowed),
+        )
+        .with_state(state)
 }
 
 async fn method_not_allowed() -> Response {
