@@ -38,6 +38,11 @@
 //! channel of its own, e.g. `conduit_legacy_tasks`) to the
 //! `LegacyTasks` handle, as for the extension's `Tasks`.
 //!
+//! Legacy sessions (`Mcp-Session-Id`) live in PostgreSQL too, with
+//! [`PostgresStore::sessions`]: a
+//! [`SessionStore`](conduit_mcp::session::SessionStore) every node shares (ids
+//! stored only as their SHA-256, the session cap held across nodes).
+//!
 //! The schema is created and upgraded by migrations shipped in this crate
 //! (`migrations/sqlite`, `migrations/postgres`), recorded in their own table,
 //! `conduit_schema_migrations`, so they never collide with your application's
@@ -80,7 +85,7 @@ pub use error::OpenError;
 #[cfg(feature = "postgres")]
 pub use pg_notifier::PgNotifier;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresLegacyStore, PostgresOptions, PostgresStore};
+pub use postgres::{PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteLegacyStore, SqliteOptions, SqliteStore};
 

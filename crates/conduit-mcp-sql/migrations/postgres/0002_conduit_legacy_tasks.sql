@@ -41,3 +41,28 @@ CREATE TABLE conduit_legacy_cursor_key (
 );
 INSERT INTO conduit_legacy_cursor_key (id, secret)
     VALUES (1, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+
+-- Legacy sessions (Mcp-Session-Id), shared by every node so any node serves
+-- any session's requests. The id is a bearer capability: only its SHA-256 is
+-- stored, so the table (or a dump of it) cannot be replayed as sessions.
+CREATE TABLE conduit_legacy_sessions (
+    id_hash             BYTEA  NOT NULL PRIMARY KEY,
+    owner               TEXT,
+    protocol_version    TEXT   NOT NULL,
+    client_capabilities JSON   NOT NULL,
+    client_info         JSON   NOT NULL,
+    log_level           TEXT,
+    initialized         BOOLEAN NOT NULL,
+    created_ms          BIGINT NOT NULL,
+    last_seen_ms        BIGINT NOT NULL
+);
+-- Idle expiry and eviction at the cap (oldest idle first), by range.
+CREATE INDEX conduit_legacy_sessions_last_seen ON conduit_legacy_sessions (last_seen_ms);
+
+-- The session cap: one counter row, locked by each create until it commits
+-- (so the cap holds across nodes) and lowered by every delete.
+CREATE TABLE conduit_legacy_session_count (
+    id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    n  BIGINT  NOT NULL CHECK (n >= 0)
+);
+INSERT INTO conduit_legacy_session_count (id, n) VALUES (1, 0);

@@ -4,10 +4,12 @@
 //! this module is the store and its [`TaskStore`] implementation.
 
 mod legacy;
+mod legacy_sessions;
 mod open;
 mod options;
 
 pub use legacy::PostgresLegacyStore;
+pub use legacy_sessions::PostgresSessionStore;
 pub use options::PostgresOptions;
 
 use crate::OpenError;
