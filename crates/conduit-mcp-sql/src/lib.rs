@@ -38,10 +38,10 @@
 //! channel of its own, e.g. `conduit_legacy_tasks`) to the
 //! `LegacyTasks` handle, as for the extension's `Tasks`.
 //!
-//! Legacy sessions (`Mcp-Session-Id`) live in PostgreSQL too, with
-//! [`PostgresStore::sessions`]: a
-//! [`SessionStore`](conduit_mcp::session::SessionStore) every node shares (ids
-//! stored only as their SHA-256, the session cap held across nodes).
+//! Legacy sessions (`Mcp-Session-Id`) live there too: [`PostgresStore::sessions`]
+//! is a [`SessionStore`](conduit_mcp::session::SessionStore) every node shares,
+//! [`SqliteStore::sessions`] one that survives a restart (ids stored only as
+//! their SHA-256, the session cap held for every node or process on the database).
 //!
 //! The schema is created and upgraded by migrations shipped in this crate
 //! (`migrations/sqlite`, `migrations/postgres`), recorded in their own table,
@@ -87,7 +87,7 @@ pub use pg_notifier::PgNotifier;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteLegacyStore, SqliteOptions, SqliteStore};
+pub use sqlite::{SqliteLegacyStore, SqliteOptions, SqliteSessionStore, SqliteStore};
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).

@@ -47,3 +47,35 @@ CREATE TABLE conduit_legacy_cursor_key (
     secret TEXT    NOT NULL
 );
 INSERT INTO conduit_legacy_cursor_key (id, secret) VALUES (1, lower(hex(randomblob(32))));
+
+-- Legacy sessions (Mcp-Session-Id). The id is a bearer capability: only its
+-- SHA-256 is stored, so the file (or a copy of it) cannot be replayed as sessions.
+CREATE TABLE conduit_legacy_sessions (
+    id_hash             BLOB    NOT NULL PRIMARY KEY,
+    owner               TEXT,
+    protocol_version    TEXT    NOT NULL,
+    client_capabilities TEXT    NOT NULL,
+    client_info         TEXT    NOT NULL,
+    log_level           TEXT,
+    initialized         INTEGER NOT NULL,
+    created_ms          INTEGER NOT NULL,
+    last_seen_ms        INTEGER NOT NULL
+);
+-- Idle expiry and eviction at the cap (oldest idle first), by range.
+CREATE INDEX conduit_legacy_sessions_last_seen ON conduit_legacy_sessions (last_seen_ms);
+
+-- The session cap's counter, kept by triggers in the same statement as every
+-- insert and delete.
+CREATE TABLE conduit_legacy_session_count (
+    id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+    n  INTEGER NOT NULL
+);
+INSERT INTO conduit_legacy_session_count (id, n) VALUES (1, 0);
+CREATE TRIGGER conduit_legacy_sessions_counted AFTER INSERT ON conduit_legacy_sessions
+BEGIN
+    UPDATE conduit_legacy_session_count SET n = n + 1 WHERE id = 1;
+END;
+CREATE TRIGGER conduit_legacy_sessions_uncounted AFTER DELETE ON conduit_legacy_sessions
+BEGIN
+    UPDATE conduit_legacy_session_count SET n = n - 1 WHERE id = 1;
+END;

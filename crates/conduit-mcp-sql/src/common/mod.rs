@@ -3,10 +3,12 @@
 
 mod row;
 mod schema;
+mod session;
 mod store;
 
 pub(crate) use row::{Columns, Query, backend, decode_row};
 pub(crate) use schema::{Migration, check_applied, check_task_table};
+pub(crate) use session::{SESSION_COLUMNS, decode_session, id_hash, json_columns, session_backend};
 pub(crate) use store::{Rows, Stripes, Sweep, cleanup, get, modify};
 
 /// Statuses that still may change, as stored in the `status` column.

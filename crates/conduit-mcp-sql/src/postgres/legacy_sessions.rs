@@ -2,10 +2,9 @@
 //! any node serves any session's requests.
 
 use super::{PostgresStore, is_connection_error};
+use crate::common;
 use async_trait::async_trait;
 use conduit_mcp::session::{SessionError, SessionLimits, SessionRecord, SessionStore};
-use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
@@ -30,44 +29,22 @@ impl PostgresStore {
     }
 }
 
+const ENGINE: &str = "postgres";
+
 fn hash(id: &str) -> Vec<u8> {
-    Sha256::digest(id.as_bytes()).to_vec()
+    common::id_hash(id)
 }
 
 fn ms(v: u64) -> i64 {
-    crate::common::ms(v)
+    common::ms(v)
 }
 
 fn backend(what: &str, e: impl std::fmt::Display) -> SessionError {
-    SessionError::Backend(format!("postgres: cannot {what}: {e}").into())
-}
-
-/// The capabilities and `clientInfo` as JSON text.
-fn json_columns(record: &SessionRecord) -> Result<(String, String), SessionError> {
-    let caps = serde_json::to_string(&record.client_capabilities).map_err(|e| backend("encode capabilities", e))?;
-    let info = serde_json::to_string(&record.client_info).map_err(|e| backend("encode clientInfo", e))?;
-    Ok((caps, info))
+    common::session_backend(ENGINE, what, e)
 }
 
 fn decode(id: &str, row: &PgRow) -> Result<SessionRecord, SessionError> {
-    let get = |e: sqlx::Error| backend("decode a session row", e);
-    let caps: String = row.try_get(2).map_err(get)?;
-    let info: String = row.try_get(3).map_err(get)?;
-    let created: i64 = row.try_get(6).map_err(get)?;
-    let seen: i64 = row.try_get(7).map_err(get)?;
-    let mut r = SessionRecord::new(
-        id.to_owned(),
-        row.try_get(0).map_err(get)?,
-        row.try_get::<String, _>(1).map_err(get)?,
-        u64::try_from(created).unwrap_or(0),
-    );
-    r.client_capabilities =
-        serde_json::from_str::<Map<String, Value>>(&caps).map_err(|e| backend("decode capabilities", e))?;
-    r.client_info = serde_json::from_str(&info).map_err(|e| backend("decode clientInfo", e))?;
-    r.log_level = row.try_get(4).map_err(get)?;
-    r.initialized = row.try_get(5).map_err(get)?;
-    r.last_seen_ms = u64::try_from(seen).unwrap_or(0);
-    Ok(r)
+    common::decode_session(ENGINE, id, row)
 }
 
 /// How a create's transaction ended.
@@ -108,9 +85,9 @@ impl PostgresSessionStore {
 #[async_trait]
 impl SessionStore for PostgresSessionStore {
     async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<(), SessionError> {
-        let (caps, info) = json_columns(&record)?;
+        let (caps, info) = common::json_columns(ENGINE, &record)?;
         let now = ms(record.last_seen_ms);
-        let max = crate::common::limit(limits.max_sessions);
+        let max = common::limit(limits.max_sessions);
         let mut c = self.store.conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
         let done: Result<Created, sqlx::Error> = async {
             use sqlx::Connection;
@@ -216,7 +193,7 @@ impl SessionStore for PostgresSessionStore {
     }
 
     async fn update(&self, record: &SessionRecord) -> Result<(), SessionError> {
-        let (caps, _) = json_columns(record)?;
+        let (caps, _) = common::json_columns(ENGINE, record)?;
         let mut c = self.store.conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
         let done = sqlx::query(
             "UPDATE conduit_legacy_sessions SET client_capabilities = $3::json, log_level = $4, initialized = $5, \

@@ -7,10 +7,12 @@
 
 mod group_commit;
 mod legacy;
+mod legacy_sessions;
 mod open;
 mod options;
 
 pub use legacy::SqliteLegacyStore;
+pub use legacy_sessions::SqliteSessionStore;
 pub use options::SqliteOptions;
 
 use crate::OpenError;

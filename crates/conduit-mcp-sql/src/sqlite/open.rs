@@ -20,7 +20,7 @@ const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 2,
-        description: "conduit_legacy_tasks, its count and cursor key",
+        description: "conduit_legacy_tasks, its count and cursor key; conduit_legacy_sessions",
         sql: include_str!("../../migrations/sqlite/0002_conduit_legacy_tasks.sql"),
     },
 ];
