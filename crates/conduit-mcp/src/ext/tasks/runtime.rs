@@ -37,6 +37,13 @@ impl Tasks {
         }
     }
 
+    /// The ids of the tasks something on this node waits on: work waiting for
+    /// input, a legacy `tasks/result`. A cross-node notifier re-reads them
+    /// after it reconnects, so a change it missed still wakes them.
+    pub fn awaited(&self) -> Vec<String> {
+        self.inner.wakers.lock().map(|w| w.keys().cloned().collect()).unwrap_or_default()
+    }
+
     /// Cancels local work of task `id`.
     pub(super) fn cancel_local(&self, id: &str) {
         let token = self.inner.running.lock().ok().and_then(|mut r| r.remove(id));
