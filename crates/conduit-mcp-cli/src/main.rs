@@ -16,6 +16,7 @@ use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::transport::http::{self, HttpConfig};
 use conduit_mcp::transport::stdio;
+use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,7 +47,8 @@ struct ServeArgs {
     /// PostgreSQL schema for the task table (and the notification channel's suffix).
     #[arg(long)]
     pg_schema: Option<String>,
-    /// This node's id for work leases (default: derived from the host name and port, stable across restarts).
+    /// This node's id for work leases, unique per live process (default: host, pid and a random part).
+    /// Refused at start when another live process holds it on the same store; a restart may reuse it.
     #[arg(long)]
     node_id: Option<String>,
     /// Lease period of running work, in milliseconds.
@@ -74,14 +76,17 @@ fn read_config(path: Option<&PathBuf>) -> Result<(TasksConfig, Option<String>), 
     TasksConfig::from_toml(&text).map_err(|e| e.to_string())
 }
 
-fn default_node_id(listen: SocketAddr) -> String {
+/// A node id no other live process has: the host name, the process id, and
+/// a random part (process ids are reused, and containers all run as pid 1).
+fn default_node_id() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()
         .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
-    format!("{host}:{}", listen.port())
+    let random = std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("{host}:{}:{random:016x}", std::process::id())
 }
 
 async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
@@ -94,12 +99,13 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     let chosen = store::open(&spec, args.pg_schema.as_deref(), clock.clone()).await?;
     cfg = cfg
         .store(chosen.store.clone())
-        .node_id(args.node_id.clone().unwrap_or_else(|| default_node_id(args.listen)))
+        .node_id(args.node_id.clone().unwrap_or_else(default_node_id))
         .lease(Duration::from_millis(args.lease_ms));
     if let Some(n) = chosen.notifier_config() {
         cfg = cfg.notifier(n);
     }
     let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
+    tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;
     if let Some(n) = &chosen.notifier {
         n.attach(&tasks);
     }

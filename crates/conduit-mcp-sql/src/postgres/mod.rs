@@ -3,6 +3,7 @@
 //! `options` says which database and how; `open` connects and migrates it;
 //! this module is the store and its [`TaskStore`] implementation.
 
+mod node;
 mod open;
 mod options;
 
@@ -49,13 +50,24 @@ struct Inner {
     /// drain every dead connection the pool may hold, plus one.
     retries: usize,
     schema: Option<String>,
+    /// The session holding this process's node id (see [`TaskStore::claim_node`]).
+    node: tokio::sync::Mutex<Option<node::Hold>>,
 }
 
 impl PostgresStore {
     /// The store over its pool; a read is retried up to `retries` times on
     /// a broken connection.
     fn new(pool: ConnPool<PgConnection>, clock: Arc<dyn Clock>, retries: usize, schema: Option<String>) -> Self {
-        Self { inner: Arc::new(Inner { pool, stripes: Stripes::new(1024), clock, retries, schema }) }
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                stripes: Stripes::new(1024),
+                clock,
+                retries,
+                schema,
+                node: Default::default(),
+            }),
+        }
     }
 
     /// Connects with a pool of default size (see [`PostgresOptions`]); time
@@ -86,6 +98,7 @@ impl PostgresStore {
 
     /// Closes every connection; later operations fail with [`StoreError::Backend`].
     pub async fn close(&self) {
+        self.release_node().await;
         self.inner.pool.close().await;
     }
 
@@ -266,6 +279,10 @@ impl TaskStore for PostgresStore {
         );
         let rows = self.read_rows("list lapsed leases", &sql, |q| q.bind(now).bind(common::limit(limit))).await?;
         rows.iter().map(decode_row).collect()
+    }
+
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+        self.hold_node(node).await
     }
 
     async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {

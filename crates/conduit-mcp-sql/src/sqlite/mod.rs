@@ -6,6 +6,7 @@
 //! its [`TaskStore`] implementation.
 
 mod group_commit;
+mod node;
 mod open;
 mod options;
 
@@ -48,6 +49,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     path: String,
     queue: group_commit::Queue,
+    /// The lock file holding this process's node id (see [`TaskStore::claim_node`]).
+    node: std::sync::Mutex<Option<node::Hold>>,
 }
 
 impl SqliteStore {
@@ -59,7 +62,17 @@ impl SqliteStore {
         path: String,
     ) -> Self {
         let stripes = Stripes::new(1024);
-        Self { inner: Arc::new(Inner { writer, reader, stripes, clock, path, queue: Default::default() }) }
+        Self {
+            inner: Arc::new(Inner {
+                writer,
+                reader,
+                stripes,
+                clock,
+                path,
+                queue: Default::default(),
+                node: Default::default(),
+            }),
+        }
     }
 
     /// Opens the store at a file path, a `sqlite:` URL, or `:memory:`, with
@@ -84,6 +97,7 @@ impl SqliteStore {
     /// Closes every connection (checkpointing the WAL into the file); every
     /// later operation fails with [`StoreError::Backend`].
     pub async fn close(&self) {
+        self.release_node();
         self.inner.reader.close().await;
         self.inner.writer.close().await;
     }
@@ -213,6 +227,10 @@ impl TaskStore for SqliteStore {
         );
         let done = self.write("renew leases", sqlx::query(&sql).bind(common::ms(until_ms)).bind(node)).await?;
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
+    }
+
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+        self.hold_node(node)
     }
 
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {

@@ -2,6 +2,7 @@
 //! the leases that claim it, waking workers that wait for input, and the
 //! backend a running task's `TaskContext` talks to.
 
+use super::store::StoreError;
 use super::task::Lease;
 use super::worker::Tasks;
 use crate::protocol::RpcError;
@@ -73,6 +74,12 @@ impl Tasks {
                 loop {
                     tokio::select! {
                         _ = tick.tick() => {
+                            // Another process took the id (this one lost its claim in a
+                            // database restart): its leases are not this node's to renew.
+                            if let Err(e @ StoreError::Refused(_)) = me.claim_node().await {
+                                tracing::error!(error = %e, "this node lost its node id; not renewing leases");
+                                continue;
+                            }
                             let until = me.now() + me.inner.config.lease.as_millis() as u64;
                             if let Err(e) = me.inner.store.renew_leases(&me.inner.config.node_id, until).await {
                                 tracing::warn!(error = %e, "could not renew this node's task leases");

@@ -219,6 +219,20 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
+    /// Claims node id `node` for this process, for as long as the store lives;
+    /// called again, checks that the claim still holds (and takes it again if
+    /// the store lost it, say on a reconnect).
+    ///
+    /// Answers [`StoreError::Refused`] when another live process holds `node`
+    /// on the same data: two live nodes with one id would renew each other's
+    /// leases and recover each other's running work. The claim ends with the
+    /// process (a crashed node's id is free at once), so a restart under the
+    /// same id is admitted. Default: a store no other process can open has
+    /// nothing to claim.
+    async fn claim_node(&self, _node: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Up to `limit` non-terminal tasks leased to `node` (to recover a node's own
     /// tasks when it restarts under the same id). Default: none.
     async fn leased_to(&self, _node: &str, _limit: usize) -> Result<Vec<TaskRecord>, StoreError> {

@@ -114,6 +114,14 @@ impl Tasks {
         &self.inner.config.node_id
     }
 
+    /// Claims this node's id in the store for this process (see
+    /// [`TaskStore::claim_node`]): refused when another live process holds
+    /// it. Call it before serving; the janitor calls it again before it
+    /// recovers this id's earlier tasks, and lease renewal keeps it held.
+    pub async fn claim_node(&self) -> Result<(), super::store::StoreError> {
+        self.inner.store.claim_node(&self.inner.config.node_id).await
+    }
+
     pub(crate) fn now(&self) -> u64 {
         self.inner.clock.now_ms()
     }
