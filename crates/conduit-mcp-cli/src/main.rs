@@ -54,6 +54,21 @@ struct ServeArgs {
     /// Lease period of running work, in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     lease_ms: u64,
+    /// HTTP: seconds a connection may take to send a request head.
+    #[arg(long, default_value_t = 10)]
+    header_timeout_s: u64,
+    /// HTTP: seconds a request body may take to arrive (later gets 408).
+    #[arg(long, default_value_t = 30)]
+    body_timeout_s: u64,
+    /// HTTP: seconds a kept-alive connection may wait for its next request (listen streams never idle).
+    #[arg(long, default_value_t = 60)]
+    idle_timeout_s: u64,
+    /// HTTP: connections served at once (more wait in the backlog).
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// Seconds requests in flight may take to finish after SIGINT or SIGTERM.
+    #[arg(long, default_value_t = 10)]
+    shutdown_timeout_s: u64,
     /// Require bearer authentication: `TOKEN=PRINCIPAL` (repeatable).
     #[arg(long = "token", value_name = "TOKEN=PRINCIPAL")]
     tokens: Vec<String>,
@@ -143,7 +158,12 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut http_cfg = HttpConfig::default();
+    let mut http_cfg = HttpConfig::default()
+        .header_timeout(Duration::from_secs(args.header_timeout_s))
+        .body_timeout(Duration::from_secs(args.body_timeout_s))
+        .idle_timeout(Duration::from_secs(args.idle_timeout_s))
+        .max_connections(args.max_connections)
+        .shutdown_timeout(Duration::from_secs(args.shutdown_timeout_s));
     match auth(&args.tokens) {
         Ok(Some(a)) => http_cfg = http_cfg.auth(a),
         Ok(None) => {}
