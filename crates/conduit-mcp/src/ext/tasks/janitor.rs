@@ -3,7 +3,7 @@
 
 use super::config::JanitorConfig;
 use super::recovery::{recover, recover_own};
-use super::store::StoreError;
+use super::store::{Owner, StoreError};
 use super::worker::Tasks;
 
 /// Runs one sweep now: evicts expired tasks (and old terminal unlimited-TTL
@@ -18,11 +18,25 @@ pub async fn sweep(tasks: &Tasks) -> Result<usize, StoreError> {
     match store.cleanup(ttl.as_millis() as u64).await {
         Ok(removed) => {
             tracing::info!(target: "conduit_mcp::ext_tasks::cleanup", removed, store = store.name(), "task cleanup");
+            if removed > 0 {
+                forget_swept(tasks).await;
+            }
             Ok(removed)
         }
         Err(e) => {
             tracing::warn!(target: "conduit_mcp::ext_tasks::cleanup", error = %e, store = store.name(), "task cleanup failed");
             Err(e)
+        }
+    }
+}
+
+/// Drops the listen-index entries of watched tasks that no longer exist
+/// (swept, or expired): their streams will never hear of them again.
+async fn forget_swept(tasks: &Tasks) {
+    let listen = tasks.listen_notifier();
+    for id in listen.watched() {
+        if let Err(StoreError::NotFound) = tasks.store().get(&id, Owner::Any).await {
+            listen.forget(&id);
         }
     }
 }
