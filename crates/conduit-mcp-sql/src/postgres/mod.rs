@@ -21,6 +21,9 @@ use std::sync::Arc;
 
 const ENGINE: &str = "postgres";
 
+/// Task ids per lease-renewal statement.
+const RENEW_CHUNK: usize = 1000;
+
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_tasks";
 
 /// Tasks in PostgreSQL: every node of a service on one database sees the
@@ -269,6 +272,19 @@ impl TaskStore for PostgresStore {
         let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned());
         let n = self.write("renew leases", q).await?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
+             WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(RENEW_CHUNK) {
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
     }
 
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {

@@ -229,6 +229,21 @@ impl TaskStore for SqliteStore {
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
     }
 
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
+             AND task_id IN (SELECT value FROM json_each(?3))"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+
     async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
         self.hold_node(node)
     }

@@ -85,7 +85,12 @@ async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> 
         match resumable {
             Some(work) => {
                 tracing::info!("resuming a task whose node stopped");
-                tasks.launch_resumable(updated.task_id.clone(), work, updated.resume_args.clone().unwrap_or_default());
+                tasks.launch_resumable(
+                    updated.task_id.clone(),
+                    updated.expires_at_ms(),
+                    work,
+                    updated.resume_args.clone().unwrap_or_default(),
+                );
                 done.resumed += 1;
             }
             None => done.failed += 1,

@@ -213,6 +213,16 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(0)
     }
 
+    /// Extends, until `until_ms`, the lease of those of `task_ids` that are
+    /// non-terminal and leased to `node`; returns how many. A node renews only
+    /// the work it still runs (or is still recording the end of), so a task
+    /// whose work ended without its final write lapses and is recovered.
+    /// Default: [`renew_leases`](Self::renew_leases) of the whole node.
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let _ = task_ids;
+        self.renew_leases(node, until_ms).await
+    }
+
     /// Up to `limit` non-terminal tasks whose lease expired before now (the node
     /// running their work stopped renewing it). Default: none.
     async fn lapsed_leases(&self, _limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
