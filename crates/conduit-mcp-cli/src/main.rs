@@ -173,17 +173,16 @@ async fn main() -> ExitCode {
         }
     }
     let result = if args.stdio {
-        stdio::serve(server).await
+        tokio::select! {
+            r = stdio::serve(server) => r,
+            () = shutdown_signal() => Ok(()),
+        }
     } else {
         print_usage(args.listen, &label);
         match http::bind(args.listen).await {
             Ok(bound) => {
                 eprintln!("listening on http://{}/mcp", bound.local_addr());
-                bound
-                    .serve(server, http_cfg, async {
-                        let _ = tokio::signal::ctrl_c().await;
-                    })
-                    .await
+                bound.serve(server, http_cfg, shutdown_signal()).await
             }
             Err(e) => Err(e),
         }
@@ -197,6 +196,31 @@ async fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Resolves at the first SIGINT or SIGTERM (systemd, docker and Kubernetes
+/// stop a service with SIGTERM): both shut down the same way.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; only SIGINT shuts down gracefully");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -298,24 +298,24 @@ impl Tasks {
         self.inner.resumable.read().ok().and_then(|r| r.get(name).cloned())
     }
 
-    /// Stops spawned work: running tasks are marked failed as interrupted.
+    /// Stops spawned work: running tasks are marked failed as interrupted,
+    /// then their work is cancelled (in that order, so what the client reads
+    /// is why the work stopped, not how the cancelled work reacted).
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        let ids: Vec<String> = self
+        let running: Vec<(String, CancellationToken)> = self
             .inner
             .running
             .lock()
-            .map(|r| {
-                for t in r.values() {
-                    t.cancel();
-                }
-                r.keys().map(|k| k.to_string()).collect()
-            })
+            .map(|r| r.iter().map(|(k, t)| (k.to_string(), t.clone())).collect())
             .unwrap_or_default();
-        for id in ids {
+        for (id, _) in &running {
             let _ = self
-                .fail(&id, RpcError::internal(super::recovery::INTERRUPTED), Some(super::recovery::INTERRUPTED.into()))
+                .fail(id, RpcError::internal(super::recovery::INTERRUPTED), Some(super::recovery::INTERRUPTED.into()))
                 .await;
+        }
+        for (_, token) in running {
+            token.cancel();
         }
         self.inner.tracker.close();
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.inner.tracker.wait()).await;
