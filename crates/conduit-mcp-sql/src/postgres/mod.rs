@@ -5,6 +5,7 @@
 
 mod legacy;
 mod legacy_sessions;
+mod node;
 mod open;
 mod options;
 
@@ -23,6 +24,9 @@ use sqlx::postgres::{PgConnection, PgRow};
 use std::sync::Arc;
 
 const ENGINE: &str = "postgres";
+
+/// Task ids per lease-renewal statement.
+const RENEW_CHUNK: usize = 1000;
 
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_tasks";
 
@@ -53,13 +57,24 @@ struct Inner {
     /// drain every dead connection the pool may hold, plus one.
     retries: usize,
     schema: Option<String>,
+    /// The session holding this process's node id (see [`TaskStore::claim_node`]).
+    node: tokio::sync::Mutex<Option<node::Hold>>,
 }
 
 impl PostgresStore {
     /// The store over its pool; a read is retried up to `retries` times on
     /// a broken connection.
     fn new(pool: ConnPool<PgConnection>, clock: Arc<dyn Clock>, retries: usize, schema: Option<String>) -> Self {
-        Self { inner: Arc::new(Inner { pool, stripes: Stripes::new(1024), clock, retries, schema }) }
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                stripes: Stripes::new(1024),
+                clock,
+                retries,
+                schema,
+                node: Default::default(),
+            }),
+        }
     }
 
     /// Connects with a pool of default size (see [`PostgresOptions`]); time
@@ -90,6 +105,7 @@ impl PostgresStore {
 
     /// Closes every connection; later operations fail with [`StoreError::Backend`].
     pub async fn close(&self) {
+        self.release_node().await;
         self.inner.pool.close().await;
     }
 
@@ -262,6 +278,19 @@ impl TaskStore for PostgresStore {
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
+             WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(RENEW_CHUNK) {
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         let now = common::ms(self.now_ms());
         let sql = format!(
@@ -270,6 +299,10 @@ impl TaskStore for PostgresStore {
         );
         let rows = self.read_rows("list lapsed leases", &sql, |q| q.bind(now).bind(common::limit(limit))).await?;
         rows.iter().map(decode_row).collect()
+    }
+
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+        self.hold_node(node).await
     }
 
     async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {

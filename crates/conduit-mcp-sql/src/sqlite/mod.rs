@@ -8,6 +8,7 @@
 mod group_commit;
 mod legacy;
 mod legacy_sessions;
+mod node;
 mod open;
 mod options;
 
@@ -52,6 +53,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     path: String,
     queue: group_commit::Queue,
+    /// The lock file holding this process's node id (see [`TaskStore::claim_node`]).
+    node: std::sync::Mutex<Option<node::Hold>>,
 }
 
 impl SqliteStore {
@@ -63,7 +66,17 @@ impl SqliteStore {
         path: String,
     ) -> Self {
         let stripes = Stripes::new(1024);
-        Self { inner: Arc::new(Inner { writer, reader, stripes, clock, path, queue: Default::default() }) }
+        Self {
+            inner: Arc::new(Inner {
+                writer,
+                reader,
+                stripes,
+                clock,
+                path,
+                queue: Default::default(),
+                node: Default::default(),
+            }),
+        }
     }
 
     /// Opens the store at a file path, a `sqlite:` URL, or `:memory:`, with
@@ -88,6 +101,7 @@ impl SqliteStore {
     /// Closes every connection (checkpointing the WAL into the file); every
     /// later operation fails with [`StoreError::Backend`].
     pub async fn close(&self) {
+        self.release_node();
         self.inner.reader.close().await;
         self.inner.writer.close().await;
     }
@@ -217,6 +231,25 @@ impl TaskStore for SqliteStore {
         );
         let done = self.write("renew leases", sqlx::query(&sql).bind(common::ms(until_ms)).bind(node)).await?;
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
+    }
+
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
+             AND task_id IN (SELECT value FROM json_each(?3))"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+        self.hold_node(node)
     }
 
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
