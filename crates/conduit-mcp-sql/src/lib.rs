@@ -64,13 +64,15 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use common::SqlStore;
 pub use error::OpenError;
 #[cfg(feature = "postgres")]
 pub use pg_notifier::PgNotifier;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore};
+pub use postgres::{PgEngine, PostgresOptions, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteOptions, SqliteStore};
+pub use sqlite::{SqliteEngine, SqliteOptions, SqliteStore};
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).

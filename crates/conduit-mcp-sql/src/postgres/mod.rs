@@ -9,11 +9,11 @@ mod options;
 pub use options::PostgresOptions;
 
 use crate::OpenError;
-use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use crate::common::{self, CLEANUP_BATCH, Columns, Engine, LIVE_STATUSES, SqlStore, Sweep};
 use crate::pool::{Checkout, ConnPool};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgRow};
 use std::sync::Arc;
@@ -35,29 +35,27 @@ const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::tex
 /// a write fails with [`StoreError::Backend`] — whether it landed is then
 /// unknown, and nothing acknowledged earlier is affected — and the next
 /// operation reconnects.
-#[derive(Debug, Clone)]
-pub struct PostgresStore {
-    inner: Arc<Inner>,
-}
+pub type PostgresStore = SqlStore<PgEngine>;
 
+/// The PostgreSQL engine of a [`PostgresStore`]: its pool and statements.
 #[derive(Debug)]
-struct Inner {
+pub struct PgEngine {
     pool: ConnPool<PgConnection>,
-    stripes: Stripes,
-    clock: Arc<dyn Clock>,
     /// How many times a read is retried on a broken connection: enough to
     /// drain every dead connection the pool may hold, plus one.
     retries: usize,
     schema: Option<String>,
 }
 
-impl PostgresStore {
-    /// The store over its pool; a read is retried up to `retries` times on
+impl PgEngine {
+    /// The engine over its pool; a read is retried up to `retries` times on
     /// a broken connection.
-    fn new(pool: ConnPool<PgConnection>, clock: Arc<dyn Clock>, retries: usize, schema: Option<String>) -> Self {
-        Self { inner: Arc::new(Inner { pool, stripes: Stripes::new(1024), clock, retries, schema }) }
+    fn new(pool: ConnPool<PgConnection>, retries: usize, schema: Option<String>) -> Self {
+        Self { pool, retries, schema }
     }
+}
 
+impl PostgresStore {
     /// Connects with a pool of default size (see [`PostgresOptions`]); time
     /// comes from `clock`.
     ///
@@ -81,16 +79,18 @@ impl PostgresStore {
 
     /// The schema given to [`PostgresOptions::schema`], if any.
     pub fn schema(&self) -> Option<&str> {
-        self.inner.schema.as_deref()
+        self.engine().schema.as_deref()
     }
 
     /// Closes every connection; later operations fail with [`StoreError::Backend`].
     pub async fn close(&self) {
-        self.inner.pool.close().await;
+        self.engine().pool.close().await;
     }
+}
 
+impl PgEngine {
     async fn conn(&self) -> Result<Checkout<'_, PgConnection>, StoreError> {
-        self.inner.pool.get().await.map_err(|e| backend("connect", e))
+        self.pool.get().await.map_err(|e| backend("connect", e))
     }
 
     /// Runs an idempotent read, again on a fresh connection when the one it
@@ -110,7 +110,7 @@ impl PostgresStore {
             let result = c.finish(rows, is_connection_error);
             match result {
                 Ok(rows) => return Ok(rows),
-                Err(e) if attempt < self.inner.retries && is_connection_error(&e) => {
+                Err(e) if attempt < self.retries && is_connection_error(&e) => {
                     tracing::debug!(error = %e, "postgres read on a broken connection; retrying");
                     attempt += 1;
                 }
@@ -148,7 +148,9 @@ fn decode_row(row: &PgRow) -> Result<TaskRecord, StoreError> {
 }
 
 #[async_trait]
-impl Rows for PostgresStore {
+impl Engine for PgEngine {
+    const NAME: &'static str = ENGINE;
+
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let rows = self
             .read_rows(
@@ -193,23 +195,7 @@ impl Rows for PostgresStore {
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
-    fn stripes(&self) -> &Stripes {
-        &self.inner.stripes
-    }
-}
-
-#[async_trait]
-impl TaskStore for PostgresStore {
-    fn name(&self) -> &'static str {
-        ENGINE
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.inner.clock.now_ms()
-    }
-
-    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        record.version = 1;
+    async fn insert(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
         let c = Columns::of(&record)?;
         // One statement, one implicit transaction: claim a slot under the cap
         // (the counter row's lock orders concurrent creates), then insert. A
@@ -234,18 +220,6 @@ impl TaskStore for PostgresStore {
         }
     }
 
-    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
-        common::get(self, task_id, owner).await
-    }
-
-    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
-        common::modify(self, task_id, owner, f).await
-    }
-
-    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
-        common::cleanup(self, terminal_ttl_ms).await
-    }
-
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
         // The version moves too, so a compare-and-swap that read the old
         // lease (a recovery that judged it lapsed) fails and looks again.
@@ -258,8 +232,8 @@ impl TaskStore for PostgresStore {
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
-    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
+    async fn lapsed_leases(&self, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(now_ms);
         let sql = format!(
             "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
@@ -268,8 +242,8 @@ impl TaskStore for PostgresStore {
         rows.iter().map(decode_row).collect()
     }
 
-    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
+    async fn leased_to(&self, node: &str, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(now_ms);
         let sql = format!(
             "{SELECT_ROW} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
