@@ -17,6 +17,9 @@
 //!   overwrite a worker's `completed`, and terminal rows never change.
 //! - **Atomic row cap.** `create` bumps a one-row counter under the cap in the
 //!   same transaction (or statement) as the insert; deletes decrement it.
+//! - **Group commit.** Creates that queue up behind the commit in flight are
+//!   written together (SQLite: one transaction; PostgreSQL: one statement),
+//!   the counter moved once per batch, each create failing alone.
 //! - **Indexed expiry.** `cleanup` deletes by range on the `expires_at_ms` and
 //!   `terminal_at_ms` indexes, in bounded batches, so a sweep costs what it removes.
 //! - **Leases** (the node running a task's work) live in their own indexed

@@ -3,13 +3,14 @@
 //! `options` says which database and how; `open` connects and migrates it;
 //! this module is the store and its [`TaskStore`] implementation.
 
+mod group_commit;
 mod open;
 mod options;
 
 pub use options::PostgresOptions;
 
 use crate::OpenError;
-use crate::common::{self, CLEANUP_BATCH, Columns, Engine, LIVE_STATUSES, SqlStore, Sweep};
+use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STATUSES, SqlStore, Sweep};
 use crate::pool::{Checkout, ConnPool};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
@@ -20,15 +21,22 @@ use std::sync::Arc;
 
 const ENGINE: &str = "postgres";
 
+/// Batches of creates one node writes at once: one commits while the next
+/// gathers and waits for the row counter's lock.
+const FLUSHERS: usize = 2;
+
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_tasks";
 
 /// Tasks in PostgreSQL: every node of a service on one database sees the
 /// same tasks, so a `tasks/get` can land on any of them.
 ///
-/// A pool of connections; every write is a compare-and-swap on `version`,
-/// `create` is one statement that also claims a slot under the row cap
-/// (a one-row counter whose row lock orders concurrent creates, on every
-/// node, until each commits). Cheap to clone (the clones share the pool).
+/// A pool of connections; every write is a compare-and-swap on `version`.
+/// Creates are committed in groups: those that queue up behind the batch in
+/// flight go together in one statement (one round trip, one commit), which
+/// claims their slots under the row cap with one update of a one-row counter
+/// (its row lock orders every node's batches) and inserts them; each create
+/// still gets its own answer (a duplicate id fails alone). Cheap to clone
+/// (the clones share the pool).
 ///
 /// When the database drops connections (a restart, `pg_terminate_backend`,
 /// a proxy timing out idle sessions), a read retries on a fresh connection;
@@ -40,7 +48,8 @@ pub type PostgresStore = SqlStore<PgEngine>;
 /// The PostgreSQL engine of a [`PostgresStore`]: its pool and statements.
 #[derive(Debug)]
 pub struct PgEngine {
-    pool: ConnPool<PgConnection>,
+    pool: Arc<ConnPool<PgConnection>>,
+    commits: Arc<GroupCommit<group_commit::Writer>>,
     /// How many times a read is retried on a broken connection: enough to
     /// drain every dead connection the pool may hold, plus one.
     retries: usize,
@@ -51,7 +60,9 @@ impl PgEngine {
     /// The engine over its pool; a read is retried up to `retries` times on
     /// a broken connection.
     fn new(pool: ConnPool<PgConnection>, retries: usize, schema: Option<String>) -> Self {
-        Self { pool, retries, schema }
+        let pool = Arc::new(pool);
+        let commits = Arc::new(GroupCommit::new(group_commit::Writer(pool.clone()), FLUSHERS));
+        Self { pool, commits, retries, schema }
     }
 }
 
@@ -196,28 +207,7 @@ impl Engine for PgEngine {
     }
 
     async fn insert(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        let c = Columns::of(&record)?;
-        // One statement, one implicit transaction: claim a slot under the cap
-        // (the counter row's lock orders concurrent creates), then insert. A
-        // duplicate id aborts the statement, so the slot is given back.
-        let q = sqlx::query(
-            "WITH slot AS (UPDATE conduit_task_count SET n = n + 1 \
-                           WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
-             INSERT INTO conduit_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-                                        terminal_at_ms, lease_node, lease_expires_ms, doc) \
-             SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json FROM slot",
-        )
-        .bind(max_rows.map(common::limit))
-        .bind(record.task_id.as_str());
-        let q = c.bind(q);
-        let mut conn = self.conn().await?;
-        let done = q.execute(conn.conn()).await;
-        match conn.finish(done, is_connection_error) {
-            Ok(r) if r.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(StoreError::TaskLimitReached),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
-            Err(e) => Err(backend("insert a task", e)),
-        }
+        self.commits.insert(record, max_rows).await
     }
 
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
