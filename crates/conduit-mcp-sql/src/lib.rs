@@ -17,6 +17,9 @@
 //!   overwrite a worker's `completed`, and terminal rows never change.
 //! - **Atomic row cap.** `create` bumps a one-row counter under the cap in the
 //!   same transaction (or statement) as the insert; deletes decrement it.
+//! - **Group commit.** Creates that queue up behind the commit in flight are
+//!   written together (SQLite: one transaction; PostgreSQL: one statement),
+//!   the counter moved once per batch, each create failing alone.
 //! - **Indexed expiry.** `cleanup` deletes by range on the `expires_at_ms` and
 //!   `terminal_at_ms` indexes, in bounded batches, so a sweep costs what it removes.
 //! - **Leases** (the node running a task's work) live in their own indexed
@@ -81,13 +84,15 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use common::SqlStore;
 pub use error::OpenError;
 #[cfg(feature = "postgres")]
 pub use pg_notifier::PgNotifier;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore};
+pub use postgres::{PgEngine, PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteLegacyStore, SqliteOptions, SqliteSessionStore, SqliteStore};
+pub use sqlite::{SqliteEngine, SqliteLegacyStore, SqliteOptions, SqliteSessionStore, SqliteStore};
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).

@@ -1,15 +1,18 @@
 //! What both engines share: the row layout (`row`), the store logic over
 //! an engine's row operations (`store`), and the schema checks (`schema`).
 
+mod group_commit;
 mod row;
 mod schema;
 mod session;
 mod store;
 
+pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
 pub(crate) use row::{Columns, Query, backend, decode_row};
 pub(crate) use schema::{Migration, check_applied, check_task_table};
 pub(crate) use session::{SESSION_COLUMNS, decode_session, id_hash, json_columns, session_backend};
-pub(crate) use store::{Rows, Stripes, Sweep, cleanup, get, modify};
+pub use store::{Engine, SqlStore, Sweep};
+pub(crate) use store::{Rows, Stripes, cleanup, get, modify};
 
 /// Statuses that still may change, as stored in the `status` column.
 pub(crate) const LIVE_STATUSES: &str = "('working', 'input_required')";

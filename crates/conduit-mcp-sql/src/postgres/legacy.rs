@@ -32,6 +32,7 @@ impl PostgresStore {
     /// same migrations).
     pub async fn legacy(&self) -> Result<PostgresLegacyStore, StoreError> {
         let rows = self
+            .engine()
             .read_rows("read the legacy cursor key", "SELECT secret FROM conduit_legacy_cursor_key WHERE id = 1", |q| q)
             .await?;
         let secret: String = match rows.first() {
@@ -54,7 +55,7 @@ impl PostgresLegacyStore {
         sql: &'q str,
         bind: impl Fn(super::PgQuery<'q>) -> super::PgQuery<'q>,
     ) -> Result<Vec<TaskRecord>, StoreError> {
-        self.store().read_rows(what, sql, bind).await?.iter().map(decode_row).collect()
+        self.store().engine().read_rows(what, sql, bind).await?.iter().map(decode_row).collect()
     }
 }
 
@@ -76,7 +77,7 @@ impl Rows for PostgresLegacyStore {
             ))
             .bind(next.task_id.as_str())
             .bind(common::ms(expected));
-        Ok(self.store().write("write a legacy task", q).await? == 1)
+        Ok(self.store().engine().write("write a legacy task", q).await? == 1)
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
@@ -91,7 +92,7 @@ impl Rows for PostgresLegacyStore {
              UPDATE conduit_legacy_task_count SET n = GREATEST(n - (SELECT k FROM k), 0) WHERE id = 1 \
              RETURNING (SELECT k FROM k)"
         );
-        let mut c = self.store().conn().await?;
+        let mut c = self.store().engine().conn().await?;
         let gone = sqlx::query_scalar::<_, i64>(&sql).bind(bound).bind(CLEANUP_BATCH).fetch_one(c.conn()).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired legacy tasks", e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
@@ -128,7 +129,7 @@ impl TaskStore for PostgresLegacyStore {
         .bind(max_rows.map(common::limit))
         .bind(record.task_id.as_str());
         let q = c.bind(q).bind(list_owner.as_str());
-        let mut conn = self.store().conn().await?;
+        let mut conn = self.store().engine().conn().await?;
         let done = q.execute(conn.conn()).await;
         match conn.finish(done, is_connection_error) {
             Ok(r) if r.rows_affected() == 1 => Ok(()),
@@ -156,7 +157,7 @@ impl TaskStore for PostgresLegacyStore {
              version = version + 1 WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
         );
         let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned());
-        let n = self.store().write("renew legacy leases", q).await?;
+        let n = self.store().engine().write("renew legacy leases", q).await?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 

@@ -75,7 +75,7 @@ impl PostgresSessionStore {
         sql: &'q str,
         bind: impl FnOnce(Scalar<'q>) -> Scalar<'q>,
     ) -> Result<u64, SessionError> {
-        let mut c = self.store.conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
         let gone = bind(sqlx::query_scalar::<_, i64>(sql)).fetch_one(c.conn()).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend(what, e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
@@ -88,7 +88,7 @@ impl SessionStore for PostgresSessionStore {
         let (caps, info) = common::json_columns(ENGINE, &record)?;
         let now = ms(record.last_seen_ms);
         let max = common::limit(limits.max_sessions);
-        let mut c = self.store.conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
         let done: Result<Created, sqlx::Error> = async {
             use sqlx::Connection;
             let mut tx = c.conn().begin().await?;
@@ -171,7 +171,7 @@ impl SessionStore for PostgresSessionStore {
                    WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2 AND last_seen_ms + $4 > $3 \
                    RETURNING owner, protocol_version, client_capabilities::text, client_info::text, log_level, \
                    initialized, created_ms, last_seen_ms";
-        let mut c = self.store.conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
         let row = sqlx::query(sql)
             .bind(hash(id))
             .bind(owner)
@@ -194,7 +194,7 @@ impl SessionStore for PostgresSessionStore {
 
     async fn update(&self, record: &SessionRecord) -> Result<(), SessionError> {
         let (caps, _) = common::json_columns(ENGINE, record)?;
-        let mut c = self.store.conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
         let done = sqlx::query(
             "UPDATE conduit_legacy_sessions SET client_capabilities = $3::json, log_level = $4, initialized = $5, \
              last_seen_ms = GREATEST(last_seen_ms, $6) WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2",
@@ -233,6 +233,7 @@ impl SessionStore for PostgresSessionStore {
     async fn count(&self) -> Result<usize, SessionError> {
         let rows = self
             .store
+            .engine()
             .read_rows("count sessions", "SELECT count(*) FROM conduit_legacy_sessions", |q| q)
             .await
             .map_err(|e| SessionError::Backend(e.to_string().into()))?;

@@ -3,7 +3,7 @@
 //! session ends, so a node that crashed frees its id at once, and a second
 //! live process asking for the same id is refused.
 
-use super::{PostgresStore, backend};
+use super::{PgEngine, backend};
 use conduit_mcp::ext::tasks::StoreError;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
@@ -19,10 +19,10 @@ pub(super) struct Hold {
 /// different services), one for the id.
 const TRY_LOCK: &str = "SELECT pg_try_advisory_lock(hashtext($1), hashtext($2))";
 
-impl PostgresStore {
+impl PgEngine {
     /// See [`TaskStore::claim_node`](conduit_mcp::ext::tasks::TaskStore::claim_node).
     pub(super) async fn hold_node(&self, node: &str) -> Result<(), StoreError> {
-        let mut hold = self.inner.node.lock().await;
+        let mut hold = self.node.lock().await;
         if let Some(h) = hold.as_mut() {
             if h.node != node {
                 return Err(StoreError::Refused(format!(
@@ -36,8 +36,8 @@ impl PostgresStore {
             // The session died (a database restart): the lock went with it.
             *hold = None;
         }
-        let mut conn = self.inner.pool.open().await.map_err(|e| backend("claim the node id", e))?;
-        let scope = format!("conduit-node:{}", self.inner.schema.as_deref().unwrap_or(""));
+        let mut conn = self.pool.open().await.map_err(|e| backend("claim the node id", e))?;
+        let scope = format!("conduit-node:{}", self.schema.as_deref().unwrap_or(""));
         let got: bool = sqlx::query_scalar(TRY_LOCK)
             .bind(scope)
             .bind(node)
@@ -56,7 +56,7 @@ impl PostgresStore {
 
     /// Ends the session holding the node id, if any (the lock goes with it).
     pub(super) async fn release_node(&self) {
-        if let Some(h) = self.inner.node.lock().await.take() {
+        if let Some(h) = self.node.lock().await.take() {
             let _ = h.conn.close().await;
         }
     }

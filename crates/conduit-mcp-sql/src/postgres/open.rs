@@ -1,8 +1,8 @@
 //! Connecting a PostgreSQL store: the pool, the schema's `search_path`, and
 //! the migrations, applied by one node at a time under an advisory lock.
 
-use super::PostgresStore;
 use super::options::PostgresOptions;
+use super::{PgEngine, PostgresStore};
 use crate::OpenError;
 use crate::common::{self, Migration};
 use crate::pool::{ConnPool, Setup};
@@ -61,7 +61,8 @@ impl PostgresOptions {
             pool.close().await;
             return Err(e);
         }
-        Ok(PostgresStore::new(pool, clock, self.max_connections as usize + 1, self.schema))
+        let engine = PgEngine::new(pool, self.max_connections as usize + 1, self.schema);
+        Ok(PostgresStore::new(engine, clock))
     }
 }
 

@@ -32,7 +32,7 @@ impl SqliteStore {
     /// the same migrations); its cursor key is the database's, so every
     /// process on the file honours the others' cursors.
     pub async fn legacy(&self) -> Result<SqliteLegacyStore, StoreError> {
-        let mut c = self.reader().await?;
+        let mut c = self.engine().reader().await?;
         let secret = sqlx::query_scalar::<_, String>("SELECT secret FROM conduit_legacy_cursor_key WHERE id = 1")
             .fetch_one(c.conn())
             .await;
@@ -52,7 +52,7 @@ impl SqliteLegacyStore {
 impl Rows for SqliteLegacyStore {
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let sql = format!("{SELECT_ROW} WHERE task_id = ?1");
-        let rows = self.store().select(&sql, |q| q.bind(task_id.to_owned())).await?;
+        let rows = self.store().engine().select(&sql, |q| q.bind(task_id.to_owned())).await?;
         Ok(rows.into_iter().next())
     }
 
@@ -66,7 +66,7 @@ impl Rows for SqliteLegacyStore {
             ))
             .bind(next.task_id.as_str())
             .bind(common::ms(expected));
-        Ok(self.store().write("write a legacy task", q).await? == 1)
+        Ok(self.store().engine().write("write a legacy task", q).await? == 1)
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
@@ -82,7 +82,10 @@ impl Rows for SqliteLegacyStore {
             }
         };
         // The delete trigger lowers the legacy row counter in the same statement.
-        self.store().write("delete expired legacy tasks", sqlx::query(sql).bind(bound).bind(CLEANUP_BATCH)).await
+        self.store()
+            .engine()
+            .write("delete expired legacy tasks", sqlx::query(sql).bind(bound).bind(CLEANUP_BATCH))
+            .await
     }
 
     fn stripes(&self) -> &Stripes {
@@ -112,7 +115,7 @@ impl TaskStore for SqliteLegacyStore {
         )
         .bind(record.task_id.as_str());
         let q = c.bind(q).bind(list_owner.as_str()).bind(max_rows.map(common::limit));
-        let mut conn = self.store().writer().await?;
+        let mut conn = self.store().engine().writer().await?;
         let done = q.execute(conn.conn()).await;
         match conn.finish(done, broken) {
             Ok(r) if r.rows_affected() == 1 => Ok(()),
@@ -140,7 +143,7 @@ impl TaskStore for SqliteLegacyStore {
              version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES}"
         );
         let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node);
-        let done = self.store().write("renew legacy leases", q).await?;
+        let done = self.store().engine().write("renew legacy leases", q).await?;
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
     }
 
@@ -150,7 +153,7 @@ impl TaskStore for SqliteLegacyStore {
             "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
         );
-        self.store().select(&sql, |q| q.bind(now).bind(common::limit(limit))).await
+        self.store().engine().select(&sql, |q| q.bind(now).bind(common::limit(limit))).await
     }
 
     async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
@@ -160,7 +163,7 @@ impl TaskStore for SqliteLegacyStore {
              AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"
         );
         let node = node.to_owned();
-        self.store().select(&sql, move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
+        self.store().engine().select(&sql, move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
     }
 }
 
@@ -184,6 +187,7 @@ impl LegacyTaskStore for SqliteLegacyStore {
         );
         let list_owner = common::list_owner(owner);
         self.store()
+            .engine()
             .select(&sql, move |q| q.bind(list_owner).bind(created).bind(id).bind(now).bind(common::limit(limit)))
             .await
     }

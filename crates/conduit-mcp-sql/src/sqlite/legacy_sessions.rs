@@ -48,7 +48,7 @@ enum Created {
 impl SqliteSessionStore {
     /// Runs one write statement on the writer; returns the rows it changed.
     async fn write(&self, what: &str, q: super::SqlQuery<'_>) -> Result<u64, SessionError> {
-        let mut c = self.store.writer().await.map_err(connect)?;
+        let mut c = self.store.engine().writer().await.map_err(connect)?;
         let done = q.execute(c.conn()).await.map(|r| r.rows_affected());
         c.finish(done, broken).map_err(|e| backend(what, e))
     }
@@ -61,7 +61,7 @@ impl SessionStore for SqliteSessionStore {
         let now = common::ms(record.last_seen_ms);
         let max = common::limit(limits.max_sessions);
         let hash = common::id_hash(&record.id);
-        let mut c = self.store.writer().await.map_err(connect)?;
+        let mut c = self.store.engine().writer().await.map_err(connect)?;
         let done: Result<Created, sqlx::Error> = async {
             let mut tx = c.conn().begin_with("BEGIN IMMEDIATE").await?;
             let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM conduit_legacy_sessions WHERE id_hash = ?1")
@@ -137,7 +137,7 @@ impl SessionStore for SqliteSessionStore {
             "UPDATE conduit_legacy_sessions SET last_seen_ms = MAX(last_seen_ms, ?3) \
              WHERE id_hash = ?1 AND owner IS ?2 AND last_seen_ms + ?4 > ?3 RETURNING {SESSION_COLUMNS}"
         );
-        let mut c = self.store.writer().await.map_err(connect)?;
+        let mut c = self.store.engine().writer().await.map_err(connect)?;
         let row =
             sqlx::query(&sql).bind(common::id_hash(id)).bind(owner).bind(now).bind(idle).fetch_optional(c.conn()).await;
         let row = c.finish(row, broken).map_err(|e| backend("touch a session", e))?;
@@ -190,7 +190,7 @@ impl SessionStore for SqliteSessionStore {
     }
 
     async fn count(&self) -> Result<usize, SessionError> {
-        let mut c = self.store.reader().await.map_err(connect)?;
+        let mut c = self.store.engine().reader().await.map_err(connect)?;
         let n = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM conduit_legacy_sessions").fetch_one(c.conn()).await;
         let n = c.finish(n, broken).map_err(|e| backend("count sessions", e))?;
         Ok(usize::try_from(n).unwrap_or(0))

@@ -4,7 +4,7 @@
 //! its id at once, and a second live process on the same file asking for the
 //! same id is refused.
 
-use super::SqliteStore;
+use super::SqliteEngine;
 use conduit_mcp::ext::tasks::StoreError;
 use std::fs::{File, OpenOptions, TryLockError};
 
@@ -21,10 +21,10 @@ fn fnv1a(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
-impl SqliteStore {
+impl SqliteEngine {
     /// See [`TaskStore::claim_node`](conduit_mcp::ext::tasks::TaskStore::claim_node).
     pub(super) fn hold_node(&self, node: &str) -> Result<(), StoreError> {
-        let mut hold = self.inner.node.lock().unwrap_or_else(|p| p.into_inner());
+        let mut hold = self.node.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(h) = hold.as_ref() {
             if h.node == node {
                 return Ok(());
@@ -35,11 +35,11 @@ impl SqliteStore {
             )));
         }
         // An in-memory database belongs to this process alone.
-        if self.inner.path.starts_with("file:") || self.inner.path.contains(":memory:") {
+        if self.path.starts_with("file:") || self.path.contains(":memory:") {
             *hold = Some(Hold { node: node.to_owned(), _file: None });
             return Ok(());
         }
-        let path = format!("{}.node-{:016x}.lock", self.inner.path, fnv1a(node));
+        let path = format!("{}.node-{:016x}.lock", self.path, fnv1a(node));
         let io =
             |e: std::io::Error| StoreError::backend(format!("sqlite: cannot lock `{path}` for the node id: {e}"), e);
         let file = OpenOptions::new().create(true).truncate(false).write(true).open(&path).map_err(io)?;
@@ -57,6 +57,6 @@ impl SqliteStore {
 
     /// Lets go of the node id, if held.
     pub(super) fn release_node(&self) {
-        self.inner.node.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.node.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
 }

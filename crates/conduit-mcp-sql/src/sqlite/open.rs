@@ -1,8 +1,8 @@
 //! Opening an SQLite store: connect, check what the file already holds,
 //! migrate, and refuse a file that is not ours or not sound.
 
-use super::SqliteStore;
 use super::options::SqliteOptions;
+use super::{SqliteEngine, SqliteStore};
 use crate::OpenError;
 use crate::common::{self, Migration};
 use crate::pool::ConnPool;
@@ -55,7 +55,7 @@ impl SqliteOptions {
         let reader =
             if memory { writer.clone() } else { Arc::new(ConnPool::new(opts, self.readers, timeout, None, false)) };
         tracing::debug!(path = %path, memory, "sqlite task store open");
-        Ok(SqliteStore::new(writer, reader, clock, path))
+        Ok(SqliteStore::new(SqliteEngine::new(writer, reader, path), clock))
     }
 }
 
