@@ -15,9 +15,10 @@ use tokio::sync::mpsc;
 
 type Tx = mpsc::Sender<Result<TaskEvent, ClientError>>;
 
-/// Runs the follower until the task ends, an error, or the consumer goes away.
-pub(crate) async fn run(handle: TaskHandle, tx: Tx) {
-    if let Err(e) = follow(&handle, &tx).await {
+/// Runs the follower until the task ends, an error, or the consumer goes away;
+/// `answer: false` only observes (input requests are reported, not answered).
+pub(crate) async fn run(handle: TaskHandle, tx: Tx, answer: bool) {
+    if let Err(e) = follow(&handle, &tx, answer).await {
         let _ = tx.send(Err(e)).await;
     }
 }
@@ -32,7 +33,7 @@ async fn emit(tx: &Tx, ev: TaskEvent) -> Result<bool, ClientError> {
     Ok(tx.send(Ok(ev)).await.is_ok())
 }
 
-async fn follow(h: &TaskHandle, tx: &Tx) -> Result<(), ClientError> {
+async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError> {
     let inner = h.client.inner.clone();
     let s = inner.follow.clone();
     let mut answered: HashSet<String> = HashSet::new();
@@ -73,6 +74,12 @@ async fn follow(h: &TaskHandle, tx: &Tx) -> Result<(), ClientError> {
                 if !emit(tx, TaskEvent::InputRequested(keys.clone())).await? {
                     return Ok(());
                 }
+                if !answer {
+                    // Observing only: report each key once, and leave the answering to others.
+                    answered.extend(keys);
+                    idle_polls = 0;
+                    continue;
+                }
                 let mut responses = Map::new();
                 for (k, r) in &new {
                     responses.insert(k.clone(), input::answer(inner.handler.as_ref(), k, r).await?);
@@ -86,7 +93,7 @@ async fn follow(h: &TaskHandle, tx: &Tx) -> Result<(), ClientError> {
                 snapshot = h.get().await?;
                 continue;
             }
-            idle_polls += 1;
+            idle_polls += u32::from(answer);
             if idle_polls > s.stuck_polls {
                 return Err(ClientError::Stuck);
             }

@@ -126,7 +126,15 @@ impl TaskHandle {
     /// server acknowledges the task, polling at `pollIntervalMs` otherwise.
     pub fn follow(&self) -> TaskEvents {
         let (tx, rx) = mpsc::channel(16);
-        tokio::spawn(follow::run(self.clone(), tx));
+        tokio::spawn(follow::run(self.clone(), tx, true));
+        TaskEvents { rx }
+    }
+
+    /// Like [`follow`](Self::follow), but only observes: input requests are
+    /// reported (each key once) and left for someone else to answer.
+    pub fn watch(&self) -> TaskEvents {
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(follow::run(self.clone(), tx, false));
         TaskEvents { rx }
     }
 
