@@ -16,8 +16,12 @@ cargo fmt --all -- --check
 echo "== cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
+echo "== building the rmcp peer (the client's interop tests call it; its own workspace)"
+cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml \
+  --target-dir "${CARGO_TARGET_DIR:-target}/rmcp-peer"
+
 echo "== cargo test (workspace, all features)"
-cargo test --workspace --all-features
+CONDUIT_REQUIRE_RMCP=1 cargo test --workspace --all-features
 
 echo "== benchmark smoke pass (builds the bench crate and the rmcp peer; 2 s per workload)"
 # Benchmarks are run by hand (scripts/bench.sh); CI only keeps the harness from rotting.

@@ -1,4 +1,8 @@
-//! `conduit-mcp`: the reference server.
+//! `conduit-mcp`: the reference server, and a client for any MCP server.
+//!
+//! `conduit-mcp tools|call|task|watch URL ...` (or `--stdio -- CMD ARGS...`)
+//! list tools, call one and follow its task (progress, prompts, Ctrl-C
+//! cancels), and resume, cancel or watch tasks by id: see `docs/client.md`.
 //!
 //! `conduit-mcp serve` runs a demo MCP server on `127.0.0.1:8080/mcp` with
 //! the in-memory defaults and the Tasks extension on; `--stdio` serves the
@@ -7,8 +11,15 @@
 //! `--config FILE` reads a TOML configuration whose `[ext_tasks]` table
 //! configures the Tasks extension.
 
+mod call_cmd;
 mod demo;
+mod follow_ui;
+mod progress;
+mod prompt;
+mod remote;
 mod store;
+mod task_cmd;
+mod tools_cmd;
 
 use clap::{Parser, Subcommand};
 use conduit_mcp::auth::{BearerTokens, Principal};
@@ -24,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
-#[command(name = "conduit-mcp", version, about = "MCP (2026-07-28) reference server built on conduit-mcp")]
+#[command(name = "conduit-mcp", version, about = "MCP (2026-07-28) reference server and client built on conduit-mcp")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -78,6 +89,15 @@ struct ServeArgs {
 enum Command {
     /// Run the reference server (HTTP on 127.0.0.1:8080 by default).
     Serve(ServeArgs),
+    /// List a server's tools and their parameters.
+    Tools(tools_cmd::ToolsArgs),
+    /// Call a tool and follow it to the end (exit 0 done, 1 tool error or failed, 2 usage or protocol error, 3 cancelled, 130 Ctrl-C).
+    Call(call_cmd::CallArgs),
+    /// Get, wait for or cancel a task by id.
+    #[command(subcommand)]
+    Task(task_cmd::TaskCommand),
+    /// Print each change of these tasks until all are terminal.
+    Watch(task_cmd::WatchArgs),
 }
 
 fn init_tracing() {
@@ -149,8 +169,14 @@ fn auth(tokens: &[String]) -> Result<Option<BearerTokens>, String> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let args = match cli.command {
+        Command::Serve(args) => args,
+        Command::Tools(a) => return tools_cmd::run(a).await.into(),
+        Command::Call(a) => return exit(call_cmd::run(a).await),
+        Command::Task(t) => return exit(task_cmd::run(t).await),
+        Command::Watch(a) => return task_cmd::watch(a).await.into(),
+    };
     init_tracing();
-    let Command::Serve(args) = cli.command;
     let (server, tasks, label) = match build(&args).await {
         Ok(b) => b,
         Err(e) => {
@@ -222,6 +248,11 @@ async fn shutdown_signal() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// Ends a command now: a prompt thread may still be blocked on the terminal.
+fn exit(code: remote::Exit) -> ExitCode {
+    std::process::exit(i32::from(code.code()))
 }
 
 fn print_usage(addr: SocketAddr, store: &str) {
