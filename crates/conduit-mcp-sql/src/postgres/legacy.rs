@@ -161,6 +161,10 @@ impl TaskStore for PostgresLegacyStore {
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        self.store().engine().renew_named("conduit_legacy_tasks", node, task_ids, until_ms).await
+    }
+
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         let now = common::ms(self.now_ms());
         let sql = format!(

@@ -148,6 +148,29 @@ impl PgEngine {
     }
 }
 
+impl PgEngine {
+    /// Renews the leases of those of `task_ids` in `table` that are live and
+    /// leased to `node` (the task table or the legacy one).
+    pub(super) async fn renew_named(
+        &self,
+        table: &str,
+        node: &str,
+        task_ids: &[String],
+        until_ms: u64,
+    ) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE {table} SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
+             WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(RENEW_CHUNK) {
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+}
+
 type PgQuery<'q> = common::Query<'q, Postgres>;
 
 fn backend(what: &str, e: sqlx::Error) -> StoreError {
@@ -234,16 +257,7 @@ impl Engine for PgEngine {
     }
 
     async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
-        let sql = format!(
-            "UPDATE conduit_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
-             WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
-        );
-        let mut renewed = 0;
-        for chunk in task_ids.chunks(RENEW_CHUNK) {
-            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
-            renewed += self.write("renew leases", q).await?;
-        }
-        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+        self.renew_named("conduit_tasks", node, task_ids, until_ms).await
     }
 
     async fn claim_node(&self, node: &str) -> Result<(), StoreError> {

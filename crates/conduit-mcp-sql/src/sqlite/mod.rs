@@ -118,6 +118,31 @@ impl SqliteEngine {
     }
 }
 
+impl SqliteEngine {
+    /// Renews the leases of those of `task_ids` in `table` that are live and
+    /// leased to `node` (the task table or the legacy one).
+    pub(super) async fn renew_named(
+        &self,
+        table: &str,
+        node: &str,
+        task_ids: &[String],
+        until_ms: u64,
+    ) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE {table} SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
+             AND task_id IN (SELECT value FROM json_each(?3))"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+}
+
 type SqlQuery<'q> = common::Query<'q, Sqlite>;
 
 /// Whether an error may have left the connection unusable (anything but an
@@ -194,18 +219,7 @@ impl Engine for SqliteEngine {
     }
 
     async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
-        let sql = format!(
-            "UPDATE conduit_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
-             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
-             AND task_id IN (SELECT value FROM json_each(?3))"
-        );
-        let mut renewed = 0;
-        for chunk in task_ids.chunks(1000) {
-            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
-            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
-            renewed += self.write("renew leases", q).await?;
-        }
-        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+        self.renew_named("conduit_tasks", node, task_ids, until_ms).await
     }
 
     async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
