@@ -215,11 +215,11 @@ impl Extension for TasksExtension {
         let delivers = !matches!(self.tasks.config().notifier, NotifierConfig::None);
         let mut kept: Vec<&str> = Vec::new();
         for id in ids.iter().filter_map(Value::as_str) {
-            if kept.contains(&id) {
+            if !delivers || kept.contains(&id) {
                 continue;
             }
-            if delivers && self.tasks.store().get(id, Owner::Is(ctx.owner())).await.is_ok() {
-                self.tasks.listen_notifier().watch(id, sub);
+            if let Ok(rec) = self.tasks.store().get(id, Owner::Is(ctx.owner())).await {
+                self.tasks.listen_notifier().watch(id, sub, rec.version);
                 kept.push(id);
             }
         }

@@ -20,7 +20,15 @@ pub trait Notifier: Send + Sync + 'static {
 /// named a task, and only to those whose principal owns it.
 #[derive(Clone, Default)]
 pub struct ListenNotifier {
-    index: Arc<Mutex<HashMap<String, Vec<Subscription>>>>,
+    index: Arc<Mutex<HashMap<String, Vec<Watch>>>>,
+}
+
+/// One stream watching one task, and the task version it has already seen
+/// (read when it subscribed, then each one sent): an older or repeated
+/// change — a cross-node relay arriving late — is not sent again.
+struct Watch {
+    sub: Subscription,
+    seen: u64,
 }
 
 impl std::fmt::Debug for ListenNotifier {
@@ -35,18 +43,18 @@ impl ListenNotifier {
         Self::default()
     }
 
-    /// Registers `sub` for `task_id` (the caller checked ownership), until
-    /// the stream closes or the task ends.
-    pub(crate) fn watch(&self, task_id: &str, sub: &Subscription) {
+    /// Registers `sub` for `task_id` (the caller checked ownership, reading
+    /// the task at version `seen`), until the stream closes or the task ends.
+    pub(crate) fn watch(&self, task_id: &str, sub: &Subscription, seen: u64) {
         if let Ok(mut idx) = self.index.lock() {
-            idx.entry(task_id.to_owned()).or_default().push(sub.clone());
+            idx.entry(task_id.to_owned()).or_default().push(Watch { sub: sub.clone(), seen });
         }
         let (index, id, key) = (Arc::downgrade(&self.index), task_id.to_owned(), sub.key());
         sub.on_close(move || {
             let Some(index) = index.upgrade() else { return };
             let mut idx = index.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(subs) = idx.get_mut(&id) {
-                subs.retain(|s| s.key() != key);
+                subs.retain(|w| w.sub.key() != key);
                 if subs.is_empty() {
                     idx.remove(&id);
                 }
@@ -73,7 +81,7 @@ impl ListenNotifier {
         self.index
             .lock()
             .map(|i| {
-                i.iter().filter(|(_, subs)| subs.iter().any(|s| !s.is_closed())).map(|(id, _)| id.clone()).collect()
+                i.iter().filter(|(_, subs)| subs.iter().any(|w| !w.sub.is_closed())).map(|(id, _)| id.clone()).collect()
             })
             .unwrap_or_default()
     }
@@ -82,7 +90,7 @@ impl ListenNotifier {
     pub fn watchers(&self, task_id: &str) -> usize {
         self.index
             .lock()
-            .map(|i| i.get(task_id).map_or(0, |v| v.iter().filter(|s| !s.is_closed()).count()))
+            .map(|i| i.get(task_id).map_or(0, |v| v.iter().filter(|w| !w.sub.is_closed()).count()))
             .unwrap_or(0)
     }
 
@@ -95,8 +103,12 @@ impl ListenNotifier {
             let Some(subs) = idx.get_mut(&task.task_id) else {
                 return;
             };
-            subs.retain(|s| !s.is_closed());
-            let out = subs.clone();
+            subs.retain(|w| !w.sub.is_closed());
+            let mut out = Vec::new();
+            for w in subs.iter_mut().filter(|w| w.seen < task.version) {
+                w.seen = task.version;
+                out.push(w.sub.clone());
+            }
             if task.is_terminal() || subs.is_empty() {
                 idx.remove(&task.task_id);
             }
@@ -115,5 +127,34 @@ impl ListenNotifier {
 impl Notifier for ListenNotifier {
     fn task_changed(&self, task: &TaskRecord, _listen: &ListenNotifier) {
         ListenNotifier::task_changed(self, task);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::jsonrpc::RequestId;
+    use crate::subscriptions::{CoreFilter, Hub};
+
+    #[test]
+    fn a_change_older_than_what_the_stream_saw_is_not_sent() {
+        let hub = Arc::new(Hub::default());
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (sub, _reg) = hub.register(RequestId::Number(1), None, CoreFilter::default(), tx);
+        let listen = ListenNotifier::new();
+        let mut rec = TaskRecord::new("t1".into(), None, 0, None);
+        rec.version = 2;
+        listen.watch("t1", &sub, 2);
+        // A relayed change the stream already saw when it subscribed, then a repeat.
+        listen.task_changed(&rec);
+        rec.version = 1;
+        listen.task_changed(&rec);
+        assert!(rx.try_recv().is_err(), "nothing newer than version 2 happened");
+        rec.version = 3;
+        listen.task_changed(&rec);
+        listen.task_changed(&rec);
+        assert!(rx.try_recv().is_ok(), "version 3 is sent");
+        assert!(rx.try_recv().is_err(), "and only once");
+        assert_eq!(listen.entries(), 1, "a live task stays watched");
     }
 }
