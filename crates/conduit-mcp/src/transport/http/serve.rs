@@ -16,6 +16,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::{Semaphore, watch};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower_service::Service;
 
@@ -63,6 +64,8 @@ impl Bound {
         let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
         let conns = TaskTracker::new();
         let (closing, closed) = watch::channel(false);
+        // Fired when the shutdown deadline passes: every connection still open is dropped.
+        let abort = CancellationToken::new();
         tokio::pin!(shutdown);
         loop {
             let permit = tokio::select! {
@@ -84,10 +87,14 @@ impl Bound {
             };
             // Small answers must not wait for Nagle's algorithm.
             let _ = tcp.set_nodelay(true);
-            let (app, mut closed) = (app.clone(), closed.clone());
+            let (app, mut closed, abort) = (app.clone(), closed.clone(), abort.clone());
             conns.spawn(async move {
                 let _permit = permit;
-                serve_connection(tcp, app, limits, &mut closed).await;
+                tokio::select! {
+                    () = serve_connection(tcp, app, limits, &mut closed) => {}
+                    // Dropping the connection closes its socket.
+                    () = abort.cancelled() => {}
+                }
             });
         }
         drop(self.listener);
@@ -100,6 +107,8 @@ impl Bound {
                 open = conns.len(),
                 "shutdown deadline passed; dropping connections with requests still in flight"
             );
+            abort.cancel();
+            conns.wait().await;
         }
         Ok(())
     }
