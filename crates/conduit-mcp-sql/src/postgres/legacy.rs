@@ -15,6 +15,11 @@ const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::tex
 /// cap, and `list` by a keyset on `(owner, created_at_ms, task_id)`. Every
 /// node on the schema shares the cursor key, so a `tasks/list` cursor from
 /// one node pages on any other. Made by [`PostgresStore::legacy`]. Cheap to clone.
+///
+/// It claims no node id of its own (`claim_node` is the default): the
+/// connection's one node claim belongs to the [`PostgresStore`]. Give the
+/// legacy runtime the same `node_id` as the extension's, whose claim then
+/// covers both; a random default id cannot collide with another node's.
 #[derive(Debug, Clone)]
 pub struct PostgresLegacyStore {
     inner: Arc<Inner>,
@@ -159,6 +164,19 @@ impl TaskStore for PostgresLegacyStore {
         let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned());
         let n = self.store().engine().write("renew legacy leases", q).await?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_legacy_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), \
+             version = version + 1 WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
+            renewed += self.store().engine().write("renew legacy leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
     }
 
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {

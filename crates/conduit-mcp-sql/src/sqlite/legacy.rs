@@ -15,6 +15,11 @@ const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM
 /// writes of both stay in one order), its own row cap, and `list` by a keyset
 /// on `(owner, created_at_ms, task_id)`. Made by [`SqliteStore::legacy`].
 /// Cheap to clone.
+///
+/// It claims no node id of its own (`claim_node` is the default): the file's
+/// one node claim belongs to the [`SqliteStore`]. Give the legacy runtime the
+/// same `node_id` as the extension's, whose claim then covers both; a random
+/// default id cannot collide with another process's.
 #[derive(Debug, Clone)]
 pub struct SqliteLegacyStore {
     inner: Arc<Inner>,
@@ -145,6 +150,21 @@ impl TaskStore for SqliteLegacyStore {
         let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node);
         let done = self.store().engine().write("renew legacy leases", q).await?;
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
+    }
+
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_legacy_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
+             AND task_id IN (SELECT value FROM json_each(?3))"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
+            renewed += self.store().engine().write("renew legacy leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
     }
 
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
