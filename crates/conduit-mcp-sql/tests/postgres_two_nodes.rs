@@ -67,6 +67,10 @@ impl TaskStore for TwoNodes {
         self.node().renew_leases(node, until_ms).await
     }
 
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        self.node().renew_leases_of(node, task_ids, until_ms).await
+    }
+
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         self.node().lapsed_leases(limit).await
     }
