@@ -39,6 +39,7 @@ mod resources;
 pub mod tasks_tools;
 mod tools;
 
+use conduit_mcp::ext::tasks::legacy::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::server::BuildError;
 use conduit_mcp::{Server, ServerBuilder};
@@ -47,12 +48,15 @@ use conduit_mcp::{Server, ServerBuilder};
 pub const NAME: &str = "conduit-mcp-conformance";
 
 /// Builds the fixture server with everything the suite looks for, the Tasks
-/// extension on `tasks` (`TasksConfig::enabled()` for the memory store).
+/// extension on `tasks` (`TasksConfig::enabled()` for the memory store), and
+/// legacy tasks (in memory) for 2025-11-25 sessions, driven by the same handle.
 pub fn server(tasks: TasksConfig) -> Result<Server, BuildError> {
     let builder =
         Server::builder(NAME, env!("CARGO_PKG_VERSION")).instructions("Fixture server for the MCP conformance suite.");
+    let legacy = LegacyTasks::new(tasks.clone()).map_err(|e| BuildError::Extension(e.to_string()))?;
     let tasks = Tasks::new(tasks).map_err(|e| BuildError::Extension(e.to_string()))?;
-    register(builder.extension(tasks)).build()
+    tasks.drive_legacy(&legacy);
+    register(builder.extension(tasks).extension(legacy)).build()
 }
 
 /// Registers every tool, prompt and resource of the fixture, in the order the

@@ -1,8 +1,8 @@
 //! A small stdio MCP server (used by `tests/stdio.rs`).
 //!
 //! Tools: `echo` (returns its text), `slow` (waits until cancelled), `count`
-//! (reports progress `n` times) and `touch` (announces a change to listen
-//! streams). Resources `test://a` and `test://b` exist so listen streams can
+//! (reports progress `n` times), `touch` (announces a change to listen
+//! streams), `ask` (elicits a name) and `nap` (answers after 200 ms). Resources `test://a` and `test://b` exist so listen streams can
 //! subscribe to them. Run it and type one JSON-RPC request per line:
 //!
 //! ```text
@@ -60,6 +60,22 @@ fn server() -> Server {
                     Ok(CallToolResult::text(notified.to_string()))
                 }),
         )
+        .tool(Tool::new("ask", "Asks the user's name (MRTR; a real request on a legacy session)").handle(
+            |ctx, _args| async move {
+                if let Some(a) = ctx.input_response("name") {
+                    let name = a["content"]["name"].as_str().unwrap_or("?");
+                    return Ok(CallToolResult::text(format!("Hello, {name}!")).into());
+                }
+                let schema = serde_json::json!({ "type": "object", "properties": { "name": { "type": "string" } } });
+                Ok(ToolOutput::from(InputRequired::new().request("name", mrtr::elicit("Your name?", schema))))
+            },
+        ))
+        .tool(Tool::new("nap", "Answers after a short nap (work still running at end of input)").handle(
+            |_ctx, _args| async move {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                Ok(CallToolResult::text("rested"))
+            },
+        ))
         .resource(
             Resource::new("test://a", "A")
                 .read(|_ctx, uri| async move { Ok(ResourceContents::text(uri, "text/plain", "a")) }),

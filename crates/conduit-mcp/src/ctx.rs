@@ -38,6 +38,8 @@ pub(crate) struct CtxInner {
     pub(crate) changes: Changes,
     /// Legacy SSE polling: cancelling it closes the request's stream early.
     pub(crate) close_stream: Option<CancellationToken>,
+    /// Legacy `tools/call`: the `params.task` object that opted in to a task.
+    pub(crate) task_params: Option<Value>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -165,6 +167,11 @@ impl Ctx {
             }
             None => false,
         }
+    }
+
+    /// The `params.task` of a legacy `tools/call` (`{ttl?}`), if it asked for a task.
+    pub(crate) fn task_params(&self) -> Option<&Value> {
+        self.inner.task_params.as_ref()
     }
 
     /// The outlet for request-scoped notifications (listen streams write here).

@@ -1,6 +1,7 @@
 //! stdio through a child process: the `stdio_echo` example, spawned and driven line by line.
 
 mod common;
+mod legacy_common;
 
 use common::{call, guard, req};
 use serde_json::{Value, json};
@@ -45,6 +46,8 @@ struct Proc {
     seen: Vec<Value>,
     /// Messages read while waiting for another one, not yet handed out.
     backlog: Vec<Value>,
+    /// Whether the process was switched to the legacy era (it may then send requests).
+    legacy: bool,
 }
 
 impl Proc {
@@ -59,7 +62,7 @@ impl Proc {
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let stderr = child.stderr.take().expect("stderr");
-        Self { child, stdin, stdout, stderr, seen: Vec::new(), backlog: Vec::new() }
+        Self { child, stdin, stdout, stderr, seen: Vec::new(), backlog: Vec::new(), legacy: false }
     }
 
     async fn send_line(&mut self, line: &str) {
@@ -79,7 +82,11 @@ impl Proc {
         let v: Value =
             serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line:?}"));
         assert_eq!(v["jsonrpc"], "2.0", "stdout line is not a JSON-RPC message: {line}");
-        assert!(v.get("method").is_none() || v.get("id").is_none(), "the server never sends requests: {line}");
+        let request = v.get("method").is_some() && v.get("id").is_some();
+        assert!(self.legacy || !request, "the server sends requests only on a legacy session: {line}");
+        if self.legacy {
+            legacy_common::assert_message(&v);
+        }
         self.seen.push(v.clone());
         Some(v)
     }
@@ -247,4 +254,61 @@ async fn listen_streams_are_demultiplexed_by_subscription_id() {
             assert!(sub_id(v) == "L1" || *sub_id(v) == json!(2), "every listen notification is tagged: {v}");
         }
     }
+}
+
+fn initialize(id: i64, caps: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "initialize", "params": { "protocolVersion": "2025-11-25",
+        "capabilities": caps, "clientInfo": { "name": "stdio-test", "version": "1" } } })
+}
+
+fn legacy_call(id: i64, tool: &str, args: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": args } })
+}
+
+#[tokio::test]
+async fn an_unknown_first_message_is_answered_and_initialize_after_discover_switches_to_legacy() {
+    let mut p = Proc::spawn().await;
+    p.send(&json!({ "jsonrpc": "2.0", "id": 1, "method": "bogus/thing" })).await;
+    assert!(p.response(json!(1)).await.get("error").is_some(), "answered, not fatal");
+    // A dual-era client probes with discover and sends initialize before the reply.
+    p.send(&req(2, "server/discover", json!({}))).await;
+    p.legacy = true;
+    p.send(&initialize(3, json!({}))).await;
+    let discover = p.response(json!(2)).await;
+    assert_eq!(discover["result"]["supportedVersions"], json!(common::SERVED));
+    let init = p.response(json!(3)).await;
+    legacy_common::assert_schema("InitializeResult", &init["result"]);
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    p.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" })).await;
+    p.send(&json!({ "jsonrpc": "2.0", "id": 4, "method": "ping" })).await;
+    assert_eq!(p.response(json!(4)).await["result"], json!({}), "ping is exactly {{}}");
+    p.send(&legacy_call(5, "echo", json!({ "text": "legacy" }))).await;
+    let r = p.response(json!(5)).await;
+    assert_eq!(r["result"]["content"][0]["text"], "legacy");
+    assert!(r["result"].get("resultType").is_none() && r["result"].get("_meta").is_none(), "{r}");
+    p.send(&initialize(6, json!({}))).await;
+    assert_eq!(p.response(json!(6)).await["error"]["code"], -32600, "initialize twice");
+    let (_, status, stderr) = p.finish().await;
+    assert!(status.success(), "exit status {status}; stderr: {stderr}");
+}
+
+#[tokio::test]
+async fn a_legacy_process_sends_real_requests_to_the_client_and_finishes_reads_at_eof() {
+    let mut p = Proc::spawn().await;
+    p.legacy = true;
+    p.send(&initialize(1, json!({ "elicitation": {} }))).await;
+    p.response(json!(1)).await;
+    p.send(&legacy_call(2, "ask", json!({}))).await;
+    let ask = p.wait_for("elicitation/create", |v| v["method"] == "elicitation/create").await;
+    legacy_common::assert_schema("ElicitRequest", &ask);
+    let answer =
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept", "content": { "name": "Ada" } } });
+    p.send(&answer).await;
+    assert_eq!(p.response(json!(2)).await["result"]["content"][0]["text"], "Hello, Ada!");
+    // End of input right after a request: the request read still gets its answer.
+    p.send(&legacy_call(3, "nap", json!({}))).await;
+    let (seen, status, stderr) = p.finish().await;
+    assert!(status.success(), "exit status {status}; stderr: {stderr}");
+    let nap = seen.iter().find(|v| v["id"] == 3).expect("the nap answered after end of input");
+    assert_eq!(nap["result"]["content"][0]["text"], "rested");
 }

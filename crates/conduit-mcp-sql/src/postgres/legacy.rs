@@ -15,6 +15,11 @@ const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::tex
 /// cap, and `list` by a keyset on `(owner, created_at_ms, task_id)`. Every
 /// node on the schema shares the cursor key, so a `tasks/list` cursor from
 /// one node pages on any other. Made by [`PostgresStore::legacy`]. Cheap to clone.
+///
+/// It claims no node id of its own (`claim_node` is the default): the
+/// connection's one node claim belongs to the [`PostgresStore`]. Give the
+/// legacy runtime the same `node_id` as the extension's, whose claim then
+/// covers both; a random default id cannot collide with another node's.
 #[derive(Debug, Clone)]
 pub struct PostgresLegacyStore {
     inner: Arc<Inner>,

@@ -15,6 +15,11 @@ const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM
 /// writes of both stay in one order), its own row cap, and `list` by a keyset
 /// on `(owner, created_at_ms, task_id)`. Made by [`SqliteStore::legacy`].
 /// Cheap to clone.
+///
+/// It claims no node id of its own (`claim_node` is the default): the file's
+/// one node claim belongs to the [`SqliteStore`]. Give the legacy runtime the
+/// same `node_id` as the extension's, whose claim then covers both; a random
+/// default id cannot collide with another process's.
 #[derive(Debug, Clone)]
 pub struct SqliteLegacyStore {
     inner: Arc<Inner>,

@@ -117,7 +117,8 @@ impl Sessions {
         let record = match touched {
             Ok(r) => r,
             Err(e) => {
-                if let Some(s) = self.live().remove(id) {
+                let removed = self.live().remove(id);
+                if let Some(s) = removed {
                     // Expired or deleted elsewhere; a foreign principal never removes it.
                     if matches!(e, SessionError::NotFound) && s.record().owner.as_deref() != owner {
                         self.live().insert(id.to_owned(), s);

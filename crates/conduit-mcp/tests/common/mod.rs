@@ -181,7 +181,8 @@ pub fn parse_sse(buf: &[u8]) -> (Vec<Value>, Vec<u8>) {
         rest = &rest[end + 2..];
         let data: Vec<&str> =
             block.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.strip_prefix(' ').unwrap_or(d)).collect();
-        if !data.is_empty() {
+        // An event with empty data (an SSE priming event) carries no message.
+        if !data.is_empty() && !data.iter().all(|d| d.is_empty()) {
             let joined = data.join("\n");
             events
                 .push(serde_json::from_str(&joined).unwrap_or_else(|e| panic!("SSE data is not JSON ({e}): {joined}")));

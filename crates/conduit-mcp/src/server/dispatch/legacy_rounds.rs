@@ -51,6 +51,7 @@ impl Server {
                 request_state: None,
                 changes: self.inner.changes.clone(),
                 close_stream: env.close_stream.clone(),
+                task_params: None,
             };
             // The params are kept: a further round repeats them with the answers.
             let result = match self.handle(route, parts, params.clone()).await {

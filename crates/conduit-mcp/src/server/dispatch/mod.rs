@@ -163,6 +163,7 @@ impl Server {
             request_state: None,
             changes: self.inner.changes.clone(),
             close_stream: None,
+            task_params: None,
         };
         // 7. The handler.
         let result = self.handle(route, parts, params).await?;

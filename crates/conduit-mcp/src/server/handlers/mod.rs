@@ -39,7 +39,7 @@ impl Server {
         };
         match core {
             CoreMethod::Discover => Ok(self.discover(parts.era)),
-            CoreMethod::ToolsList => self.list_tools(&params),
+            CoreMethod::ToolsList => self.list_tools(parts.era, &params),
             CoreMethod::ToolsCall => self.call_tool(route.tool, parts, params).await,
             CoreMethod::PromptsList => self.list_prompts(&params),
             CoreMethod::PromptsGet => self.get_prompt(parts, params).await,

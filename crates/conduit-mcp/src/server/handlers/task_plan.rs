@@ -54,6 +54,11 @@ impl Server {
             return Ok(());
         }
         match self.task_maker(era) {
+            // 2025-11-25: a non-augmented call to a task-only tool MUST get -32601.
+            Some(_) if era == Era::Legacy => Err(RpcError::new(
+                crate::protocol::ErrorCode::MethodNotFound,
+                format!("Task augmentation required: {} runs only as a task (send params.task)", tool.info.name),
+            )),
             Some(m) => Err(RpcError::missing_capability(m.required_capabilities(era))),
             None => {
                 tracing::warn!(tool = %tool.info.name, "tool requires tasks but no task extension is installed");

@@ -4,14 +4,32 @@ use crate::Ctx;
 use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::tools::CallToolResult;
+use crate::protocol::version::Era;
 use crate::server::Server;
-use crate::tool::ToolOutput;
 use crate::tool::registry::Registered;
+use crate::tool::{TaskSupport, ToolOutput};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 impl Server {
-    pub(super) fn list_tools(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    pub(super) fn list_tools(&self, era: Era, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        // Legacy sessions with legacy tasks installed: each tool says whether it runs as a task.
+        if era == Era::Legacy && self.task_maker(Era::Legacy).is_some() {
+            return self.page(
+                params,
+                "tools",
+                self.inner.tools.tools.iter().map(|t| {
+                    let support = match t.handler.task_support() {
+                        TaskSupport::Required => "required",
+                        TaskSupport::Optional => "optional",
+                        _ => "forbidden",
+                    };
+                    let mut v = json!(t.info);
+                    v["execution"] = json!({ "taskSupport": support });
+                    v
+                }),
+            );
+        }
         self.page(params, "tools", self.inner.tools.tools.iter().map(|t| json!(t.info)))
     }
 
@@ -35,6 +53,9 @@ impl Server {
             return Err(RpcError::insufficient_scope(&tool.scopes));
         }
         let requested = self.task_requested(&parts, &params);
+        if requested {
+            parts.task_params = params.get("task").cloned();
+        }
         self.may_call(tool, requested, parts.era)?;
         self.open_round(&mut parts, &params)?;
         // An `input_required` answer is sealed to the params as sent, arguments included, and

@@ -114,15 +114,20 @@ pub(super) async fn legacy_request(
             tokio::select! {
                 biased;
                 m = rx.recv() => if let Some(m) = m { s.events.send(stream_id, m) },
-                answer = &mut handler => break answer,
+                // Before the answer: a handler that closed its stream and then answered at once
+                // still has its answer buffered for the reconnection, not sent on the old connection.
                 _ = close.cancelled(), if !closed => {
                     closed = true;
                     s.events.detach(stream_id);
                 }
+                answer = &mut handler => break answer,
             }
         };
         while let Ok(m) = rx.try_recv() {
             s.events.send(stream_id, m);
+        }
+        if close.is_cancelled() && !closed {
+            s.events.detach(stream_id);
         }
         s.untrack(&id);
         // A cancelled request gets no response.

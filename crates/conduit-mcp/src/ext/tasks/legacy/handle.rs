@@ -69,6 +69,11 @@ impl LegacyTasks {
     }
 
     /// Legacy tasks in `store`, on `clock`.
+    ///
+    /// With a SQL store beside the extension's (`store.legacy()`), give
+    /// `config` the same `node_id` as the extension's `Tasks`: the database
+    /// holds one node claim per store, which then covers both runtimes. For
+    /// several nodes, attach a `PgNotifier` of its own channel to the handle.
     pub fn with_store(
         config: TasksConfig,
         store: Arc<dyn LegacyTaskStore>,

@@ -1,0 +1,63 @@
+//! `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` on the legacy
+//! wire, all owner-scoped (a foreign task is answered like a missing one).
+
+use super::{LegacyTasksExtension, store_error, wire};
+use crate::Ctx;
+use crate::ext::tasks::Owner;
+use crate::ext::tasks::legacy::DEFAULT_PAGE_SIZE;
+use crate::protocol::RpcError;
+use serde_json::{Map, Value, json};
+
+fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
+    params.get("taskId").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("Missing taskId"))
+}
+
+impl LegacyTasksExtension {
+    pub(super) async fn get(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let rec = self.tasks.store().get(task_id(params)?, Owner::Is(ctx.owner())).await.map_err(store_error)?;
+        Ok(wire::task(&rec))
+    }
+
+    /// Blocks until the task is terminal, then answers what the call would have.
+    pub(super) async fn result(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let id = task_id(params)?;
+        let wait = self.tasks.wait(id, Owner::Is(ctx.owner()), |r| r.is_terminal());
+        let rec = tokio::select! {
+            r = wait => r.map_err(store_error)?,
+            _ = ctx.cancellation().cancelled() => return Err(RpcError::internal("Request cancelled")),
+        };
+        wire::outcome(&rec)
+    }
+
+    pub(super) async fn list(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let cursor = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(c.as_str()),
+            Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
+        };
+        let page = self.tasks.list(ctx.owner(), cursor, DEFAULT_PAGE_SIZE).await.map_err(store_error)?;
+        let mut r = json!({ "tasks": page.tasks.iter().map(wire::task).collect::<Vec<_>>() });
+        if let Some(next) = page.next_cursor {
+            r["nextCursor"] = json!(next);
+        }
+        Ok(r)
+    }
+
+    /// Cancels a live task and answers it; a terminal one is `-32602`.
+    pub(super) async fn cancel(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        let id = task_id(params)?;
+        let owner = Owner::Is(ctx.owner());
+        let before = self.tasks.store().get(id, owner).await.map_err(store_error)?;
+        if before.is_terminal() {
+            return Err(RpcError::invalid_params(format!(
+                "Cannot cancel task: already in terminal status '{}'",
+                wire::status(&before)
+            )));
+        }
+        let rec = self.tasks.store().cancel(id, owner, None).await.map_err(store_error)?;
+        if rec.version != before.version {
+            self.tasks.after_write(&rec);
+        }
+        Ok(wire::task(&rec))
+    }
+}

@@ -1,0 +1,123 @@
+//! The legacy (2025-11-25) codec of a task: the flat `Task` of `tasks/get`,
+//! `tasks/list` and `tasks/cancel`, the nested `CreateTaskResult`, and what
+//! `tasks/result` returns. The record is era-neutral; only this file knows the
+//! legacy shape.
+
+use crate::clock::format_rfc3339_ms;
+use crate::ext::tasks::TaskRecord;
+use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::ErrorCode;
+use crate::protocol::legacy::RELATED_TASK_KEY;
+use crate::protocol::tasks::TaskStatus;
+use serde_json::{Map, Value, json};
+
+/// Whether a completed task's result is a tool error (`isError: true`): on this era it is `failed`.
+fn is_tool_error(rec: &TaskRecord) -> bool {
+    rec.status == TaskStatus::Completed
+        && rec.result.as_ref().and_then(|r| r.get("isError")).and_then(Value::as_bool) == Some(true)
+}
+
+/// The first text of a tool error, for a `failed` task's `statusMessage`.
+fn error_text(rec: &TaskRecord) -> Option<String> {
+    let content = rec.result.as_ref()?.get("content")?.as_array()?;
+    content.iter().find_map(|c| c.get("text").and_then(Value::as_str)).map(|t| format!("Tool error: {t}"))
+}
+
+/// The status on this era.
+pub(crate) fn status(rec: &TaskRecord) -> &'static str {
+    if is_tool_error(rec) {
+        return "failed";
+    }
+    match rec.status {
+        TaskStatus::Working => "working",
+        TaskStatus::InputRequired => "input_required",
+        TaskStatus::Completed => "completed",
+        TaskStatus::Failed => "failed",
+        TaskStatus::Cancelled => "cancelled",
+    }
+}
+
+/// The flat legacy `Task`: `ttl` always present (a number or null).
+pub(crate) fn task(rec: &TaskRecord) -> Value {
+    let mut t = Map::new();
+    t.insert("taskId".into(), json!(rec.task_id));
+    t.insert("status".into(), json!(status(rec)));
+    let message = match (&rec.status_message, is_tool_error(rec)) {
+        (Some(m), _) => Some(m.clone()),
+        (None, true) => error_text(rec),
+        (None, false) if rec.status == TaskStatus::Failed => rec.error.as_ref().map(|e| e.message.clone()),
+        _ => None,
+    };
+    if let Some(m) = message {
+        t.insert("statusMessage".into(), json!(m));
+    }
+    t.insert("createdAt".into(), json!(format_rfc3339_ms(rec.created_at_ms)));
+    t.insert("lastUpdatedAt".into(), json!(format_rfc3339_ms(rec.last_updated_at_ms)));
+    t.insert("ttl".into(), json!(rec.ttl_ms));
+    if let Some(p) = rec.poll_interval_ms {
+        t.insert("pollInterval".into(), json!(p));
+    }
+    Value::Object(t)
+}
+
+/// The `CreateTaskResult`: `{task: {...}}`.
+pub(crate) fn create_result(rec: &TaskRecord) -> Value {
+    json!({ "task": task(rec) })
+}
+
+fn related(id: &str) -> Value {
+    json!({ RELATED_TASK_KEY: { "taskId": id } })
+}
+
+/// What `tasks/result` answers for a terminal task: what the call would have
+/// returned (the result, or the same JSON-RPC error), with the related-task `_meta`.
+pub(crate) fn outcome(rec: &TaskRecord) -> Result<Value, RpcError> {
+    match rec.status {
+        TaskStatus::Completed => {
+            let mut r = rec.result.clone().unwrap_or_else(|| json!({ "content": [] }));
+            if let Value::Object(m) = &mut r {
+                match m.get_mut("_meta") {
+                    Some(Value::Object(meta)) => {
+                        meta.insert(RELATED_TASK_KEY.into(), json!({ "taskId": rec.task_id }));
+                    }
+                    _ => {
+                        m.insert("_meta".into(), related(&rec.task_id));
+                    }
+                }
+            }
+            Ok(r)
+        }
+        TaskStatus::Failed => {
+            let (code, message, data) = match &rec.error {
+                Some(e) => (e.code, e.message.clone(), e.data.clone()),
+                None => (-32603, "Task failed".to_owned(), None),
+            };
+            let mut e = RpcError::new(ErrorCode::from_code(code), message);
+            e.data = data;
+            Err(e)
+        }
+        _ => Err(RpcError::internal("Task was cancelled")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_errors_are_failed_with_a_message() {
+        let mut rec = TaskRecord::new("t".into(), None, 1_000, Some(60_000));
+        assert_eq!(task(&rec)["status"], "working");
+        assert_eq!(task(&rec)["ttl"], 60_000);
+        rec.result = Some(json!({ "content": [{ "type": "text", "text": "disk full" }], "isError": true }));
+        rec.transition(TaskStatus::Completed, 2_000);
+        let t = task(&rec);
+        assert_eq!(t["status"], "failed");
+        assert_eq!(t["statusMessage"], "Tool error: disk full");
+        let r = outcome(&rec).expect("a tool error is a result");
+        assert_eq!(r["isError"], true);
+        assert_eq!(r["_meta"][RELATED_TASK_KEY]["taskId"], "t");
+        rec.ttl_ms = None;
+        assert!(task(&rec).as_object().is_some_and(|m| m["ttl"].is_null()));
+    }
+}
