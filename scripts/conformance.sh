@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite (server leg, protocol 2026-07-28)
-# against the conduit-mcp fixture server (conformance/src), then its client
-# leg against the conformance client (conformance/src/client; block at the end).
+# Runs the official MCP conformance suite (server leg) against ONE conduit-mcp
+# fixture process (conformance/src) serving both eras on one URL: first
+# `--requirements 2025-11-25` (the legacy leg), then `--requirements 2026-07-28`
+# and the tasks-* scenarios.
+# Then its client leg against the conformance client (conformance/src/client;
+# block at the end).
 #
 #   scripts/conformance.sh
 #   CONDUIT_CONFORMANCE_TASKS=0 scripts/conformance.sh   # skip the ten tasks-* scenarios
 #
 # Steps: build the fixture, start it on a free loopback port, run
-# `conformance server --requirements 2026-07-28`, then read every checks.json
+# `conformance server --requirements 2025-11-25` and `--requirements 2026-07-28`
+# against it, then read every checks.json
 # and fail if any counted check has status FAILURE. Unlike the runner's own
 # exit code, this also counts the not-scored pending scenarios
 # (json-schema-2020-12, http-header-validation,
@@ -23,6 +27,7 @@ set -euo pipefail
 
 CONFORMANCE_PACKAGE="@modelcontextprotocol/conformance@0.2.0-alpha.12"
 REQUIREMENTS="2026-07-28"
+LEGACY_REQUIREMENTS="2025-11-25"
 
 # The Tasks extension scenarios. --requirements runs them but does not score
 # them, so they are run one by one and counted here.
@@ -110,6 +115,18 @@ run_conformance() {
 
 RUNNER_FAILED=0
 
+# The legacy leg, on the same process and URL. Its three unscored scenarios
+# (server-session-lifecycle, json-schema-2020-12, server-sse-polling) are counted too.
+log "running --requirements $LEGACY_REQUIREMENTS"
+set +e
+run_conformance --requirements "$LEGACY_REQUIREMENTS" -o "$OUT/legacy" 2>&1 | tee "$OUT/legacy.log"
+rc=${PIPESTATUS[0]}
+set -e
+if ((rc != 0)); then
+  log "the runner exited with $rc on --requirements $LEGACY_REQUIREMENTS"
+  RUNNER_FAILED=1
+fi
+
 log "running --requirements $REQUIREMENTS"
 set +e
 run_conformance --requirements "$REQUIREMENTS" -o "$OUT/requirements" 2>&1 | tee "$OUT/requirements.log"
@@ -180,6 +197,8 @@ counted = defaultdict(list)
 ignored = defaultdict(list)
 for scenario, checks in results("requirements"):
     (ignored if scenario in task_scenarios else counted)[scenario].extend(checks)
+for scenario, checks in results("legacy"):
+    counted["2025-11-25 " + scenario].extend(checks)
 if run_tasks:
     for scenario, checks in results("tasks"):
         counted[scenario].extend(checks)
@@ -188,6 +207,7 @@ if run_tasks:
 
 passed = failed = 0
 failures = []
+legacy_passed = sum(1 for s in counted if s.startswith("2025-11-25 ") for c in counted[s] if c.get("status") == "SUCCESS")
 for scenario in sorted(counted):
     for c in counted[scenario]:
         status = c.get("status")
@@ -201,6 +221,8 @@ for scenario in sorted(counted):
 ignored_failures = sum(1 for cs in ignored.values() for c in cs if c.get("status") == "FAILURE")
 print()
 print(f"conformance: {passed} passed, {failed} failed ({len(counted)} scenarios counted; results in {out})")
+print(f"  of which the 2025-11-25 leg: {legacy_passed} passed "
+      f"({sum(1 for s in counted if s.startswith('2025-11-25 '))} scenarios)")
 if failures:
     print("failures:")
     print("\n".join(failures))
@@ -211,6 +233,12 @@ if not counted:
     print("conformance: no results found", file=sys.stderr)
     sys.exit(1)
 expected = task_scenarios | {s + " (sqlite)" for s in task_scenarios}
+legacy_expected = {"2025-11-25 " + s for s in ("server-initialize", "server-session-lifecycle",
+                   "json-schema-2020-12", "server-sse-polling", "tools-call-sampling")}
+missing_legacy = sorted(legacy_expected - counted.keys())
+if missing_legacy:
+    print(f"conformance: no results for {', '.join(missing_legacy)}", file=sys.stderr)
+    sys.exit(1)
 missing = sorted(expected - counted.keys()) if run_tasks else []
 if missing:
     print(f"conformance: no results for {', '.join(missing)}", file=sys.stderr)

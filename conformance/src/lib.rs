@@ -1,5 +1,6 @@
 //! The fixture server for the official MCP conformance suite
-//! (`@modelcontextprotocol/conformance`, server leg, protocol `2026-07-28`), as a
+//! (`@modelcontextprotocol/conformance`, server leg, protocols `2026-07-28` and
+//! `2025-11-25` on one endpoint), as a
 //! library: the `conduit-mcp-conformance` binary serves it, and the benchmarks
 //! (`conduit-mcp-bench`) serve two of its tools.
 //!
@@ -23,12 +24,15 @@
 //! - `tools`: content, diagnostic and header tools;
 //! - [`tasks_tools`]: the tools of the `tasks-*` scenarios (the Tasks extension is on);
 //! - `mrtr_tools`: the multi round-trip (`input_required`) tools;
+//! - `legacy_tools`: what only the 2025-11-25 leg calls (logging, sampling,
+//!   elicitation, SSE polling, the watched resource);
 //! - `prompts`: prompts and the completion handler;
 //! - `resources`: static resources and the URI template;
 //! - `assets`: the small binary payloads (PNG, WAV) they return.
 
 mod assets;
 pub mod cli;
+mod legacy_tools;
 mod mrtr_tools;
 mod prompts;
 mod resources;
@@ -58,6 +62,7 @@ pub fn register(builder: ServerBuilder) -> ServerBuilder {
     let builder = tools::register(builder);
     let builder = tasks_tools::register(builder);
     let builder = mrtr_tools::register(builder);
+    let builder = legacy_tools::register(builder);
     let builder = prompts::register(builder);
     resources::register(builder)
 }

@@ -27,6 +27,7 @@ use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::transport::http::{self, HttpConfig};
 use conduit_mcp::transport::stdio;
+use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -57,12 +58,28 @@ struct ServeArgs {
     /// PostgreSQL schema for the task table (and the notification channel's suffix).
     #[arg(long)]
     pg_schema: Option<String>,
-    /// This node's id for work leases (default: derived from the host name and port, stable across restarts).
+    /// This node's id for work leases, unique per live process (default: host, pid and a random part).
+    /// Refused at start when another live process holds it on the same store; a restart may reuse it.
     #[arg(long)]
     node_id: Option<String>,
     /// Lease period of running work, in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     lease_ms: u64,
+    /// HTTP: seconds a connection may take to send a request head.
+    #[arg(long, default_value_t = 10)]
+    header_timeout_s: u64,
+    /// HTTP: seconds a request body may take to arrive (later gets 408).
+    #[arg(long, default_value_t = 30)]
+    body_timeout_s: u64,
+    /// HTTP: seconds a kept-alive connection may wait for its next request (listen streams never idle).
+    #[arg(long, default_value_t = 60)]
+    idle_timeout_s: u64,
+    /// HTTP: connections served at once (more wait in the backlog).
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// Seconds requests in flight may take to finish after SIGINT or SIGTERM.
+    #[arg(long, default_value_t = 10)]
+    shutdown_timeout_s: u64,
     /// Require bearer authentication: `TOKEN=PRINCIPAL` (repeatable).
     #[arg(long = "token", value_name = "TOKEN=PRINCIPAL")]
     tokens: Vec<String>,
@@ -94,14 +111,17 @@ fn read_config(path: Option<&PathBuf>) -> Result<(TasksConfig, Option<String>), 
     TasksConfig::from_toml(&text).map_err(|e| e.to_string())
 }
 
-fn default_node_id(listen: SocketAddr) -> String {
+/// A node id no other live process has: the host name, the process id, and
+/// a random part (process ids are reused, and containers all run as pid 1).
+fn default_node_id() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()
         .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
-    format!("{host}:{}", listen.port())
+    let random = std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("{host}:{}:{random:016x}", std::process::id())
 }
 
 async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
@@ -114,12 +134,13 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     let chosen = store::open(&spec, args.pg_schema.as_deref(), clock.clone()).await?;
     cfg = cfg
         .store(chosen.store.clone())
-        .node_id(args.node_id.clone().unwrap_or_else(|| default_node_id(args.listen)))
+        .node_id(args.node_id.clone().unwrap_or_else(default_node_id))
         .lease(Duration::from_millis(args.lease_ms));
     if let Some(n) = chosen.notifier_config() {
         cfg = cfg.notifier(n);
     }
     let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
+    tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;
     if let Some(n) = &chosen.notifier {
         n.attach(&tasks);
     }
@@ -163,7 +184,12 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut http_cfg = HttpConfig::default();
+    let mut http_cfg = HttpConfig::default()
+        .header_timeout(Duration::from_secs(args.header_timeout_s))
+        .body_timeout(Duration::from_secs(args.body_timeout_s))
+        .idle_timeout(Duration::from_secs(args.idle_timeout_s))
+        .max_connections(args.max_connections)
+        .shutdown_timeout(Duration::from_secs(args.shutdown_timeout_s));
     match auth(&args.tokens) {
         Ok(Some(a)) => http_cfg = http_cfg.auth(a),
         Ok(None) => {}
@@ -173,17 +199,16 @@ async fn main() -> ExitCode {
         }
     }
     let result = if args.stdio {
-        stdio::serve(server).await
+        tokio::select! {
+            r = stdio::serve(server) => r,
+            () = shutdown_signal() => Ok(()),
+        }
     } else {
         print_usage(args.listen, &label);
         match http::bind(args.listen).await {
             Ok(bound) => {
                 eprintln!("listening on http://{}/mcp", bound.local_addr());
-                bound
-                    .serve(server, http_cfg, async {
-                        let _ = tokio::signal::ctrl_c().await;
-                    })
-                    .await
+                bound.serve(server, http_cfg, shutdown_signal()).await
             }
             Err(e) => Err(e),
         }
@@ -197,6 +222,31 @@ async fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Resolves at the first SIGINT or SIGTERM (systemd, docker and Kubernetes
+/// stop a service with SIGTERM): both shut down the same way.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; only SIGINT shuts down gracefully");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

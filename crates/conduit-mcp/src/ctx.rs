@@ -36,6 +36,8 @@ pub(crate) struct CtxInner {
     pub(crate) input_responses: Option<Map<String, Value>>,
     pub(crate) request_state: Option<Value>,
     pub(crate) changes: Changes,
+    /// Legacy SSE polling: cancelling it closes the request's stream early.
+    pub(crate) close_stream: Option<CancellationToken>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -148,6 +150,20 @@ impl Ctx {
                 out.send(Message::notification(MESSAGE, json!({ "level": level, "data": data }))).is_ok()
             }
             _ => false,
+        }
+    }
+
+    /// Closes this request's SSE stream now, before the answer (2025-11-25 "SSE
+    /// polling"): the client reconnects with `Last-Event-ID` and receives what
+    /// follows, the answer included. Returns whether the transport supports it
+    /// (legacy HTTP sessions only).
+    pub fn close_stream(&self) -> bool {
+        match &self.inner.close_stream {
+            Some(t) => {
+                t.cancel();
+                true
+            }
+            None => false,
         }
     }
 

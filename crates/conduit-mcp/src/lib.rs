@@ -68,6 +68,8 @@ pub mod resource;
 #[cfg(feature = "server")]
 pub mod server;
 #[cfg(feature = "server")]
+pub mod session;
+#[cfg(feature = "server")]
 pub mod subscriptions;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -124,7 +124,7 @@ async fn discover_describes_the_server() {
     let r = h.send(&req("d", "server/discover", json!({}))).await;
     let result = r.assert_ok(&json!("d"));
     assert_eq!(result["resultType"], "complete");
-    assert_eq!(result["supportedVersions"], json!([V]));
+    assert_eq!(result["supportedVersions"], json!(SERVED));
     let caps = result["capabilities"].as_object().expect("capabilities object");
     let mut keys: Vec<&str> = caps.keys().map(String::as_str).collect();
     keys.sort_unstable();

@@ -166,7 +166,14 @@ async fn unsupported_version_is_400_32022_with_data() {
     assert_eq!(data["requested"], "1900-01-01");
     assert!(data["supported"].as_array().is_some_and(|s| s.contains(&json!(V))), "{data}");
 
-    // A legacy initialize (no modern _meta) is refused the same way, naming what is supported.
+    // On a modern-only server a legacy initialize (no modern _meta) is refused the same way,
+    // naming what is supported.
+    let modern_only = Server::builder("status", "1.0.0")
+        .tool(echo_tool())
+        .eras(conduit_mcp::protocol::version::ServedEras::Modern)
+        .build()
+        .expect("valid server");
+    let h = start(modern_only).await;
     let legacy = json!({ "jsonrpc": "2.0", "id": 8, "method": "initialize",
         "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "old", "version": "1" } } });
     let r = h.send_with(&legacy, |hd| set(hd, "mcp-protocol-version", "2025-11-25")).await;

@@ -143,7 +143,7 @@ async fn responses_are_matched_by_id_and_the_process_exits_on_eof() {
     assert_eq!(p.response(json!(4)).await["error"]["code"], -32602);
     let parse_error = p.wait_for("the parse error", |v| v["error"]["code"] == -32700).await;
     assert!(parse_error.get("id").is_none(), "no id could be read: {parse_error}");
-    assert_eq!(p.response(json!(5)).await["result"]["supportedVersions"], json!([common::V]));
+    assert_eq!(p.response(json!(5)).await["result"]["supportedVersions"], json!(common::SERVED));
     assert_eq!(p.response(json!(3)).await["result"]["content"][0]["text"], "counted 2");
     // String ids stay strings, integer ids stay integers (the lookups above compare JSON values).
 

@@ -16,6 +16,7 @@
 pub mod content;
 pub mod discover;
 pub mod jsonrpc;
+pub mod legacy;
 pub mod meta;
 pub mod methods;
 pub mod mrtr;

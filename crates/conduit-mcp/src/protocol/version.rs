@@ -44,6 +44,36 @@ impl Era {
     }
 }
 
+/// Which eras a server answers (`--era modern|legacy|both`; default both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ServedEras {
+    /// `2026-07-28` only: a legacy `initialize` is refused with `-32022` naming it.
+    Modern,
+    /// The `initialize` handshake and sessions only.
+    Legacy,
+    /// Both, on one endpoint.
+    #[default]
+    Both,
+}
+
+impl ServedEras {
+    /// Whether `era` is served.
+    pub fn serves(self, era: Era) -> bool {
+        matches!((self, era), (Self::Both, _) | (Self::Modern, Era::Modern) | (Self::Legacy, Era::Legacy))
+    }
+
+    /// Reads `modern`, `legacy` or `both`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "modern" => Some(Self::Modern),
+            "legacy" => Some(Self::Legacy),
+            "both" => Some(Self::Both),
+            _ => None,
+        }
+    }
+}
+
 /// What the era decision looks at, gathered by the transport and dispatch.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EraSignals<'a> {

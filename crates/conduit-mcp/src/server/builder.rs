@@ -5,8 +5,9 @@ use crate::prompt::Prompt;
 use crate::protocol::RpcError;
 use crate::protocol::discover::CacheHints;
 use crate::protocol::meta::Implementation;
-use crate::protocol::version::Era;
+use crate::protocol::version::{Era, ServedEras};
 use crate::resource::{Resource, ResourceTemplate};
+use crate::session::{SessionConfig, Sessions};
 use crate::subscriptions::Changes;
 use crate::tool::registry::{ToolError, ToolRegistry};
 use crate::tool::{ToolHandler, TypedTool, TypedToolHandler};
@@ -35,6 +36,12 @@ pub struct ServerOptions {
     pub page_size: usize,
     /// How long a sealed MRTR `requestState` stays valid.
     pub request_state_ttl: Duration,
+    /// Which eras are answered (default both).
+    pub eras: ServedEras,
+    /// Legacy sessions: rounds of server→client requests one call may make (default 8).
+    pub max_input_rounds: usize,
+    /// Legacy sessions: how long the server waits for the client's answer to one of its requests.
+    pub input_round_timeout: Duration,
 }
 
 impl Default for ServerOptions {
@@ -45,6 +52,9 @@ impl Default for ServerOptions {
             discover_cache: CacheHints::default(),
             page_size: 100,
             request_state_ttl: Duration::from_secs(600),
+            eras: ServedEras::Both,
+            max_input_rounds: 8,
+            input_round_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -81,6 +91,7 @@ pub struct ServerBuilder {
     extensions: Vec<Arc<dyn Extension>>,
     sealing_key: Option<[u8; 32]>,
     clock: Arc<dyn Clock>,
+    sessions: SessionConfig,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -103,6 +114,7 @@ impl ServerBuilder {
             extensions: Vec::new(),
             sealing_key: None,
             clock: Arc::new(SystemClock),
+            sessions: SessionConfig::default(),
         }
     }
 
@@ -180,6 +192,18 @@ impl ServerBuilder {
         self
     }
 
+    /// Which eras the server answers (default both).
+    pub fn eras(mut self, eras: ServedEras) -> Self {
+        self.options.eras = eras;
+        self
+    }
+
+    /// How legacy sessions are kept (store, cap, idle timeout, replay buffer).
+    pub fn sessions(mut self, config: SessionConfig) -> Self {
+        self.sessions = config;
+        self
+    }
+
     /// Injects a clock (tests use [`crate::clock::ManualClock`]).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -195,6 +219,12 @@ impl ServerBuilder {
     pub fn build(self) -> Result<Server, BuildError> {
         if self.options.page_size == 0 {
             return Err(BuildError::Option("page_size", "must be at least 1".into()));
+        }
+        if self.sessions.limits.max_sessions == 0 {
+            return Err(BuildError::Option("sessions.max_sessions", "must be at least 1".into()));
+        }
+        if self.sessions.limits.idle_ms == 0 {
+            return Err(BuildError::Option("sessions.idle_timeout", "must be positive".into()));
         }
         let mut tools = ToolRegistry::default();
         for t in self.tools {
@@ -241,6 +271,7 @@ impl ServerBuilder {
                 extensions: self.extensions,
                 eras,
                 changes: Changes::default(),
+                sessions: Sessions::new(self.sessions, self.clock.clone()),
                 sealer: self.sealing_key.map(Sealer::new).unwrap_or_else(Sealer::random),
                 clock: self.clock,
                 shutdown: CancellationToken::new(),

@@ -11,7 +11,7 @@ mod handlers;
 pub(crate) mod seal;
 
 pub use builder::{BuildError, CompletionFn, ServerBuilder, ServerOptions};
-pub use dispatch::{HeaderCheck, RequestEnv};
+pub use dispatch::{HeaderCheck, RequestEnv, SessionSlot};
 pub use extension::{Declaration, Extension, IntoExtension, TaskMaker};
 pub use handlers::resource_not_found;
 
@@ -63,6 +63,7 @@ pub(crate) struct ServerInner {
     /// Per era, by [`Era::index`].
     pub(crate) eras: [EraTable; 2],
     pub(crate) changes: Changes,
+    pub(crate) sessions: crate::session::Sessions,
     pub(crate) sealer: seal::Sealer,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) shutdown: CancellationToken,
@@ -157,12 +158,14 @@ impl Server {
         &self.inner.shutdown
     }
 
-    /// Shuts the server down: listen streams get their closing result, extensions stop.
+    /// Shuts the server down: extensions stop (what they say on the way out,
+    /// such as tasks interrupted, still reaches listen streams), then listen
+    /// streams get their closing result.
     pub async fn shutdown(&self) {
-        self.inner.shutdown.cancel();
         for e in &self.inner.extensions {
             e.shutdown().await;
         }
+        self.inner.shutdown.cancel();
     }
 
     /// Stamps a result: `resultType: "complete"` unless its producer set one,

@@ -20,6 +20,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The protocol revision under test.
 pub const V: &str = "2026-07-28";
+/// Every version a dual-era server lists in `server/discover`, newest first.
+pub const SERVED: [&str; 3] = [V, "2025-11-25", "2025-06-18"];
 /// `_meta` key of the protocol version.
 pub const PV: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key of the client capabilities.
@@ -296,7 +298,7 @@ impl Harness {
         let body = req("alive", "server/discover", json!({}));
         let r = self.send(&body).await;
         let result = r.assert_ok(&json!("alive"));
-        assert_eq!(result["supportedVersions"], json!([V]));
+        assert_eq!(result["supportedVersions"], json!(SERVED));
     }
 
     /// Sends a raw HTTP/1.1 request text (head and body) over a fresh TCP connection.

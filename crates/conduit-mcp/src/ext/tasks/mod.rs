@@ -44,6 +44,7 @@
 mod config;
 mod extension;
 mod janitor;
+pub mod legacy;
 mod memory;
 mod notifier;
 mod recovery;

@@ -38,6 +38,9 @@ pub enum StoreError {
     Duplicate,
     /// The update function refused the change (its reason).
     Refused(String),
+    /// A list cursor that this store did not issue for this caller, or that
+    /// was altered (`-32602` on the wire). Only listing stores return it.
+    InvalidCursor,
     /// The backend failed (database down, I/O, ...). Built with
     /// [`StoreError::backend`] or [`StoreError::backend_message`].
     #[non_exhaustive]
@@ -71,6 +74,7 @@ impl fmt::Display for StoreError {
             StoreError::TaskLimitReached => f.write_str("task limit reached"),
             StoreError::Duplicate => f.write_str("task id already exists"),
             StoreError::Refused(reason) => write!(f, "update refused: {reason}"),
+            StoreError::InvalidCursor => f.write_str("invalid list cursor"),
             StoreError::Backend { message, .. } => write!(f, "store backend error: {message}"),
         }
     }
@@ -92,7 +96,7 @@ impl PartialEq for StoreError {
         use StoreError::*;
         match (self, other) {
             (NotFound, NotFound) | (Terminal, Terminal) | (TaskLimitReached, TaskLimitReached) => true,
-            (Duplicate, Duplicate) => true,
+            (Duplicate, Duplicate) | (InvalidCursor, InvalidCursor) => true,
             (Refused(a), Refused(b)) => a == b,
             (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
             _ => false,
@@ -213,10 +217,34 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(0)
     }
 
+    /// Extends, until `until_ms`, the lease of those of `task_ids` that are
+    /// non-terminal and leased to `node`; returns how many. A node renews only
+    /// the work it still runs (or is still recording the end of), so a task
+    /// whose work ended without its final write lapses and is recovered.
+    /// Default: [`renew_leases`](Self::renew_leases) of the whole node.
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let _ = task_ids;
+        self.renew_leases(node, until_ms).await
+    }
+
     /// Up to `limit` non-terminal tasks whose lease expired before now (the node
     /// running their work stopped renewing it). Default: none.
     async fn lapsed_leases(&self, _limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         Ok(Vec::new())
+    }
+
+    /// Claims node id `node` for this process, for as long as the store lives;
+    /// called again, checks that the claim still holds (and takes it again if
+    /// the store lost it, say on a reconnect).
+    ///
+    /// Answers [`StoreError::Refused`] when another live process holds `node`
+    /// on the same data: two live nodes with one id would renew each other's
+    /// leases and recover each other's running work. The claim ends with the
+    /// process (a crashed node's id is free at once), so a restart under the
+    /// same id is admitted. Default: a store no other process can open has
+    /// nothing to claim.
+    async fn claim_node(&self, _node: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 
     /// Up to `limit` non-terminal tasks leased to `node` (to recover a node's own

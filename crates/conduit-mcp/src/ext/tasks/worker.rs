@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -57,6 +57,9 @@ pub(crate) struct TasksInner {
     /// When this handle was made: tasks leased to this node id before then
     /// belong to an earlier process with the same id.
     pub(crate) started_at_ms: u64,
+    /// The legacy era's runtime, which by-id worker calls fall back to when
+    /// this store has no such task (set by `drive_legacy`).
+    pub(super) legacy: OnceLock<Tasks>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -90,6 +93,7 @@ impl Tasks {
                 leases: Once::new(),
                 resumable: Default::default(),
                 started_at_ms,
+                legacy: OnceLock::new(),
             }),
         })
     }
@@ -112,6 +116,14 @@ impl Tasks {
     /// This node's id.
     pub fn node_id(&self) -> &str {
         &self.inner.config.node_id
+    }
+
+    /// Claims this node's id in the store for this process (see
+    /// [`TaskStore::claim_node`]): refused when another live process holds
+    /// it. Call it before serving; the janitor calls it again before it
+    /// recovers this id's earlier tasks, and lease renewal keeps it held.
+    pub async fn claim_node(&self) -> Result<(), super::store::StoreError> {
+        self.inner.store.claim_node(&self.inner.config.node_id).await
     }
 
     pub(crate) fn now(&self) -> u64 {
@@ -162,7 +174,10 @@ impl Tasks {
 
     /// The task's current state (not owner-scoped).
     pub async fn status(&self, id: &str) -> Result<TaskRecord, WorkerError> {
-        Ok(self.inner.store.get(id, Owner::Any).await?)
+        match (self.inner.store.get(id, Owner::Any).await, self.inner.legacy.get()) {
+            (Err(StoreError::NotFound), Some(legacy)) => Ok(legacy.inner.store.get(id, Owner::Any).await?),
+            (r, _) => Ok(r?),
+        }
     }
 
     /// Whether `tasks/cancel` ran; `false` for an unknown id.
@@ -174,7 +189,7 @@ impl Tasks {
     pub async fn progress(&self, id: &str, message: impl Into<String>) -> Result<(), WorkerError> {
         let message = message.into();
         let now = self.now();
-        let rec = self
+        let written = self
             .inner
             .store
             .update(id, Owner::Any, &|r: &TaskRecord| {
@@ -186,13 +201,24 @@ impl Tasks {
                 n.touch(now);
                 Ok(n)
             })
-            .await?;
+            .await;
+        let rec = match (written, self.inner.legacy.get()) {
+            (Err(StoreError::NotFound), Some(legacy)) => return Box::pin(legacy.progress(id, message)).await,
+            (r, _) => r?,
+        };
         self.after_write(&rec);
         Ok(())
     }
 
     async fn finish(&self, id: &str, status: TaskStatus, fields: StatusFields) -> Result<(), WorkerError> {
-        let rec = self.inner.store.put_status(id, status, fields).await?;
+        // The fields are copied only when there is a legacy store to try next.
+        let retry = self.inner.legacy.get().map(|legacy| (legacy, fields.clone()));
+        let rec = match (self.inner.store.put_status(id, status, fields).await, retry) {
+            (Err(StoreError::NotFound), Some((legacy, fields))) => {
+                return Box::pin(legacy.finish(id, status, fields)).await;
+            }
+            (r, _) => r?,
+        };
         self.after_write(&rec);
         Ok(())
     }
@@ -261,15 +287,18 @@ impl Tasks {
                 Ok(n)
             })
             .await;
-        match result {
-            Ok(rec) => {
+        match (result, self.inner.legacy.get()) {
+            (Ok(rec), _) => {
                 self.after_write(&rec);
                 Ok(())
             }
-            Err(StoreError::Refused(_)) => {
+            (Err(StoreError::Refused(_)), _) => {
                 Err(refusal.lock().ok().and_then(|mut r| r.take()).unwrap_or(WorkerError::InvalidInputRequests))
             }
-            Err(e) => Err(e.into()),
+            (Err(StoreError::NotFound), Some(legacy)) => {
+                Box::pin(legacy.require_input(id, requests, status_message)).await
+            }
+            (Err(e), _) => Err(e.into()),
         }
     }
 
@@ -290,24 +319,24 @@ impl Tasks {
         self.inner.resumable.read().ok().and_then(|r| r.get(name).cloned())
     }
 
-    /// Stops spawned work: running tasks are marked failed as interrupted.
+    /// Stops spawned work: running tasks are marked failed as interrupted,
+    /// then their work is cancelled (in that order, so what the client reads
+    /// is why the work stopped, not how the cancelled work reacted).
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        let ids: Vec<String> = self
+        let running: Vec<(String, CancellationToken)> = self
             .inner
             .running
             .lock()
-            .map(|r| {
-                for t in r.values() {
-                    t.cancel();
-                }
-                r.keys().map(|k| k.to_string()).collect()
-            })
+            .map(|r| r.iter().map(|(k, t)| (k.to_string(), t.clone())).collect())
             .unwrap_or_default();
-        for id in ids {
+        for (id, _) in &running {
             let _ = self
-                .fail(&id, RpcError::internal(super::recovery::INTERRUPTED), Some(super::recovery::INTERRUPTED.into()))
+                .fail(id, RpcError::internal(super::recovery::INTERRUPTED), Some(super::recovery::INTERRUPTED.into()))
                 .await;
+        }
+        for (_, token) in running {
+            token.cancel();
         }
         self.inner.tracker.close();
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.inner.tracker.wait()).await;

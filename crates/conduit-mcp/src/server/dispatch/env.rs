@@ -3,7 +3,9 @@
 use crate::auth::Principal;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::Message;
+use crate::session::LegacySession;
 use serde_json::Value;
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +23,39 @@ pub trait HeaderCheck: Send + Sync {
     fn check_routing(&self, name: Option<&str>, params: &[(&str, &Value)]) -> Result<(), RpcError>;
 }
 
+/// The legacy session a request belongs to, and where `initialize` puts a new one.
+///
+/// HTTP makes one per request, holding the session its `Mcp-Session-Id` named;
+/// stdio makes one per process (with the process output), so an `initialize`
+/// switches the whole process to the legacy era.
+#[derive(Debug, Default)]
+pub struct SessionSlot {
+    cell: Mutex<Option<Arc<LegacySession>>>,
+    /// stdio: the output a session opened here sends everything to (not stored).
+    pub(crate) local_out: Option<UnboundedSender<Message>>,
+}
+
+impl SessionSlot {
+    /// A slot for one HTTP request, holding the session it named (if any).
+    pub fn http(session: Option<Arc<LegacySession>>) -> Self {
+        Self { cell: Mutex::new(session), local_out: None }
+    }
+
+    /// A slot for one stdio process; a session opened in it writes to `out`.
+    pub fn local(out: UnboundedSender<Message>) -> Self {
+        Self { cell: Mutex::default(), local_out: Some(out) }
+    }
+
+    /// The session, if one is open.
+    pub fn get(&self) -> Option<Arc<LegacySession>> {
+        self.cell.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn set(&self, s: Arc<LegacySession>) {
+        *self.cell.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(s);
+    }
+}
+
 /// What the transport knows about a request besides its body.
 #[derive(Default)]
 #[non_exhaustive]
@@ -33,6 +68,10 @@ pub struct RequestEnv {
     pub cancel: CancellationToken,
     /// Where request-scoped notifications (progress, log, listen) go.
     pub out: Option<UnboundedSender<Message>>,
+    /// The legacy session of the request (`None`: the transport has no sessions).
+    pub session: Option<Arc<SessionSlot>>,
+    /// Cancelled by a handler that closes its SSE stream early (legacy SSE polling).
+    pub close_stream: Option<CancellationToken>,
 }
 
 impl std::fmt::Debug for RequestEnv {
@@ -47,7 +86,7 @@ impl std::fmt::Debug for RequestEnv {
 impl RequestEnv {
     /// An environment with a principal, a cancellation token and an outlet for notifications.
     pub fn new(principal: Option<Principal>, cancel: CancellationToken, out: Option<UnboundedSender<Message>>) -> Self {
-        Self { principal, headers: None, cancel, out }
+        Self { principal, headers: None, cancel, out, session: None, close_stream: None }
     }
 
     /// Adds header rules.
@@ -55,5 +94,24 @@ impl RequestEnv {
     pub fn with_headers(mut self, headers: Box<dyn HeaderCheck>) -> Self {
         self.headers = Some(headers);
         self
+    }
+
+    /// Adds the legacy session slot.
+    #[must_use]
+    pub fn with_session(mut self, slot: Arc<SessionSlot>) -> Self {
+        self.session = Some(slot);
+        self
+    }
+
+    /// Adds the token a handler cancels to close its SSE stream early.
+    #[must_use]
+    pub fn with_close_stream(mut self, token: CancellationToken) -> Self {
+        self.close_stream = Some(token);
+        self
+    }
+
+    /// The open legacy session, if any.
+    pub(crate) fn legacy_session(&self) -> Option<Arc<LegacySession>> {
+        self.session.as_ref().and_then(|s| s.get())
     }
 }

@@ -7,15 +7,18 @@
 //! handler read the same route.
 
 mod env;
+mod legacy;
+mod legacy_rounds;
 mod route;
 
-pub use env::{HeaderCheck, RequestEnv};
+pub use env::{HeaderCheck, RequestEnv, SessionSlot};
 pub(crate) use route::{Route, Target};
 
 use super::Server;
 use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{Message, Request};
+use crate::protocol::legacy::SERVED_LEGACY_VERSIONS;
 use crate::protocol::meta::{
     CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY,
 };
@@ -43,13 +46,21 @@ impl Server {
     }
 
     /// The versions this server answers (what `server/discover` lists and `-32022` names).
-    pub(crate) fn supported_versions(&self) -> &'static [&'static str] {
-        MODERN_VERSIONS
+    pub(crate) fn supported_versions(&self) -> Vec<&'static str> {
+        let eras = self.inner.options.eras;
+        let mut v = Vec::new();
+        if eras.serves(Era::Modern) {
+            v.extend_from_slice(MODERN_VERSIONS);
+        }
+        if eras.serves(Era::Legacy) {
+            v.extend_from_slice(SERVED_LEGACY_VERSIONS);
+        }
+        v
     }
 
-    /// Whether this server serves `era` (the legacy era is not served yet).
-    fn serves(&self, era: Era) -> bool {
-        era == Era::Modern
+    /// Whether this server serves `era`.
+    pub(crate) fn serves(&self, era: Era) -> bool {
+        self.inner.options.eras.serves(era)
     }
 
     async fn dispatch(&self, req: Request, env: RequestEnv) -> Result<Value, RpcError> {
@@ -63,20 +74,34 @@ impl Server {
             _ => None,
         };
         // The era, from the body and the transport's signals.
+        let modern_meta = meta.as_ref().is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY));
+        let session = env.legacy_session();
         let era = decide_era(&EraSignals {
-            modern_meta: meta.as_ref().is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY)),
+            modern_meta,
             method: &method,
-            legacy_session: false,
+            legacy_session: session.is_some(),
             version_header: env.headers.as_ref().and_then(|h| h.protocol_version()),
         });
+        if modern_meta && session.is_some() && self.serves(Era::Legacy) {
+            return Err(RpcError::invalid_request(
+                "a 2026-07-28 request (per-request _meta) must not be sent inside a 2025-11-25 session",
+            ));
+        }
         let era = if self.serves(era) {
             era
         } else if method == INITIALIZE {
             return Err(self.legacy_refusal(&params));
+        } else if era == Era::Modern {
+            // A legacy-only server: modern requests name a version it does not speak.
+            let requested = meta.as_ref().and_then(|m| m.get(PROTOCOL_VERSION_KEY)).and_then(Value::as_str);
+            return Err(RpcError::unsupported_version(requested.unwrap_or("unknown"), &self.supported_versions()));
         } else {
             // Not served: judged as a (malformed) modern request.
             Era::Modern
         };
+        if era == Era::Legacy {
+            return self.dispatch_legacy(id, method, params, meta.unwrap_or_default(), env).await;
+        }
         // 1. _meta present and well-formed.
         let Some(meta) = meta else {
             return Err(RpcError::missing_meta("Missing params._meta"));
@@ -100,8 +125,8 @@ impl Server {
             h.check_base(version, &method)?;
         }
         // 3. Version supported.
-        if !self.supported_versions().contains(&version) {
-            return Err(RpcError::unsupported_version(version, self.supported_versions()));
+        if !MODERN_VERSIONS.contains(&version) {
+            return Err(RpcError::unsupported_version(version, &self.supported_versions()));
         }
         // 4. Method known: routed once.
         let Some(route) = self.route(era, &method, &params) else {
@@ -137,6 +162,7 @@ impl Server {
             input_responses: None,
             request_state: None,
             changes: self.inner.changes.clone(),
+            close_stream: None,
         };
         // 7. The handler.
         let result = self.handle(route, parts, params).await?;
@@ -148,7 +174,7 @@ impl Server {
     fn legacy_refusal(&self, params: &Map<String, Value>) -> RpcError {
         let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("unknown");
         let versions = self.supported_versions();
-        let mut e = RpcError::unsupported_version(requested, versions);
+        let mut e = RpcError::unsupported_version(requested, &versions);
         e.message = format!(
             "Unsupported protocol version: this server speaks only {} (stateless, no initialize); send per-request _meta",
             versions.join(", ")

@@ -1,9 +1,12 @@
 //! Streamable HTTP: an axum [`Router`] you mount anywhere in your app.
 //!
-//! POST only (GET and DELETE get 405). Each POST carries one JSON-RPC
-//! request or notification. The answer is plain JSON, or an SSE stream when
-//! notifications (progress, log, listen traffic) precede it. A client that
-//! disconnects cancels its request.
+//! Both eras on one endpoint. Modern (2026-07-28): POST only (GET and DELETE
+//! outside a legacy session get 405); each POST carries one JSON-RPC request
+//! or notification; the answer is plain JSON, or an SSE stream when
+//! notifications (progress, log, listen traffic) precede it; a client that
+//! disconnects cancels its request. Legacy (2025-11-25): `initialize` mints
+//! `Mcp-Session-Id`; inside the session POST, GET (its SSE stream, resumable
+//! with `Last-Event-ID`) and DELETE (ends it) are served; see `legacy.rs`.
 //!
 //! ```no_run
 //! use conduit_mcp::prelude::*;
@@ -24,8 +27,12 @@
 //! # }
 //! ```
 
+mod admit;
+mod body;
+mod conn;
 mod guard;
 mod headers;
+mod legacy;
 mod post;
 mod serve;
 mod status;
@@ -40,6 +47,7 @@ use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,6 +66,22 @@ pub struct HttpConfig {
     pub resource_metadata: Option<String>,
     /// Interval of SSE keep-alive comments on long streams.
     pub keep_alive: Duration,
+    /// How long a connection may take to send a request head, from the
+    /// accept or from its first byte after idling (default 10 s). Applied by
+    /// [`Bound::serve`], like the four below.
+    pub header_timeout: Duration,
+    /// How long a request body may take to arrive after its head (default
+    /// 30 s); later gets 408.
+    pub body_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request
+    /// (default 60 s). A request in flight (a listen stream) never idles.
+    pub idle_timeout: Duration,
+    /// Connections served at once (default 512); more wait in the listen
+    /// backlog. Keep it below the process's file-descriptor limit.
+    pub max_connections: usize,
+    /// How long requests in flight may take to finish after shutdown begins
+    /// (default 10 s); then their connections are dropped.
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -68,6 +92,11 @@ impl Default for HttpConfig {
             auth: None,
             resource_metadata: None,
             keep_alive: Duration::from_secs(15),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 512,
+            shutdown_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -78,6 +107,11 @@ impl std::fmt::Debug for HttpConfig {
             .field("hosts", &self.hosts)
             .field("body_limit", &self.body_limit)
             .field("auth", &self.auth.is_some())
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("shutdown_timeout", &self.shutdown_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -112,6 +146,36 @@ impl HttpConfig {
         self.keep_alive = every;
         self
     }
+
+    /// Sets the request-head timeout.
+    pub fn header_timeout(mut self, limit: Duration) -> Self {
+        self.header_timeout = limit;
+        self
+    }
+
+    /// Sets the request-body timeout.
+    pub fn body_timeout(mut self, limit: Duration) -> Self {
+        self.body_timeout = limit;
+        self
+    }
+
+    /// Sets the idle keep-alive timeout.
+    pub fn idle_timeout(mut self, limit: Duration) -> Self {
+        self.idle_timeout = limit;
+        self
+    }
+
+    /// Sets the connection limit.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// Sets the shutdown deadline.
+    pub fn shutdown_timeout(mut self, limit: Duration) -> Self {
+        self.shutdown_timeout = limit;
+        self
+    }
 }
 
 pub(super) struct AppState {
@@ -125,7 +189,12 @@ pub(super) struct AppState {
 pub fn router(server: Server, config: HttpConfig) -> Router {
     server.start();
     let state = Arc::new(AppState { server, config });
-    Router::new().route("/", post(post::handle_post).fallback(method_not_allowed)).with_state(state)
+    Router::new()
+        .route(
+            "/",
+            post(post::handle_post).get(legacy::handle_get).delete(legacy::handle_delete).fallback(method_not_allowed),
+        )
+        .with_state(state)
 }
 
 async fn method_not_allowed() -> Response {

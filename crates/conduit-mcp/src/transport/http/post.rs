@@ -2,12 +2,13 @@
 //! the server, answered as JSON or, when notifications come first, as SSE.
 
 use super::AppState;
-use super::guard::{host_allowed, origin_host};
+use super::admit::admit;
 use super::headers::McpHeaders;
-use super::status::{challenge, error_response, forbidden, json_body};
-use crate::auth::AuthError;
+use super::legacy::{legacy_request, legacy_response, session_of};
+use super::status::{error_response, json_body};
 use crate::protocol::jsonrpc::{Incoming, Message, RpcError, parse_incoming};
-use crate::server::RequestEnv;
+use crate::protocol::legacy::SESSION_ID_HEADER;
+use crate::server::{RequestEnv, SessionSlot};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -25,33 +26,14 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     let (parts, body) = request.into_parts();
     let headers: HeaderMap = parts.headers;
     let cfg = &st.config;
-    // Origin and Host first (DNS rebinding).
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let ok = origin.to_str().ok().and_then(origin_host).is_some_and(|h| host_allowed(&cfg.hosts, h));
-        if !ok {
-            return forbidden("Forbidden: Origin not allowed");
-        }
-    }
-    let host_ok = headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_none_or(|h| host_allowed(&cfg.hosts, h));
-    if !host_ok {
-        return forbidden("Forbidden: Host not allowed");
-    }
-    // Authentication.
-    let principal = match &cfg.auth {
-        None => None,
-        Some(a) => match a.authenticate(&headers).await {
-            Ok(p) => Some(p),
-            Err(e) => {
-                let extra = match &e {
-                    AuthError::Missing => String::new(),
-                    AuthError::Invalid(_) => "error=\"invalid_token\"".to_owned(),
-                };
-                tracing::debug!(error = %e, "authentication failed");
-                let mut r = (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
-                r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, a.scheme(), &extra));
-                return r;
-            }
-        },
+    let principal = match admit(cfg, &headers).await {
+        Ok(p) => p,
+        Err(refused) => return refused,
+    };
+    // A legacy session named by `Mcp-Session-Id` (404 when unknown, expired or another's).
+    let session = match session_of(&st, &headers, principal.as_ref()).await {
+        Ok(s) => s,
+        Err(refused) => return refused,
     };
     // Content type.
     let is_json = headers
@@ -64,6 +46,11 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     }
     let bytes: Bytes = match axum::body::to_bytes(body, cfg.body_limit).await {
         Ok(b) => b,
+        Err(e) if super::body::is_timeout(&e) => {
+            let mut r = error_response(cfg, None, RpcError::invalid_request(e.to_string()));
+            *r.status_mut() = StatusCode::REQUEST_TIMEOUT;
+            return r;
+        }
         Err(_) => {
             let mut r =
                 error_response(cfg, None, RpcError::invalid_request(format!("body exceeds {} bytes", cfg.body_limit)));
@@ -71,19 +58,28 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
             return r;
         }
     };
-    let req = match parse_incoming(&bytes) {
-        Ok(Incoming::Request(r)) => r,
-        Ok(Incoming::Notification { .. }) => return StatusCode::ACCEPTED.into_response(),
-        Ok(Incoming::Response(r)) => {
+    let req = match (parse_incoming(&bytes), &session) {
+        (Ok(Incoming::Request(r)), None) => r,
+        (Ok(Incoming::Request(r)), Some(s)) => return legacy_request(&st, s.clone(), principal, &headers, r).await,
+        (Ok(Incoming::Notification { method, params }), Some(s)) => {
+            st.server.handle_legacy_notification(s, &method, params.as_ref()).await;
+            return StatusCode::ACCEPTED.into_response();
+        }
+        (Ok(Incoming::Notification { .. }), None) => return StatusCode::ACCEPTED.into_response(),
+        (Ok(Incoming::Response(r)), Some(s)) => return legacy_response(cfg, s, r),
+        (Ok(Incoming::Response(r)), None) => {
             return error_response(cfg, r.id, RpcError::invalid_request("clients may not send responses"));
         }
-        Err((id, e)) => return error_response(cfg, id, e),
+        (Err((id, e)), _) => return error_response(cfg, id, e),
     };
     let server = st.server.clone();
     let cancel = CancellationToken::new();
     let (tx, mut rx) = unbounded_channel::<Message>();
-    let env =
-        RequestEnv::new(principal, cancel.clone(), Some(tx)).with_headers(Box::new(McpHeaders::from_headers(&headers)));
+    // An `initialize` opens its session in this slot.
+    let slot = Arc::new(SessionSlot::http(None));
+    let env = RequestEnv::new(principal, cancel.clone(), Some(tx))
+        .with_headers(Box::new(McpHeaders::from_headers(&headers)))
+        .with_session(slot.clone());
     // Run the handler in this task: most requests answer without notifications,
     // and then no task is spawned. If a notification comes first, the handler
     // moves to its own task and the answer becomes an SSE stream. Dropping this
@@ -149,10 +145,16 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     };
     if first.is_response() {
         drop(guard);
-        return match first {
+        let mut r = match first {
             Message::Error { id, error } => error_response(cfg, id, error),
             m => json_body(StatusCode::OK, &m),
         };
+        if let Some(opened) = slot.get()
+            && let Ok(v) = HeaderValue::from_str(&opened.id())
+        {
+            r.headers_mut().insert(SESSION_ID_HEADER, v);
+        }
+        return r;
     }
     // Notifications came first: stream them, then the response, then end.
     let events = stream::unfold((Some(first), rx, false, Some(guard)), |(pending, mut rx, done, guard)| async move {

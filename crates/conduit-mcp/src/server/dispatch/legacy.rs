@@ -1,0 +1,187 @@
+//! The legacy (2025-11-25) pipeline: the `initialize` handshake, the session's
+//! utilities (`ping`, `logging/setLevel`, resource subscriptions), client
+//! notifications, and every other method through the same handlers as the
+//! modern era, with legacy results (no `resultType`, no serverInfo `_meta`).
+
+use super::RequestEnv;
+use crate::Server;
+use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::{ErrorCode, RequestId};
+use crate::protocol::legacy::{LOG_LEVELS, RESOURCE_NOT_FOUND, negotiate};
+use crate::protocol::methods::{
+    CANCELLED, DISCOVER, INITIALIZE, INITIALIZED, LISTEN, LOGGING_SET_LEVEL, PING, RESOURCES_SUBSCRIBE,
+    RESOURCES_UNSUBSCRIBE,
+};
+use crate::protocol::version::Era;
+use crate::session::{LegacySession, SessionError, SessionRecord, new_session_id, strip_subscription_meta};
+use crate::subscriptions::CoreFilter;
+use serde_json::{Map, Value, json};
+use std::sync::{Arc, Weak};
+use tokio::sync::mpsc::unbounded_channel;
+
+impl Server {
+    pub(super) async fn dispatch_legacy(
+        &self,
+        id: RequestId,
+        method: String,
+        params: Map<String, Value>,
+        meta: Map<String, Value>,
+        env: RequestEnv,
+    ) -> Result<Value, RpcError> {
+        if method == INITIALIZE {
+            return self.initialize(params, &env).await;
+        }
+        let Some(session) = env.legacy_session() else {
+            return Err(RpcError::invalid_request("Bad Request: no session; send initialize first (Mcp-Session-Id)"));
+        };
+        match method.as_str() {
+            PING => Ok(json!({})),
+            LOGGING_SET_LEVEL => {
+                let level = params.get("level").and_then(Value::as_str);
+                let Some(level) = level.filter(|l| LOG_LEVELS.contains(l)) else {
+                    return Err(RpcError::invalid_params(format!("level must be one of {}", LOG_LEVELS.join(", "))));
+                };
+                let level = level.to_owned();
+                session.edit(|r| r.log_level = Some(level));
+                self.save_session(&session).await?;
+                Ok(json!({}))
+            }
+            RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE => {
+                if self.inner.resources.is_empty() && self.inner.templates.is_empty() {
+                    return Err(RpcError::method_not_found(&method));
+                }
+                let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+                    return Err(RpcError::invalid_params(format!("{method} requires a string uri")));
+                };
+                {
+                    let mut uris = crate::session::lock_uris(&session);
+                    if method == RESOURCES_SUBSCRIBE {
+                        uris.insert(uri.to_owned());
+                    } else {
+                        uris.remove(uri);
+                    }
+                }
+                self.watch_changes(&session);
+                Ok(json!({}))
+            }
+            DISCOVER | LISTEN => Err(RpcError::method_not_found(&method)),
+            _ => {
+                let result = self.legacy_rounds(&session, id, method, params, meta, env).await;
+                result.map(finish_legacy).map_err(legacy_error)
+            }
+        }
+    }
+
+    async fn save_session(&self, s: &LegacySession) -> Result<(), RpcError> {
+        self.inner.sessions.save(s).await.map_err(|e| match e {
+            SessionError::NotFound => RpcError::invalid_request("session not found"),
+            e => RpcError::internal(e.to_string()),
+        })
+    }
+
+    /// The handshake: versions negotiated down, a session opened (and stored on HTTP).
+    async fn initialize(&self, params: Map<String, Value>, env: &RequestEnv) -> Result<Value, RpcError> {
+        let Some(slot) = env.session.as_ref() else {
+            return Err(RpcError::invalid_request("this transport has no sessions"));
+        };
+        if slot.get().is_some() {
+            return Err(RpcError::invalid_request("initialize was already sent in this session"));
+        }
+        let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
+        let owner = env.principal.as_ref().map(|p| p.id.clone());
+        let sessions = &self.inner.sessions;
+        let mut record = SessionRecord::new(new_session_id(), owner, version, sessions.now());
+        record.client_capabilities = match params.get("capabilities") {
+            Some(Value::Object(c)) => c.clone(),
+            None => Map::new(),
+            Some(_) => return Err(RpcError::invalid_params("capabilities must be an object")),
+        };
+        record.client_info = params.get("clientInfo").cloned().unwrap_or(Value::Null);
+        let session = match &slot.local_out {
+            Some(out) => Arc::new(LegacySession::local(record, out.clone())),
+            None => sessions.open(record).await.map_err(|e| match e {
+                SessionError::LimitReached => {
+                    RpcError::new(ErrorCode::Other(-32000), "Too many live sessions; try again later")
+                }
+                e => RpcError::internal(e.to_string()),
+            })?,
+        };
+        slot.set(session.clone());
+        self.watch_changes(&session);
+        let mut caps = self.capabilities(Era::Legacy);
+        caps.remove("extensions");
+        caps.insert("logging".into(), json!({}));
+        let mut r = json!({ "protocolVersion": version, "capabilities": caps, "serverInfo": self.inner.info_value });
+        if let Some(text) = &self.inner.instructions {
+            r["instructions"] = json!(text);
+        }
+        Ok(r)
+    }
+
+    /// (Re)registers the session on the change hub: list changes, and updates of its subscribed URIs,
+    /// delivered as unsolicited messages.
+    fn watch_changes(&self, session: &Arc<LegacySession>) {
+        let filter = CoreFilter {
+            tools_list_changed: !self.inner.tools.is_empty(),
+            prompts_list_changed: !self.inner.prompts.is_empty(),
+            resources_list_changed: !self.inner.resources.is_empty() || !self.inner.templates.is_empty(),
+            resource_subscriptions: crate::session::lock_uris(session).clone(),
+        };
+        let (tx, mut rx) = unbounded_channel();
+        let (_, registration) = self.inner.changes.hub().register(RequestId::String(String::new()), None, filter, tx);
+        let weak: Weak<LegacySession> = Arc::downgrade(session);
+        tokio::spawn(async move {
+            while let Some(m) = rx.recv().await {
+                let Some(s) = weak.upgrade() else { return };
+                if let crate::protocol::jsonrpc::Message::Notification { method, params: Value::Object(p) } = m {
+                    let params = Value::Object(strip_subscription_meta(p));
+                    s.send_unsolicited(crate::protocol::jsonrpc::Message::Notification { method, params });
+                }
+            }
+        });
+        *crate::session::lock_changes(session) = Some(registration);
+    }
+
+    /// A client notification on a legacy session: `initialized`, `cancelled`; others are ignored.
+    pub async fn handle_legacy_notification(&self, session: &LegacySession, method: &str, params: Option<&Value>) {
+        match method {
+            INITIALIZED => {
+                session.edit(|r| r.initialized = true);
+                if let Err(e) = self.inner.sessions.save(session).await {
+                    tracing::debug!(error = %e, "could not record notifications/initialized");
+                }
+            }
+            CANCELLED => {
+                if let Some(id) = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value) {
+                    session.cancel(&id);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A legacy result: the modern stamps removed (`resultType`, caching hints).
+fn finish_legacy(mut result: Value) -> Value {
+    if let Value::Object(m) = &mut result {
+        for k in ["resultType", "ttlMs", "cacheScope"] {
+            m.remove(k);
+        }
+    }
+    result
+}
+
+/// A legacy error: resource not found is `-32002` on this era.
+fn legacy_error(mut e: RpcError) -> RpcError {
+    let is_missing_resource = e.code == ErrorCode::InvalidParams.code()
+        && e.message == "Resource not found"
+        && e.data.as_ref().is_some_and(|d| d.get("uri").is_some());
+    if is_missing_resource {
+        let data = e.data.take();
+        e = RpcError::new(ErrorCode::Other(RESOURCE_NOT_FOUND), "Resource not found");
+        if let Some(d) = data {
+            e = e.with_data(d);
+        }
+    }
+    e
+}

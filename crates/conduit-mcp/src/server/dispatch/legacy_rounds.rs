@@ -1,0 +1,98 @@
+//! MRTR written once, served on a legacy session: when a handler answers
+//! `input_required`, its embedded requests become real server→client requests
+//! (`elicitation/create`, `sampling/createMessage`, `roots/list`) on the
+//! request's stream, the client's answers are collected, and the handler runs
+//! again with them — at most `max_input_rounds` times, each answer awaited at
+//! most `input_round_timeout`.
+
+use super::RequestEnv;
+use crate::Server;
+use crate::ctx::CtxInner;
+use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::RequestId;
+use crate::protocol::meta::PROGRESS_TOKEN_KEY;
+use crate::protocol::methods::TOOLS_CALL;
+use crate::protocol::tools::CallToolResult;
+use crate::protocol::version::Era;
+use crate::session::LegacySession;
+use futures_util::future::try_join_all;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+impl Server {
+    pub(super) async fn legacy_rounds(
+        &self,
+        session: &Arc<LegacySession>,
+        id: RequestId,
+        method: String,
+        mut params: Map<String, Value>,
+        meta: Map<String, Value>,
+        env: RequestEnv,
+    ) -> Result<Value, RpcError> {
+        let progress_token =
+            meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
+        let max = self.inner.options.max_input_rounds;
+        for round in 0..=max {
+            let Some(route) = self.route(Era::Legacy, &method, &params) else {
+                return Err(RpcError::method_not_found(&method));
+            };
+            let parts = CtxInner {
+                request_id: id.clone(),
+                method: method.clone(),
+                era: Era::Legacy,
+                principal: env.principal.clone(),
+                caps: session.client_capabilities(),
+                progress_token: progress_token.clone(),
+                log_level: session.log_level(),
+                meta: meta.clone(),
+                cancel: env.cancel.clone(),
+                out: env.out.clone(),
+                input_responses: None,
+                request_state: None,
+                changes: self.inner.changes.clone(),
+                close_stream: env.close_stream.clone(),
+            };
+            // The params are kept: a further round repeats them with the answers.
+            let result = match self.handle(route, parts, params.clone()).await {
+                Ok(r) => r,
+                Err(e) if e.code == -32021 && method == TOOLS_CALL => {
+                    // The client cannot answer what the tool asks: a tool error, as legacy clients expect.
+                    return Ok(CallToolResult::error(format!(
+                        "This tool needs a client capability the session did not declare: {}",
+                        e.data.as_ref().map(Value::to_string).unwrap_or_default()
+                    ))
+                    .to_value());
+                }
+                Err(e) => return Err(e),
+            };
+            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return Ok(result);
+            }
+            if round == max {
+                return Err(RpcError::internal(format!("the handler asked for input more than {max} times")));
+            }
+            let Some(out) = env.out.as_ref() else {
+                return Err(RpcError::internal("this transport cannot send requests to the client"));
+            };
+            let requests = result.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+            let timeout = self.inner.options.input_round_timeout;
+            let cancel = &env.cancel;
+            let asks = requests.into_iter().map(|(key, req)| async move {
+                let m = req.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let p = req.get("params").cloned();
+                let answer = tokio::select! {
+                    a = session.ask(out, &m, p, timeout) => a?,
+                    _ = cancel.cancelled() => return Err(RpcError::internal("Request cancelled")),
+                };
+                Ok::<_, RpcError>((key, answer))
+            });
+            let answers: Map<String, Value> = try_join_all(asks).await?.into_iter().collect();
+            params.insert("inputResponses".into(), Value::Object(answers));
+            match result.get("requestState") {
+                Some(s) => params.insert("requestState".into(), s.clone()),
+                None => params.remove("requestState"),
+            };
+        }
+        Err(RpcError::internal("input rounds exhausted"))
+    }
+}

@@ -1,0 +1,203 @@
+//! A session's SSE streams on this node: event ids, the bounded replay buffer,
+//! and the connection (if any) each stream is attached to.
+//!
+//! Every message sent to the client on a legacy HTTP session goes through here,
+//! on exactly one stream: a POST's stream (what belongs to that request) or the
+//! stand-alone GET stream (what belongs to none). An event id is
+//! `<stream>-<seq>`, unique across the session; `seq` 0 is the priming event.
+//! When a connection drops, its stream's messages still enter the buffer, and a
+//! `GET` with `Last-Event-ID` replays what followed that id and attaches the new
+//! connection to the same stream.
+
+use crate::protocol::jsonrpc::Message;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// What a connection receives: an event id and its message (`None`: the priming event).
+pub type Event = (String, Option<Message>);
+
+/// Default number of events kept for replay per session.
+pub const DEFAULT_REPLAY: usize = 256;
+
+#[derive(Debug)]
+struct Stream {
+    seq: u64,
+    conn: Option<UnboundedSender<Event>>,
+    /// The stream ends after its response (POST streams).
+    ends_with_response: bool,
+    ended: bool,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    next_stream: u64,
+    streams: HashMap<u64, Stream>,
+    /// (stream, seq, message), oldest first.
+    buffer: VecDeque<(u64, u64, Message)>,
+    standalone: Option<u64>,
+}
+
+/// The streams of one session.
+#[derive(Debug)]
+pub struct EventLog {
+    inner: Mutex<Inner>,
+    cap: usize,
+}
+
+fn event_id(stream: u64, seq: u64) -> String {
+    format!("{stream}-{seq}")
+}
+
+fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (s, q) = id.trim().split_once('-')?;
+    Some((s.parse().ok()?, q.parse().ok()?))
+}
+
+impl EventLog {
+    /// An empty log keeping at most `cap` events for replay.
+    pub fn new(cap: usize) -> Self {
+        Self { inner: Mutex::new(Inner::default()), cap: cap.max(1) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn open(&self, ends_with_response: bool) -> (u64, UnboundedReceiver<Event>) {
+        let (tx, rx) = unbounded_channel();
+        let mut g = self.lock();
+        let id = g.next_stream;
+        g.next_stream += 1;
+        let _ = tx.send((event_id(id, 0), None));
+        g.streams.insert(id, Stream { seq: 0, conn: Some(tx), ends_with_response, ended: false });
+        (id, rx)
+    }
+
+    /// Opens the stream of one POSTed request; the connection gets the priming event first.
+    pub fn open_request_stream(&self) -> (u64, UnboundedReceiver<Event>) {
+        self.open(true)
+    }
+
+    /// Opens (or replaces) the stand-alone stream of a `GET`.
+    pub fn open_standalone(&self) -> UnboundedReceiver<Event> {
+        let (id, rx) = self.open(false);
+        let old = self.lock().standalone.replace(id);
+        if let Some(old) = old {
+            self.lock().streams.remove(&old);
+        }
+        rx
+    }
+
+    /// Sends `msg` on `stream`: buffered for replay, and to its connection if one is attached.
+    /// A response ends a request stream (its connection is then closed).
+    pub fn send(&self, stream: u64, msg: Message) {
+        let mut g = self.lock();
+        let Some(s) = g.streams.get_mut(&stream) else { return };
+        if s.ended {
+            return;
+        }
+        s.seq += 1;
+        let seq = s.seq;
+        let end = s.ends_with_response && msg.is_response();
+        if let Some(conn) = &s.conn
+            && conn.send((event_id(stream, seq), Some(msg.clone()))).is_err()
+        {
+            s.conn = None;
+        }
+        if end {
+            s.ended = true;
+            s.conn = None;
+        }
+        g.buffer.push_back((stream, seq, msg));
+        while g.buffer.len() > self.cap {
+            if let Some((old, _, _)) = g.buffer.pop_front() {
+                // A finished stream whose events are all gone is forgotten.
+                if g.streams.get(&old).is_some_and(|s| s.ended) && !g.buffer.iter().any(|(s, _, _)| *s == old) {
+                    g.streams.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Sends `msg` on the stand-alone stream; `false` when no `GET` stream was ever opened.
+    pub fn send_unsolicited(&self, msg: Message) -> bool {
+        let standalone = self.lock().standalone;
+        match standalone {
+            Some(id) => {
+                self.send(id, msg);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Detaches the connection of `stream` (the server closes it; messages keep being buffered).
+    pub fn detach(&self, stream: u64) {
+        if let Some(s) = self.lock().streams.get_mut(&stream) {
+            s.conn = None;
+        }
+    }
+
+    /// Resumes after `last_event_id`: the events of that stream that followed it,
+    /// then what comes next on it. `None` when the id names no stream here.
+    pub fn resume(&self, last_event_id: &str) -> Option<UnboundedReceiver<Event>> {
+        let (stream, after) = parse_event_id(last_event_id)?;
+        let (tx, rx) = unbounded_channel();
+        let mut g = self.lock();
+        for (s, seq, m) in &g.buffer {
+            if *s == stream && *seq > after {
+                let _ = tx.send((event_id(*s, *seq), Some(m.clone())));
+            }
+        }
+        let st = g.streams.get_mut(&stream)?;
+        if !st.ended {
+            st.conn = Some(tx);
+        }
+        Some(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::jsonrpc::RequestId;
+    use serde_json::json;
+
+    fn note(n: u64) -> Message {
+        Message::notification("notifications/progress", json!({ "progress": n }))
+    }
+
+    #[test]
+    fn replays_after_the_last_event_and_ends_with_the_response() {
+        let log = EventLog::new(16);
+        let (s, mut rx) = log.open_request_stream();
+        assert_eq!(rx.try_recv().expect("priming"), (format!("{s}-0"), None));
+        log.send(s, note(1));
+        let (id1, _) = rx.try_recv().expect("live");
+        log.detach(s);
+        log.send(s, note(2));
+        log.send(s, Message::Result { id: RequestId::Number(1), result: json!({}) });
+        let mut again = log.resume(&id1).expect("known stream");
+        assert_eq!(again.try_recv().expect("replayed").1, Some(note(2)));
+        assert!(again.try_recv().expect("the response").1.is_some_and(|m| m.is_response()));
+        assert!(again.try_recv().is_err(), "nothing after the response");
+        assert!(log.resume("99-0").is_none());
+        assert!(log.resume("garbage").is_none());
+    }
+
+    #[test]
+    fn the_buffer_is_bounded() {
+        let log = EventLog::new(2);
+        let (s, _rx) = log.open_request_stream();
+        for n in 0..5 {
+            log.send(s, note(n));
+        }
+        let mut again = log.resume(&format!("{s}-0")).expect("known");
+        let mut got = 0;
+        while again.try_recv().is_ok() {
+            got += 1;
+        }
+        assert_eq!(got, 2);
+    }
+}

@@ -1,0 +1,193 @@
+//! One legacy session as this node holds it while serving: its record, its
+//! streams, the server→client requests awaiting answers, and the requests in
+//! flight (for `notifications/cancelled`).
+
+use super::events::EventLog;
+use super::store::SessionRecord;
+use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::{Message, Request, RequestId};
+use crate::protocol::meta::ClientCapabilities;
+use crate::subscriptions::Registration;
+use serde_json::{Map, Value};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+type Waiter = oneshot::Sender<Result<Value, RpcError>>;
+
+/// A live legacy session on this node.
+pub struct LegacySession {
+    record: Mutex<SessionRecord>,
+    /// Whether the record lives in the session store (HTTP) or only here (stdio).
+    pub(crate) persisted: bool,
+    /// HTTP: the session's SSE streams.
+    pub(crate) events: EventLog,
+    /// stdio: the one output every message goes to.
+    local_out: Option<UnboundedSender<Message>>,
+    waiting: Mutex<HashMap<RequestId, Waiter>>,
+    next_request: AtomicU64,
+    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    pub(crate) changes: Mutex<Option<Registration>>,
+    /// The URIs of `resources/subscribe`.
+    pub(crate) uris: Mutex<BTreeSet<String>>,
+}
+
+impl std::fmt::Debug for LegacySession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LegacySession").field("persisted", &self.persisted).finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl LegacySession {
+    /// A session served over HTTP (its record is in the store).
+    pub(crate) fn http(record: SessionRecord, replay: usize) -> Self {
+        Self::build(record, true, None, replay)
+    }
+
+    /// A session bound to one stdio process: everything goes to `out`.
+    pub(crate) fn local(record: SessionRecord, out: UnboundedSender<Message>) -> Self {
+        Self::build(record, false, Some(out), 1)
+    }
+
+    fn build(
+        record: SessionRecord,
+        persisted: bool,
+        local_out: Option<UnboundedSender<Message>>,
+        replay: usize,
+    ) -> Self {
+        Self {
+            record: Mutex::new(record),
+            persisted,
+            events: EventLog::new(replay),
+            local_out,
+            waiting: Mutex::default(),
+            next_request: AtomicU64::new(1),
+            in_flight: Mutex::default(),
+            changes: Mutex::new(None),
+            uris: Mutex::default(),
+        }
+    }
+
+    /// A copy of the record.
+    pub fn record(&self) -> SessionRecord {
+        lock(&self.record).clone()
+    }
+
+    /// Changes the record (the caller writes it to the store when persisted).
+    pub(crate) fn edit(&self, f: impl FnOnce(&mut SessionRecord)) -> SessionRecord {
+        let mut g = lock(&self.record);
+        f(&mut g);
+        g.clone()
+    }
+
+    /// The session id (a capability: do not log it).
+    pub fn id(&self) -> String {
+        lock(&self.record).id.clone()
+    }
+
+    /// The capabilities the client declared at `initialize`.
+    pub fn client_capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities(lock(&self.record).client_capabilities.clone())
+    }
+
+    /// The level `logging/setLevel` set, if any.
+    pub fn log_level(&self) -> Option<String> {
+        lock(&self.record).log_level.clone()
+    }
+
+    /// Sends a message that belongs to no request: the stand-alone GET stream
+    /// (HTTP) or the process output (stdio). Returns whether it had somewhere to go.
+    pub fn send_unsolicited(&self, msg: Message) -> bool {
+        match &self.local_out {
+            Some(out) => out.send(msg).is_ok(),
+            None => self.events.send_unsolicited(msg),
+        }
+    }
+
+    /// Sends `method` to the client on `out` (the stream of the request that needs the
+    /// answer) and waits for the client's response, at most `timeout`.
+    pub(crate) async fn ask(
+        &self,
+        out: &UnboundedSender<Message>,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+    ) -> Result<Value, RpcError> {
+        let id = RequestId::String(format!("conduit-{}", self.next_request.fetch_add(1, Ordering::Relaxed)));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.waiting).insert(id.clone(), tx);
+        let sent = out.send(Message::Request(Request::new(id.clone(), method, params)));
+        if sent.is_err() {
+            lock(&self.waiting).remove(&id);
+            return Err(RpcError::internal("the request's stream is closed"));
+        }
+        let answer = tokio::time::timeout(timeout, rx).await;
+        lock(&self.waiting).remove(&id);
+        match answer {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(RpcError::internal("the session ended while waiting for the client")),
+            Err(_) => Err(RpcError::internal(format!("the client did not answer {method} in time"))),
+        }
+    }
+
+    /// Hands the client's response to the request waiting for it; `false` when nobody waits on `id`.
+    pub fn deliver(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
+        match lock(&self.waiting).remove(id) {
+            Some(w) => w.send(outcome).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Registers a request in flight, cancelled by `notifications/cancelled` or when the session ends.
+    pub(crate) fn track(&self, id: RequestId, token: CancellationToken) {
+        lock(&self.in_flight).insert(id, token);
+    }
+
+    /// Forgets a finished request.
+    pub(crate) fn untrack(&self, id: &RequestId) {
+        lock(&self.in_flight).remove(id);
+    }
+
+    /// `notifications/cancelled`: stops request `id` if it is in flight (else ignored).
+    pub fn cancel(&self, id: &RequestId) {
+        if let Some(t) = lock(&self.in_flight).get(id) {
+            t.cancel();
+        }
+    }
+
+    /// The session ends: in-flight requests stop, waiters are released.
+    pub(crate) fn end(&self) {
+        lock(&self.in_flight).values().for_each(CancellationToken::cancel);
+        lock(&self.waiting).clear();
+        lock(&self.changes).take();
+    }
+}
+
+/// The params of a message sent to a legacy client: modern stamps removed.
+pub(crate) fn strip_subscription_meta(mut params: Map<String, Value>) -> Map<String, Value> {
+    if let Some(Value::Object(m)) = params.get_mut("_meta") {
+        m.remove(crate::protocol::meta::SUBSCRIPTION_ID_KEY);
+        if m.is_empty() {
+            params.remove("_meta");
+        }
+    }
+    params
+}
+
+/// The subscribed URIs of a session, locked.
+pub(crate) fn lock_uris(s: &LegacySession) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
+    lock(&s.uris)
+}
+
+/// The session's registration on the change hub, locked.
+pub(crate) fn lock_changes(s: &LegacySession) -> std::sync::MutexGuard<'_, Option<Registration>> {
+    lock(&s.changes)
+}

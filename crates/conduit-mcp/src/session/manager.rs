@@ -1,0 +1,156 @@
+//! `Sessions`: the store plus the sessions this node is serving.
+
+use super::live::LegacySession;
+use super::store::{SessionError, SessionLimits, SessionRecord, SessionStore};
+use super::{MemorySessionStore, events::DEFAULT_REPLAY};
+use crate::clock::Clock;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// How legacy sessions are kept (builder option, or the `[sessions]` TOML table).
+#[derive(Clone)]
+#[non_exhaustive]
+#[must_use]
+pub struct SessionConfig {
+    /// The cap, idle timeout and eviction rule.
+    pub limits: SessionLimits,
+    /// Where session records live (default: [`MemorySessionStore`]).
+    pub store: Arc<dyn SessionStore>,
+    /// Events kept per session for `Last-Event-ID` replay.
+    pub replay_events: usize,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            limits: SessionLimits::default(),
+            store: Arc::new(MemorySessionStore::new()),
+            replay_events: DEFAULT_REPLAY,
+        }
+    }
+}
+
+impl std::fmt::Debug for SessionConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionConfig")
+            .field("limits", &self.limits)
+            .field("store", &self.store)
+            .field("replay_events", &self.replay_events)
+            .finish()
+    }
+}
+
+impl SessionConfig {
+    /// Sets the idle timeout.
+    pub fn idle_timeout(mut self, d: std::time::Duration) -> Self {
+        self.limits.idle_ms = d.as_millis() as u64;
+        self
+    }
+
+    /// Sets the cap on live sessions.
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.limits.max_sessions = n;
+        self
+    }
+
+    /// Sets how long a session must be idle before the cap may evict it.
+    pub fn evict_idle_after(mut self, d: std::time::Duration) -> Self {
+        self.limits.evict_idle_ms = d.as_millis() as u64;
+        self
+    }
+
+    /// Sets the store.
+    pub fn store(mut self, store: impl SessionStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// Sets the per-session replay buffer size.
+    pub fn replay_events(mut self, n: usize) -> Self {
+        self.replay_events = n;
+        self
+    }
+}
+
+/// The sessions of one server: the store is the truth (existence, owner,
+/// expiry); this node keeps the runtime half of those it serves.
+pub(crate) struct Sessions {
+    pub(crate) config: SessionConfig,
+    clock: Arc<dyn Clock>,
+    live: Mutex<HashMap<String, Arc<LegacySession>>>,
+}
+
+impl Sessions {
+    pub(crate) fn new(config: SessionConfig, clock: Arc<dyn Clock>) -> Self {
+        Self { config, clock, live: Mutex::default() }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
+        self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Stores a new HTTP session (the cap applies) and serves it here.
+    pub(crate) async fn open(&self, record: SessionRecord) -> Result<Arc<LegacySession>, SessionError> {
+        self.config.store.create(record.clone(), self.config.limits).await?;
+        let now = self.now();
+        let idle = self.config.limits.idle_ms;
+        let s = Arc::new(LegacySession::http(record.clone(), self.config.replay_events));
+        let mut live = self.live();
+        live.retain(|_, s| {
+            let keep = s.record().is_live(now, idle);
+            if !keep {
+                s.end();
+            }
+            keep
+        });
+        live.insert(record.id, s.clone());
+        Ok(s)
+    }
+
+    /// The live session `id` of `owner`, touched; `NotFound` for unknown, expired and foreign ones.
+    pub(crate) async fn resolve(&self, id: &str, owner: Option<&str>) -> Result<Arc<LegacySession>, SessionError> {
+        let touched = self.config.store.touch(id, owner, self.now(), self.config.limits.idle_ms).await;
+        let record = match touched {
+            Ok(r) => r,
+            Err(e) => {
+                if let Some(s) = self.live().remove(id) {
+                    // Expired or deleted elsewhere; a foreign principal never removes it.
+                    if matches!(e, SessionError::NotFound) && s.record().owner.as_deref() != owner {
+                        self.live().insert(id.to_owned(), s);
+                    } else {
+                        s.end();
+                    }
+                }
+                return Err(e);
+            }
+        };
+        let mut live = self.live();
+        let s = live
+            .entry(id.to_owned())
+            .or_insert_with(|| Arc::new(LegacySession::http(record.clone(), self.config.replay_events)))
+            .clone();
+        s.edit(|r| r.last_seen_ms = record.last_seen_ms);
+        Ok(s)
+    }
+
+    /// Writes a session's changed record to the store.
+    pub(crate) async fn save(&self, s: &LegacySession) -> Result<(), SessionError> {
+        if !s.persisted {
+            return Ok(());
+        }
+        self.config.store.update(&s.record()).await
+    }
+
+    /// Ends session `id` of `owner` (DELETE).
+    pub(crate) async fn close(&self, id: &str, owner: Option<&str>) -> Result<(), SessionError> {
+        self.config.store.delete(id, owner).await?;
+        if let Some(s) = self.live().remove(id) {
+            s.end();
+        }
+        Ok(())
+    }
+}

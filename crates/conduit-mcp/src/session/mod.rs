@@ -1,0 +1,48 @@
+//! Legacy (2025-11-25) sessions: the record, the [`SessionStore`] trait, the
+//! in-memory default, the id minted on `initialize`, and what a node holds
+//! while it serves a session (its SSE streams and replay buffer, the
+//! server→client requests awaiting answers).
+//!
+//! A session is bound to the principal that opened it: another principal
+//! presenting its id is answered exactly like an unknown id. Idle sessions
+//! expire (default 30 minutes, measured on the server's injected clock), and
+//! the number of live sessions is capped.
+
+mod events;
+mod live;
+mod manager;
+mod memory;
+mod store;
+
+pub use events::{DEFAULT_REPLAY, Event, EventLog};
+pub use live::LegacySession;
+pub(crate) use live::{lock_changes, lock_uris, strip_subscription_meta};
+pub use manager::SessionConfig;
+pub(crate) use manager::Sessions;
+pub use memory::MemorySessionStore;
+pub use store::{SessionError, SessionLimits, SessionRecord, SessionStore};
+
+/// A new session id: 32 random bytes as 64 lowercase hex digits (visible ASCII,
+/// `0x21..=0x7E`, as the 2025-11-25 transport requires).
+pub fn new_session_id() -> String {
+    let bytes: [u8; 32] = rand::random();
+    let mut s = String::with_capacity(64);
+    for b in bytes {
+        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_visible_ascii_and_distinct() {
+        let a = new_session_id();
+        assert_eq!(a.len(), 64);
+        assert!(a.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+        assert_ne!(a, new_session_id());
+    }
+}

@@ -1,0 +1,146 @@
+//! The `SessionStore` trait: where legacy (2025-11-25) sessions live, so any
+//! node sharing the store serves any session's requests.
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::sync::Arc;
+
+/// One legacy session as stored.
+///
+/// The id is a bearer capability: it is never logged at info level or above.
+#[derive(Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SessionRecord {
+    /// The `Mcp-Session-Id` (see [`new_session_id`](super::new_session_id)).
+    pub id: String,
+    /// The principal id that opened the session (`None` without authentication).
+    pub owner: Option<String>,
+    /// The negotiated protocol revision.
+    pub protocol_version: String,
+    /// The capabilities the client declared at `initialize`.
+    pub client_capabilities: Map<String, Value>,
+    /// The client's `clientInfo`.
+    pub client_info: Value,
+    /// The level set by `logging/setLevel` (`None`: no log messages are sent).
+    pub log_level: Option<String>,
+    /// Whether `notifications/initialized` arrived.
+    pub initialized: bool,
+    /// When the session was opened (epoch ms).
+    pub created_ms: u64,
+    /// When the session last served a request (epoch ms); idle expiry counts from here.
+    pub last_seen_ms: u64,
+}
+
+impl fmt::Debug for SessionRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The id is a capability: not printed.
+        f.debug_struct("SessionRecord")
+            .field("owner", &self.owner)
+            .field("protocol_version", &self.protocol_version)
+            .field("initialized", &self.initialized)
+            .field("last_seen_ms", &self.last_seen_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionRecord {
+    /// A fresh, not yet initialized session opened at `now_ms`.
+    pub fn new(id: String, owner: Option<String>, protocol_version: impl Into<String>, now_ms: u64) -> Self {
+        Self {
+            id,
+            owner,
+            protocol_version: protocol_version.into(),
+            client_capabilities: Map::new(),
+            client_info: Value::Null,
+            log_level: None,
+            initialized: false,
+            created_ms: now_ms,
+            last_seen_ms: now_ms,
+        }
+    }
+
+    /// Whether the session is still live at `now_ms` with this idle timeout.
+    pub fn is_live(&self, now_ms: u64, idle_ms: u64) -> bool {
+        self.last_seen_ms.saturating_add(idle_ms) > now_ms
+    }
+}
+
+/// The bounds a store enforces on `create`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionLimits {
+    /// Live sessions at most.
+    pub max_sessions: usize,
+    /// A session idle this long is expired (ms).
+    pub idle_ms: u64,
+    /// At the cap, a session idle at least this long may be evicted (oldest first) to make room;
+    /// when none is, `create` fails with [`SessionError::LimitReached`].
+    pub evict_idle_ms: u64,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        Self { max_sessions: 10_000, idle_ms: 30 * 60 * 1000, evict_idle_ms: 60 * 1000 }
+    }
+}
+
+/// Why a session store operation failed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// No such session, expired, or another principal's. Deliberately one variant.
+    NotFound,
+    /// The cap on live sessions is reached and no session is idle long enough to evict.
+    LimitReached,
+    /// A session with this id exists already.
+    Duplicate,
+    /// The backend failed (its own words).
+    Backend(Arc<str>),
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::NotFound => f.write_str("session not found"),
+            SessionError::LimitReached => f.write_str("too many live sessions"),
+            SessionError::Duplicate => f.write_str("session id already exists"),
+            SessionError::Backend(m) => write!(f, "session store backend error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+/// Storage of legacy sessions. Every method takes the time from the caller
+/// (the server's injected clock), so stores never read a clock of their own.
+#[async_trait]
+pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
+    /// Stores a new session. At `limits.max_sessions` live sessions it first drops
+    /// expired ones, then evicts the least recently seen session idle at least
+    /// `limits.evict_idle_ms`; if none qualifies it fails with `LimitReached`.
+    async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<(), SessionError>;
+
+    /// The live session `id` owned by `owner`, its `last_seen_ms` moved to `now_ms`.
+    /// Unknown, expired (idle `idle_ms` or more) and foreign sessions are all `NotFound`.
+    async fn touch(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        now_ms: u64,
+        idle_ms: u64,
+    ) -> Result<SessionRecord, SessionError>;
+
+    /// Writes the mutable fields of `record` (capabilities, log level, initialized,
+    /// last seen) to the session with its id and owner; `NotFound` when it is gone.
+    async fn update(&self, record: &SessionRecord) -> Result<(), SessionError>;
+
+    /// Ends session `id` of `owner`; `NotFound` when it is unknown or foreign.
+    async fn delete(&self, id: &str, owner: Option<&str>) -> Result<(), SessionError>;
+
+    /// Drops sessions idle since before `now_ms - idle_ms`; returns how many.
+    async fn sweep(&self, now_ms: u64, idle_ms: u64) -> Result<usize, SessionError>;
+
+    /// How many sessions are stored (live or not yet swept).
+    async fn count(&self) -> Result<usize, SessionError>;
+}

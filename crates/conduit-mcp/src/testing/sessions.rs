@@ -1,0 +1,111 @@
+//! The `SessionStore` contract suite: every session store, in memory or in a
+//! database, meets the same checks.
+
+use crate::session::{SessionError, SessionLimits, SessionRecord, SessionStore, new_session_id};
+use serde_json::json;
+use std::future::Future;
+
+const T0: u64 = 1_800_000_000_000;
+const IDLE: u64 = 30 * 60 * 1000;
+
+fn limits(max: usize) -> SessionLimits {
+    SessionLimits { max_sessions: max, idle_ms: IDLE, evict_idle_ms: 60_000 }
+}
+
+/// Runs every check against stores built by `make`, which must return an empty
+/// store on each call (the cap and sweep checks count rows).
+pub async fn session_store_contract<S, F, Fut>(make: F)
+where
+    S: SessionStore,
+    F: Fn() -> Fut,
+    Fut: Future<Output = S>,
+{
+    round_trip(&make().await).await;
+    owner_binding(&make().await).await;
+    idle_expiry(&make().await).await;
+    delete_ends_it(&make().await).await;
+    cap_evicts_oldest_idle(&make().await).await;
+    sweep_removes_idle(&make().await).await;
+}
+
+async fn round_trip<S: SessionStore>(s: &S) {
+    let mut r = SessionRecord::new(new_session_id(), Some("alice".into()), "2025-11-25", T0);
+    r.client_capabilities = json!({"sampling": {}}).as_object().cloned().unwrap_or_default();
+    s.create(r.clone(), limits(10)).await.expect("create");
+    assert!(matches!(s.create(r.clone(), limits(10)).await, Err(SessionError::Duplicate)), "duplicate id refused");
+    let got = s.touch(&r.id, Some("alice"), T0 + 5, IDLE).await.expect("touch");
+    assert_eq!(got.protocol_version, "2025-11-25");
+    assert_eq!(got.client_capabilities, r.client_capabilities);
+    assert_eq!(got.last_seen_ms, T0 + 5, "touch moves last_seen");
+    let mut changed = got.clone();
+    changed.initialized = true;
+    changed.log_level = Some("debug".into());
+    s.update(&changed).await.expect("update");
+    let again = s.touch(&r.id, Some("alice"), T0 + 6, IDLE).await.expect("touch");
+    assert!(again.initialized);
+    assert_eq!(again.log_level.as_deref(), Some("debug"));
+}
+
+async fn owner_binding<S: SessionStore>(s: &S) {
+    let r = SessionRecord::new(new_session_id(), Some("alice".into()), "2025-11-25", T0);
+    s.create(r.clone(), limits(10)).await.expect("create");
+    assert!(matches!(s.touch(&r.id, Some("mallory"), T0, IDLE).await, Err(SessionError::NotFound)));
+    assert!(matches!(s.touch(&r.id, None, T0, IDLE).await, Err(SessionError::NotFound)));
+    assert!(matches!(s.delete(&r.id, Some("mallory")).await, Err(SessionError::NotFound)));
+    let mut foreign = r.clone();
+    foreign.owner = Some("mallory".into());
+    assert!(matches!(s.update(&foreign).await, Err(SessionError::NotFound)), "update is owner-scoped");
+    s.touch(&r.id, Some("alice"), T0, IDLE).await.expect("the owner still has it");
+    assert!(matches!(s.touch("no-such-session", Some("alice"), T0, IDLE).await, Err(SessionError::NotFound)));
+}
+
+async fn idle_expiry<S: SessionStore>(s: &S) {
+    let r = SessionRecord::new(new_session_id(), None, "2025-06-18", T0);
+    s.create(r.clone(), limits(10)).await.expect("create");
+    s.touch(&r.id, None, T0 + IDLE - 1, IDLE).await.expect("live just before the timeout");
+    // Idle counts from the last touch.
+    s.touch(&r.id, None, T0 + 2 * IDLE - 2, IDLE).await.expect("live: touched recently");
+    assert!(matches!(s.touch(&r.id, None, T0 + 3 * IDLE, IDLE).await, Err(SessionError::NotFound)), "expired");
+}
+
+async fn delete_ends_it<S: SessionStore>(s: &S) {
+    let r = SessionRecord::new(new_session_id(), None, "2025-11-25", T0);
+    s.create(r.clone(), limits(10)).await.expect("create");
+    s.delete(&r.id, None).await.expect("delete");
+    assert!(matches!(s.touch(&r.id, None, T0, IDLE).await, Err(SessionError::NotFound)));
+    assert!(matches!(s.delete(&r.id, None).await, Err(SessionError::NotFound)));
+}
+
+async fn cap_evicts_oldest_idle<S: SessionStore>(s: &S) {
+    let ids: Vec<String> = (0..3).map(|_| new_session_id()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let r = SessionRecord::new(id.clone(), None, "2025-11-25", T0 + i as u64);
+        s.create(r, limits(3)).await.expect("under the cap");
+    }
+    // Nobody idle long enough: a clear refusal.
+    let extra = SessionRecord::new(new_session_id(), None, "2025-11-25", T0 + 10);
+    assert!(matches!(s.create(extra, limits(3)).await, Err(SessionError::LimitReached)));
+    // The second and third were used recently; the first is the oldest idle.
+    let later = T0 + 120_000;
+    s.touch(&ids[1], None, later, IDLE).await.expect("touch");
+    s.touch(&ids[2], None, later, IDLE).await.expect("touch");
+    let newcomer = SessionRecord::new(new_session_id(), None, "2025-11-25", later + 70_000);
+    s.create(newcomer.clone(), limits(3)).await.expect("room made by eviction");
+    assert!(
+        matches!(s.touch(&ids[0], None, later + 70_000, IDLE).await, Err(SessionError::NotFound)),
+        "oldest evicted"
+    );
+    s.touch(&ids[1], None, later + 70_000, IDLE).await.expect("kept");
+    s.touch(&newcomer.id, None, later + 70_000, IDLE).await.expect("stored");
+    assert_eq!(s.count().await.expect("len"), 3);
+}
+
+async fn sweep_removes_idle<S: SessionStore>(s: &S) {
+    let old = SessionRecord::new(new_session_id(), None, "2025-11-25", T0);
+    let fresh = SessionRecord::new(new_session_id(), None, "2025-11-25", T0 + IDLE);
+    s.create(old.clone(), limits(10)).await.expect("create");
+    s.create(fresh.clone(), limits(10)).await.expect("create");
+    assert_eq!(s.sweep(T0 + IDLE + 1, IDLE).await.expect("sweep"), 1);
+    assert_eq!(s.count().await.expect("len"), 1);
+    s.touch(&fresh.id, None, T0 + IDLE + 1, IDLE).await.expect("fresh kept");
+}

@@ -1,0 +1,203 @@
+//! The legacy (2025-11-25) lane of Streamable HTTP: requests inside a session
+//! (`Mcp-Session-Id`), the session's stand-alone GET stream, `DELETE`.
+//!
+//! Every message of a session travels on one of its SSE streams
+//! ([`EventLog`](crate::session::EventLog)): a priming event with `retry` first,
+//! event ids on everything, replay after `Last-Event-ID`. Unlike the modern
+//! lane, a request keeps running when its connection drops (only
+//! `notifications/cancelled` stops it), and its answer waits in the buffer.
+
+use super::AppState;
+use super::admit::admit;
+use super::status::json_body;
+use crate::auth::Principal;
+use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::{ErrorCode, Message, Request, Response as RpcResponse};
+use crate::protocol::legacy::{SERVED_LEGACY_VERSIONS, SESSION_ID_HEADER};
+use crate::protocol::routing::PROTOCOL_VERSION_HEADER;
+use crate::protocol::version::Era;
+use crate::server::{RequestEnv, SessionSlot};
+use crate::session::{Event as LogEvent, LegacySession, SessionError};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures_util::stream;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio_util::sync::CancellationToken;
+
+/// How long a client waits before reconnecting to a closed stream (the SSE `retry` field).
+const RETRY: Duration = Duration::from_millis(500);
+
+/// A 4xx with a JSON-RPC error body and no id.
+fn refuse(status: StatusCode, code: ErrorCode, message: &str) -> Response {
+    json_body(status, &Message::Error { id: None, error: RpcError::new(code, message) })
+}
+
+/// 404: the session is unknown, expired, ended, or another principal's (indistinguishable).
+fn not_found() -> Response {
+    refuse(StatusCode::NOT_FOUND, ErrorCode::Other(-32001), "Session not found")
+}
+
+/// The session `Mcp-Session-Id` names, when the legacy era is served; `Ok(None)` without the header.
+pub(super) async fn session_of(
+    st: &AppState,
+    headers: &HeaderMap,
+    principal: Option<&Principal>,
+) -> Result<Option<Arc<LegacySession>>, Response> {
+    let Some(raw) = headers.get(SESSION_ID_HEADER) else { return Ok(None) };
+    if !st.server.serves(Era::Legacy) {
+        return Ok(None);
+    }
+    let Ok(id) = raw.to_str() else { return Err(not_found()) };
+    let owner = principal.map(|p| p.id.as_str());
+    match st.server.inner.sessions.resolve(id.trim(), owner).await {
+        Ok(s) => Ok(Some(s)),
+        Err(SessionError::NotFound) => Err(not_found()),
+        Err(e) => {
+            tracing::warn!(error = %e, "session store failed");
+            Err(refuse(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::InternalError, "session store unavailable"))
+        }
+    }
+}
+
+/// A client's response POSTed into its session: handed to the request waiting for it (202).
+pub(super) fn legacy_response(_cfg: &super::HttpConfig, session: &LegacySession, r: RpcResponse) -> Response {
+    match r.id {
+        Some(id) if session.deliver(&id, r.outcome) => StatusCode::ACCEPTED.into_response(),
+        _ => refuse(
+            StatusCode::BAD_REQUEST,
+            ErrorCode::InvalidRequest,
+            "No request of this session awaits this response",
+        ),
+    }
+}
+
+fn accepts_sse(headers: &HeaderMap) -> bool {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"))
+}
+
+/// A request inside a session: run detached from the connection; the answer is an SSE
+/// stream (when the client accepts one) or the JSON response.
+pub(super) async fn legacy_request(
+    st: &Arc<AppState>,
+    session: Arc<LegacySession>,
+    principal: Option<Principal>,
+    headers: &HeaderMap,
+    req: Request,
+) -> Response {
+    if let Some(v) = headers.get(PROTOCOL_VERSION_HEADER) {
+        let ok = v.to_str().is_ok_and(|v| SERVED_LEGACY_VERSIONS.contains(&v.trim()));
+        if !ok {
+            let e = RpcError::invalid_request("MCP-Protocol-Version names a version this session does not speak");
+            return json_body(StatusCode::BAD_REQUEST, &Message::Error { id: Some(req.id), error: e });
+        }
+    }
+    let (stream_id, conn) = session.events.open_request_stream();
+    let cancel = CancellationToken::new();
+    let close = CancellationToken::new();
+    session.track(req.id.clone(), cancel.clone());
+    let (tx, mut rx) = unbounded_channel::<Message>();
+    let env = RequestEnv::new(principal, cancel.clone(), Some(tx))
+        .with_session(Arc::new(SessionSlot::http(Some(session.clone()))))
+        .with_close_stream(close.clone());
+    let server = st.server.clone();
+    let s = session.clone();
+    tokio::spawn(async move {
+        let id = req.id.clone();
+        let mut handler = Box::pin(server.handle_request(req, env));
+        let mut closed = false;
+        let answer = loop {
+            tokio::select! {
+                biased;
+                m = rx.recv() => if let Some(m) = m { s.events.send(stream_id, m) },
+                answer = &mut handler => break answer,
+                _ = close.cancelled(), if !closed => {
+                    closed = true;
+                    s.events.detach(stream_id);
+                }
+            }
+        };
+        while let Ok(m) = rx.try_recv() {
+            s.events.send(stream_id, m);
+        }
+        s.untrack(&id);
+        // A cancelled request gets no response.
+        if !cancel.is_cancelled() {
+            s.events.send(stream_id, answer);
+        }
+    });
+    if accepts_sse(headers) { sse(conn, st.config.keep_alive) } else { json_answer(conn).await }
+}
+
+/// Waits for the response on a stream and answers it as JSON (what came before it is dropped).
+async fn json_answer(mut conn: UnboundedReceiver<LogEvent>) -> Response {
+    while let Some((_, m)) = conn.recv().await {
+        if let Some(m) = m.filter(Message::is_response) {
+            return json_body(StatusCode::OK, &m);
+        }
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// An SSE response from a stream's connection: events with ids, the priming one
+/// (`id`, `retry`, empty `data`) first; a comment every `keep_alive` while idle.
+/// Framed here because the priming event needs its empty `data:` line.
+fn sse(conn: UnboundedReceiver<LogEvent>, keep_alive: Duration) -> Response {
+    let frames = stream::unfold(conn, move |mut conn| async move {
+        let frame = match tokio::time::timeout(keep_alive, conn.recv()).await {
+            Err(_) => ":\n\n".to_owned(),
+            Ok(None) => return None,
+            Ok(Some((id, None))) => format!("id: {id}\nretry: {}\ndata: \n\n", RETRY.as_millis()),
+            Ok(Some((id, Some(m)))) => format!("event: message\nid: {id}\ndata: {}\n\n", m.to_json()),
+        };
+        Some((Ok::<_, Infallible>(frame), conn))
+    });
+    let mut r = Response::new(Body::from_stream(frames));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    r
+}
+
+/// GET: the session's stand-alone stream, or with `Last-Event-ID` the rest of an earlier stream.
+/// Outside a legacy session: 405 (the modern lane has no GET).
+pub(super) async fn handle_get(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let principal = match admit(&st.config, &headers).await {
+        Ok(p) => p,
+        Err(refused) => return refused,
+    };
+    let session = match session_of(&st, &headers, principal.as_ref()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return super::method_not_allowed().await,
+        Err(refused) => return refused,
+    };
+    if !accepts_sse(&headers) {
+        return refuse(StatusCode::NOT_ACCEPTABLE, ErrorCode::InvalidRequest, "GET needs Accept: text/event-stream");
+    }
+    let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|id| session.events.resume(id));
+    let conn = resumed.unwrap_or_else(|| session.events.open_standalone());
+    sse(conn, st.config.keep_alive)
+}
+
+/// DELETE: ends the session (204); 404 when it is unknown. Outside a legacy session: 405.
+pub(super) async fn handle_delete(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let principal = match admit(&st.config, &headers).await {
+        Ok(p) => p,
+        Err(refused) => return refused,
+    };
+    let session = match session_of(&st, &headers, principal.as_ref()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return super::method_not_allowed().await,
+        Err(refused) => return refused,
+    };
+    let owner = principal.as_ref().map(|p| p.id.as_str());
+    match st.server.inner.sessions.close(&session.id(), owner).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(_) => not_found(),
+    }
+}
