@@ -271,6 +271,13 @@ CLIENT_SCENARIOS_2026=(
   http-invalid-tool-headers
   json-schema-ref-no-deref
 )
+CLIENT_SCENARIOS_2025=(
+  initialize
+  tools_call
+  elicitation-sep1034-client-defaults
+  sse-retry
+  json-schema-2020-12-preservation
+)
 if [[ "${CONDUIT_CONFORMANCE_CLIENT:-1}" == "1" ]]; then
   log "building the conformance client"
   cargo build -p conduit-mcp-conformance --bin conduit-mcp-conformance-client
@@ -295,8 +302,9 @@ if [[ "${CONDUIT_CONFORMANCE_CLIENT:-1}" == "1" ]]; then
     done
   }
   run_client_leg 2026-07-28 "${CLIENT_SCENARIOS_2026[@]}"
+  run_client_leg 2025-11-25 "${CLIENT_SCENARIOS_2025[@]}"
   set +e
-  python3 - "$OUT" "${CLIENT_SCENARIOS_2026[@]/#/2026-07-28:}" <<'PY'
+  python3 - "$OUT" "${CLIENT_SCENARIOS_2026[@]/#/2026-07-28:}" "${CLIENT_SCENARIOS_2025[@]/#/2025-11-25:}" <<'PY'
 import json, os, re, sys
 out, wanted = sys.argv[1], sys.argv[2:]
 DIR_RE = re.compile(r"^(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z?$")

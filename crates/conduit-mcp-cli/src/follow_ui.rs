@@ -64,7 +64,7 @@ pub(crate) async fn follow(task: &TaskHandle, progress: &Progress, json: bool) -
         };
         match ev {
             Some(Ok(TaskEvent::Status(t))) => progress.task(&t),
-            Some(Ok(TaskEvent::InputRequested(_))) => progress.show("input_required: answering".into()),
+            Some(Ok(TaskEvent::InputRequested(_))) => progress.show("input_required: the server asks for input".into()),
             Some(Ok(TaskEvent::Finished(o))) => {
                 progress.finish();
                 return print_outcome(&o, json);

@@ -112,3 +112,8 @@ pub mod prelude {
 #[cfg(all(doctest, feature = "http"))]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The client guide's examples compile (tested as doc tests).
+#[cfg(all(doctest, feature = "client"))]
+#[doc = include_str!("../../../docs/client.md")]
+struct ClientGuideDoctests;

@@ -14,6 +14,7 @@ use crate::protocol::version::{LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::protocol::{Era, ErrorCode, Implementation, LATEST_PROTOCOL_VERSION};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
@@ -45,6 +46,8 @@ pub struct ClientBuilder {
     info: Implementation,
     on_notification: Option<NotificationFn>,
     follow: FollowSettings,
+    /// Request ids, shared by the probe and the connection (one session never reuses an id).
+    ids: Arc<AtomicI64>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -74,6 +77,7 @@ impl ClientBuilder {
                 push: true,
                 now_ms: Arc::new(system_now_ms),
             },
+            ids: Arc::new(AtomicI64::new(1)),
         }
     }
 
@@ -159,7 +163,9 @@ impl ClientBuilder {
     pub async fn connect(self) -> Result<Client, ClientError> {
         let (req_tx, req_rx) = mpsc::unbounded_channel();
         let wire: Arc<dyn Wire> = match &self.target {
-            Target::Http(url) => Arc::new(HttpWire::new(url.clone(), self.token.clone(), self.headers.clone())?),
+            Target::Http(url) => {
+                Arc::new(HttpWire::new(url.clone(), self.token.clone(), self.headers.clone(), req_tx)?)
+            }
             Target::Stdio(p, args) => Arc::new(StdioWire::spawn(p, args, req_tx)?),
         };
         let server = match self.era {
@@ -172,14 +178,33 @@ impl ClientBuilder {
                 Err(e) => return Err(e),
             },
         };
-        let inner = Arc::new(Inner::new(wire, server, self.info, self.handler, self.on_notification, self.follow));
+        if server.era == Some(Era::Legacy) {
+            wire.open_events(&server.version).await;
+        }
+        let inner = Arc::new(Inner::with_ids(
+            wire,
+            server,
+            self.info,
+            self.handler,
+            self.on_notification,
+            self.follow,
+            self.ids.clone(),
+        ));
         tokio::spawn(drain_server_requests(Arc::downgrade(&inner), req_rx));
         Ok(Client { inner })
     }
 
     fn provisional(&self, wire: &Arc<dyn Wire>, era: Era, version: &str) -> Inner {
         let server = ServerInfo { era: Some(era), version: version.into(), ..ServerInfo::default() };
-        Inner::new(wire.clone(), server, self.info.clone(), self.handler.clone(), None, self.follow.clone())
+        Inner::with_ids(
+            wire.clone(),
+            server,
+            self.info.clone(),
+            self.handler.clone(),
+            None,
+            self.follow.clone(),
+            self.ids.clone(),
+        )
     }
 
     /// `server/discover`; on `-32022` retries once with a modern version the server lists.

@@ -83,7 +83,7 @@ pub(crate) struct Inner {
     pub(crate) on_notification: Option<NotificationFn>,
     pub(crate) follow: FollowSettings,
     pub(crate) hub: Hub,
-    next_id: AtomicI64,
+    next_id: Arc<AtomicI64>,
     tools: Mutex<Option<ToolTable>>,
 }
 
@@ -112,13 +112,14 @@ fn object(v: Value) -> Map<String, Value> {
 }
 
 impl Inner {
-    pub(crate) fn new(
+    pub(crate) fn with_ids(
         wire: Arc<dyn Wire>,
         server: ServerInfo,
         info: Implementation,
         handler: Arc<dyn InputHandler>,
         on_notification: Option<NotificationFn>,
         follow: FollowSettings,
+        next_id: Arc<AtomicI64>,
     ) -> Self {
         Self {
             wire,
@@ -128,7 +129,7 @@ impl Inner {
             on_notification,
             follow,
             hub: Hub::default(),
-            next_id: AtomicI64::new(1),
+            next_id,
             tools: Mutex::new(None),
         }
     }

@@ -2,41 +2,77 @@
 //! SSE stream (notifications, then the response); `subscriptions/listen`
 //! keeps its stream open. The routing headers come from
 //! [`protocol::routing`](crate::protocol::routing), the rules the server checks.
+//!
+//! Legacy sessions add the server's event stream (GET), which carries
+//! server requests and, after a POST stream closed early, the response it
+//! owed: the stream is resumed after `retry` ms with `Last-Event-ID`.
 
 use super::error::ClientError;
 use super::sse::SseReader;
 use super::wire::{Outgoing, Replies, Wire};
-use crate::protocol::jsonrpc::{Incoming, parse_incoming};
+use crate::protocol::RequestId;
+use crate::protocol::jsonrpc::{Incoming, Request, parse_incoming};
 use crate::protocol::routing::{
     METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER, encode_value, mirrored_name,
 };
 use futures_util::StreamExt;
 use serde_json::Value;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 use tokio::sync::mpsc;
+
+/// How long to wait before resuming a legacy stream that named no `retry`.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
 /// The HTTP side of a connection.
 #[derive(Debug)]
 pub(crate) struct HttpWire {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
     http: reqwest::Client,
     url: String,
     token: Option<String>,
     headers: Vec<(String, String)>,
     session: Mutex<Option<String>>,
+    /// Legacy sessions: requests whose response may come on another stream.
+    legacy: AtomicBool,
+    pending: Mutex<HashMap<RequestId, mpsc::UnboundedSender<Incoming>>>,
+    server_requests: mpsc::UnboundedSender<Request>,
 }
 
 impl HttpWire {
-    pub(crate) fn new(url: String, token: Option<String>, headers: Vec<(String, String)>) -> Result<Self, ClientError> {
+    pub(crate) fn new(
+        url: String,
+        token: Option<String>,
+        headers: Vec<(String, String)>,
+        server_requests: mpsc::UnboundedSender<Request>,
+    ) -> Result<Self, ClientError> {
         let http =
             reqwest::Client::builder().tcp_nodelay(true).build().map_err(|e| ClientError::Transport(e.to_string()))?;
-        Ok(Self { http, url, token, headers, session: Mutex::new(None) })
+        let shared = Shared {
+            http,
+            url,
+            token,
+            headers,
+            session: Mutex::new(None),
+            legacy: AtomicBool::new(false),
+            pending: Mutex::default(),
+            server_requests,
+        };
+        Ok(Self { shared: Arc::new(shared) })
     }
+}
 
-    fn request(&self, version: &str) -> reqwest::RequestBuilder {
+impl Shared {
+    fn request(&self, method: reqwest::Method, version: &str) -> reqwest::RequestBuilder {
         let mut rb = self
             .http
-            .post(&self.url)
-            .header("content-type", "application/json")
+            .request(method, &self.url)
             .header("accept", "application/json, text/event-stream")
             .header(PROTOCOL_VERSION_HEADER, version);
         for (k, v) in &self.headers {
@@ -51,9 +87,29 @@ impl HttpWire {
         rb
     }
 
+    fn post(&self, version: &str) -> reqwest::RequestBuilder {
+        self.request(reqwest::Method::POST, version).header("content-type", "application/json")
+    }
+
     fn remember_session(&self, resp: &reqwest::Response) {
         if let Some(s) = resp.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.to_owned());
+        }
+    }
+
+    /// Delivers a message from a stream that is not its request's own.
+    fn route(&self, msg: Incoming) {
+        match msg {
+            Incoming::Response(r) => {
+                let tx = r.id.as_ref().and_then(|id| self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(id));
+                if let Some(tx) = tx {
+                    let _ = tx.send(Incoming::Response(r));
+                }
+            }
+            Incoming::Request(req) => {
+                let _ = self.server_requests.send(req);
+            }
+            Incoming::Notification { .. } => {}
         }
     }
 }
@@ -66,10 +122,18 @@ fn parse(bytes: &[u8]) -> Result<Incoming, ClientError> {
     parse_incoming(bytes).map_err(|(_, e)| ClientError::Protocol(format!("unreadable message: {}", e.message)))
 }
 
+fn is_sse(resp: &reqwest::Response) -> bool {
+    resp.headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.trim_start().starts_with("text/event-stream"))
+}
+
 #[async_trait::async_trait]
 impl Wire for HttpWire {
     async fn send(&self, req: Outgoing) -> Result<Replies, ClientError> {
-        let mut rb = self.request(&req.version).header(METHOD_HEADER, req.method.as_str());
+        let sh = &self.shared;
+        let mut rb = sh.post(&req.version).header(METHOD_HEADER, req.method.as_str());
         if let Some(name) = mirrored_name(&req.method, &req.params) {
             rb = rb.header(NAME_HEADER, encode_value(name).as_ref());
         }
@@ -77,16 +141,16 @@ impl Wire for HttpWire {
             rb = rb.header(k.as_str(), v.as_str());
         }
         let resp = rb.body(req.to_value().to_string()).send().await.map_err(transport)?;
-        self.remember_session(&resp);
+        sh.remember_session(&resp);
         let status = resp.status().as_u16();
-        let sse = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|c| c.trim_start().starts_with("text/event-stream"));
         let (tx, rx) = mpsc::unbounded_channel();
-        if sse && resp.status().is_success() {
-            tokio::spawn(read_stream(resp, tx));
+        if is_sse(&resp) && resp.status().is_success() {
+            let legacy = sh.legacy.load(Ordering::Relaxed);
+            if legacy {
+                sh.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(req.id.clone(), tx.clone());
+            }
+            let weak = legacy.then(|| Arc::downgrade(sh));
+            tokio::spawn(read_request_stream(resp, tx, weak, req.version.clone()));
             return Ok(rx);
         }
         let body = resp.bytes().await.map_err(transport)?;
@@ -104,7 +168,7 @@ impl Wire for HttpWire {
     }
 
     async fn post(&self, message: Value, version: &str) -> Result<(), ClientError> {
-        let mut rb = self.request(version);
+        let mut rb = self.shared.post(version);
         if let Some(m) = message.get("method").and_then(Value::as_str) {
             rb = rb.header(METHOD_HEADER, m);
         }
@@ -117,12 +181,63 @@ impl Wire for HttpWire {
     }
 
     fn reset_session(&self) {
-        *self.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.shared.session.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    async fn open_events(&self, version: &str) {
+        self.shared.legacy.store(true, Ordering::Relaxed);
+        // Wait until the stream is open: a server request may follow the next call at once.
+        if let Some((resp, reader)) = get_stream(&self.shared, version, None).await {
+            tokio::spawn(events(Arc::downgrade(&self.shared), resp, reader, version.to_owned()));
+        }
     }
 }
 
-/// Reads an SSE response into `tx` until the stream ends or nobody listens.
-async fn read_stream(resp: reqwest::Response, tx: mpsc::UnboundedSender<Incoming>) {
+/// Opens the legacy event stream (GET), resuming after `last_id` when given.
+async fn get_stream(sh: &Shared, version: &str, last_id: Option<&str>) -> Option<(reqwest::Response, SseReader)> {
+    let mut rb = sh.request(reqwest::Method::GET, version).header("accept", "text/event-stream");
+    if let Some(id) = last_id {
+        rb = rb.header("last-event-id", id);
+    }
+    let resp = rb.send().await.ok()?;
+    (resp.status().is_success() && is_sse(&resp)).then(|| (resp, SseReader::default()))
+}
+
+/// Reads the legacy event stream, resuming it after `retry` while the client lives.
+async fn events(sh: Weak<Shared>, mut resp: reqwest::Response, mut reader: SseReader, version: String) {
+    loop {
+        let mut body = resp.bytes_stream();
+        while let Some(Ok(chunk)) = body.next().await {
+            let Some(s) = sh.upgrade() else { return };
+            for data in reader.feed(&chunk) {
+                if let Ok(msg) = parse(data.as_bytes()) {
+                    s.route(msg);
+                }
+            }
+        }
+        tokio::time::sleep(reader.retry_ms.map_or(DEFAULT_RETRY, Duration::from_millis)).await;
+        let Some(s) = sh.upgrade() else { return };
+        let last = reader.last_id.clone();
+        match get_stream(&s, &version, last.as_deref()).await {
+            Some((r, mut next)) => {
+                next.retry_ms = reader.retry_ms;
+                next.last_id = last;
+                resp = r;
+                reader = next;
+            }
+            None => return,
+        }
+    }
+}
+
+/// Reads a request's SSE answer into `tx`. On a legacy session a stream that
+/// ends early (after naming an event id) is resumed on a GET stream.
+async fn read_request_stream(
+    resp: reqwest::Response,
+    tx: mpsc::UnboundedSender<Incoming>,
+    legacy: Option<Weak<Shared>>,
+    version: String,
+) {
     let mut body = resp.bytes_stream();
     let mut reader = SseReader::default();
     loop {
@@ -130,7 +245,7 @@ async fn read_stream(resp: reqwest::Response, tx: mpsc::UnboundedSender<Incoming
             c = body.next() => c,
             () = tx.closed() => return,
         };
-        let Some(Ok(chunk)) = chunk else { return };
+        let Some(Ok(chunk)) = chunk else { break };
         for data in reader.feed(&chunk) {
             if data.trim().is_empty() {
                 continue;
@@ -140,9 +255,24 @@ async fn read_stream(resp: reqwest::Response, tx: mpsc::UnboundedSender<Incoming
                 continue;
             };
             let done = matches!(msg, Incoming::Response(_));
+            if let (true, Some(w), Incoming::Response(r)) = (done, &legacy, &msg)
+                && let (Some(s), Some(id)) = (w.upgrade(), r.id.as_ref())
+            {
+                s.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+            }
             if tx.send(msg).is_err() || done {
                 return;
             }
         }
+    }
+    // Closed before the response: resume where it stopped (legacy only).
+    let (Some(w), Some(last)) = (legacy, reader.last_id.clone()) else { return };
+    tokio::time::sleep(reader.retry_ms.map_or(DEFAULT_RETRY, Duration::from_millis)).await;
+    let Some(s) = w.upgrade() else { return };
+    if let Some((resp, mut next)) = get_stream(&s, &version, Some(&last)).await {
+        next.retry_ms = reader.retry_ms;
+        next.last_id = Some(last);
+        drop(s);
+        tokio::spawn(events(w, resp, next, version));
     }
 }

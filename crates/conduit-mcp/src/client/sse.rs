@@ -1,12 +1,17 @@
 //! A small incremental reader of `text/event-stream` bodies: it gathers the
-//! `data:` lines of each event and hands out the event's data; comments,
-//! `event:`, `id:` and `retry:` fields are read and ignored.
+//! `data:` lines of each event and hands out the event's data, and keeps the
+//! last `id:` and `retry:` (legacy streams resume with them); comments and
+//! `event:` are ignored.
 
 /// Feeds bytes in, takes complete events' data out.
 #[derive(Debug, Default)]
 pub(crate) struct SseReader {
     buf: Vec<u8>,
     data: Option<String>,
+    /// The last event id seen (`Last-Event-ID` when resuming).
+    pub(crate) last_id: Option<String>,
+    /// The last `retry:` value, in milliseconds.
+    pub(crate) retry_ms: Option<u64>,
 }
 
 impl SseReader {
@@ -34,7 +39,11 @@ impl SseReader {
                 Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
                 None => (&*line, ""),
             };
-            if field == "data" {
+            if field == "id" {
+                self.last_id = Some(value.to_owned());
+            } else if field == "retry" {
+                self.retry_ms = value.trim().parse().ok().or(self.retry_ms);
+            } else if field == "data" {
                 match &mut self.data {
                     Some(d) => {
                         d.push('\n');
@@ -57,6 +66,7 @@ mod tests {
         let mut r = SseReader::default();
         assert!(r.feed(b": keep-alive\r\n\r\ndata: {\"a\"").is_empty());
         assert_eq!(r.feed(b":1}\r\n\r\nevent: message\ndata: x\ndata: y\n\n"), vec!["{\"a\":1}", "x\ny"]);
-        assert!(r.feed(b"retry: 10\n\n").is_empty());
+        assert!(r.feed(b"retry: 10\nid: e-2\n\n").is_empty());
+        assert_eq!((r.retry_ms, r.last_id.as_deref()), (Some(10), Some("e-2")));
     }
 }

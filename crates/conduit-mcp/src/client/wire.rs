@@ -49,4 +49,6 @@ pub(crate) trait Wire: Send + Sync + std::fmt::Debug {
     async fn post(&self, message: Value, version: &str) -> Result<(), ClientError>;
     /// Forgets any legacy session state (the next `initialize` starts afresh).
     fn reset_session(&self) {}
+    /// Legacy era: opens the server's own event stream (HTTP GET), if it has one.
+    async fn open_events(&self, _version: &str) {}
 }
