@@ -19,6 +19,13 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "== cargo test (workspace, all features)"
 cargo test --workspace --all-features
 
+echo "== a real third-party 2025-11-25 client (official Python SDK 1.x) over HTTP and stdio"
+if [[ "${CONDUIT_LEGACY_CLIENT:-1}" != 0 ]]; then
+  bash scripts/legacy-client.sh
+else
+  echo "skipped: CONDUIT_LEGACY_CLIENT=0"
+fi
+
 echo "== benchmark smoke pass (builds the bench crate and the rmcp peer; 2 s per workload)"
 # Benchmarks are run by hand (scripts/bench.sh); CI only keeps the harness from rotting.
 # CONDUIT_BENCH_SMOKE=0 skips it on a laptop.
