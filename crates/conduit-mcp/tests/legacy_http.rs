@@ -110,6 +110,13 @@ fn tools(b: ServerBuilder, sig: &Arc<Signals>) -> ServerBuilder {
                 Ok(ToolOutput::Task(TaskSpec::new().spawn(|_t| async move { Ok(CallToolResult::error("it broke")) })))
             },
         ))
+        .tool(Tool::new("open_url", "Needs the user to visit a URL").handle(|ctx, _args| async move {
+            if ctx.input_response("visit").is_some() {
+                return Ok(CallToolResult::text("visited").into());
+            }
+            let ask = mrtr::elicit_url("Please sign in", "https://example.com/login", "el-1");
+            Ok(ToolOutput::from(InputRequired::new().request("visit", ask)))
+        }))
         .resource(
             Resource::new("test://watched", "Watched")
                 .mime_type("text/plain")
@@ -457,4 +464,38 @@ async fn the_modern_lane_is_unchanged_beside_sessions() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     h.assert_alive().await;
+}
+
+#[tokio::test]
+async fn url_elicitation_follows_2025_11_25_and_json_only_posts_cannot_be_asked() {
+    let sig = Arc::new(Signals::default());
+    let h = start(server(&sig)).await;
+    // Form-only elicitation: the URL request is the -32042 error naming the elicitation.
+    let mut form = Legacy::new(&h.url);
+    form.initialize(json!({ "elicitation": {} })).await;
+    let e = form.error(1, "tools/call", json!({ "name": "open_url" })).await;
+    assert_eq!(e["code"], -32042, "{e}");
+    assert_eq!(e["data"]["elicitations"][0]["url"], "https://example.com/login");
+    assert_eq!(e["data"]["elicitations"][0]["elicitationId"], "el-1");
+    // A client that declared URL mode gets the real request.
+    let mut url = Legacy::new(&h.url);
+    url.initialize(json!({ "elicitation": { "url": {} } })).await;
+    let mut ev = url.open(2, "tools/call", json!({ "name": "open_url" })).await;
+    let (_, ask) = ev.next_msg().await.expect("the server's request");
+    assert_eq!(ask["params"]["mode"], "url");
+    assert_schema("ElicitRequest", &ask);
+    let answer = json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept" } });
+    assert_eq!(url.post(&answer).await.status(), StatusCode::ACCEPTED);
+    assert_eq!(ev.until_response(&json!(2)).await.last().unwrap()["result"]["content"][0]["text"], "visited");
+    // A POST that accepts only JSON has no stream for the server's question: it fails at once.
+    let mut headers = form.headers();
+    headers.insert("accept", reqwest::header::HeaderValue::from_static("application/json"));
+    let body = rpc(3, "tools/call", json!({ "name": "ask" }));
+    let r = guard("a JSON answer", form.client.post(&form.url).headers(headers).body(body.to_string()).send())
+        .await
+        .expect("sent");
+    assert_eq!(r.headers().get("content-type").and_then(|v| v.to_str().ok()), Some("application/json"));
+    let m: Value = r.json().await.expect("JSON");
+    assert_message(&m);
+    assert!(m["error"]["message"].as_str().is_some_and(|t| t.contains("cannot send requests")), "{m}");
 }
