@@ -110,6 +110,20 @@ fn tools(b: ServerBuilder, sig: &Arc<Signals>) -> ServerBuilder {
                 Ok(ToolOutput::Task(TaskSpec::new().spawn(|_t| async move { Ok(CallToolResult::error("it broke")) })))
             },
         ))
+        .tool(
+            Tool::new("confirm_job", "A task that asks for a confirmation mid-flight")
+                .task_support(TaskSupport::Required)
+                .handle(|_ctx, _args| async move {
+                    Ok(ToolOutput::Task(TaskSpec::new().spawn(|task| async move {
+                        let schema = json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } });
+                        let answer = task
+                            .input("ok", mrtr::elicit("Proceed?", schema))
+                            .await
+                            .map_err(|e| RpcError::internal(e.to_string()))?;
+                        Ok(CallToolResult::text(format!("confirmed: {}", answer["content"]["ok"])))
+                    })))
+                }),
+        )
         .tool(Tool::new("open_url", "Needs the user to visit a URL").handle(|ctx, _args| async move {
             if ctx.input_response("visit").is_some() {
                 return Ok(CallToolResult::text("visited").into());
@@ -498,4 +512,28 @@ async fn url_elicitation_follows_2025_11_25_and_json_only_posts_cannot_be_asked(
     let m: Value = r.json().await.expect("JSON");
     assert_message(&m);
     assert!(m["error"]["message"].as_str().is_some_and(|t| t.contains("cannot send requests")), "{m}");
+}
+
+#[tokio::test]
+async fn tasks_result_carries_the_workers_questions_and_the_answers_reach_it() {
+    let sig = Arc::new(Signals::default());
+    let h = start(server(&sig)).await;
+    let mut c = Legacy::new(&h.url);
+    c.initialize(json!({ "elicitation": {} })).await;
+    let created = c.result(1, "tools/call", json!({ "name": "confirm_job", "task": { "ttl": 60000 } })).await;
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let mut ev = c.open(2, "tasks/result", json!({ "taskId": id })).await;
+    let (_, ask) = ev.next_msg().await.expect("the worker's question");
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_schema("ElicitRequest", &ask);
+    assert_eq!(ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
+    let got = c.result(3, "tasks/get", json!({ "taskId": id })).await;
+    assert_eq!(got["status"], "input_required");
+    let answer =
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept", "content": { "ok": true } } });
+    assert_eq!(c.post(&answer).await.status(), StatusCode::ACCEPTED);
+    let msgs = ev.until_response(&json!(2)).await;
+    let r = &msgs.last().unwrap()["result"];
+    assert_eq!(r["content"][0]["text"], "confirmed: true");
+    assert_eq!(r["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
 }
