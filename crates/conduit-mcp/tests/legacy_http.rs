@@ -440,6 +440,14 @@ async fn legacy_tasks_on_the_wire() {
     let cancelled = c.result(16, "tasks/cancel", json!({ "taskId": id3 })).await;
     assert_schema("CancelTaskResult", &cancelled);
     assert_eq!(cancelled["status"], "cancelled");
+    // A tool that may run as a task but answers at once still gives the client its task.
+    let t = c.result(17, "tools/call", json!({ "name": "echo", "arguments": { "text": "now" }, "task": {} })).await;
+    assert_schema("CreateTaskResult", &t);
+    let id4 = t["task"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(c.result(18, "tasks/result", json!({ "taskId": id4 })).await["content"][0]["text"], "now");
+    // A forbidden one ignores params.task and answers.
+    let r = c.result(19, "tools/call", json!({ "name": "progress", "task": {} })).await;
+    assert_schema("CallToolResult", &r);
 }
 
 #[tokio::test]
