@@ -3,6 +3,8 @@
 # fixture process (conformance/src) serving both eras on one URL: first
 # `--requirements 2025-11-25` (the legacy leg), then `--requirements 2026-07-28`
 # and the tasks-* scenarios.
+# Then its client leg against the conformance client (conformance/src/client;
+# block at the end).
 #
 #   scripts/conformance.sh
 #   CONDUIT_CONFORMANCE_TASKS=0 scripts/conformance.sh   # skip the ten tasks-* scenarios
@@ -251,3 +253,84 @@ if ((eval_rc != 0 || RUNNER_FAILED != 0)); then
   exit 1
 fi
 log "all counted checks passed"
+
+# ---------------------------------------------------------------------------
+# Client leg: the suite's scenario servers drive conduit-mcp-conformance-client
+# (conformance/src/client, on conduit_mcp::client). Every non-auth client
+# scenario of each revision below runs with --scenario (the auth/* ones come
+# with OAuth) and every SUCCESS/FAILURE/WARNING check is counted: a WARNING
+# fails too, as it does in the runner's own verdict.
+#   CONDUIT_CONFORMANCE_CLIENT=0 scripts/conformance.sh   # skip the client leg
+# ---------------------------------------------------------------------------
+CLIENT_SCENARIOS_2026=(
+  tools_call
+  request-metadata
+  sep-2322-client-request-state
+  http-standard-headers
+  http-custom-headers
+  http-invalid-tool-headers
+  json-schema-ref-no-deref
+)
+if [[ "${CONDUIT_CONFORMANCE_CLIENT:-1}" == "1" ]]; then
+  log "building the conformance client"
+  cargo build -p conduit-mcp-conformance --bin conduit-mcp-conformance-client
+  CLIENT_BIN="$TARGET_DIR/debug/conduit-mcp-conformance-client"
+  CLIENT_FAILED=0
+  # run_client_leg REVISION SCENARIO...: one run per scenario into $OUT/client-REVISION.
+  run_client_leg() {
+    local revision="$1"
+    shift
+    for scenario in "$@"; do
+      log "client leg: --scenario $scenario (--spec-version $revision)"
+      set +e
+      npx -y -p node@22 -p "$CONFORMANCE_PACKAGE" -- conformance client --command "$CLIENT_BIN" \
+        --scenario "$scenario" --spec-version "$revision" -o "$OUT/client-$revision" 2>&1 |
+        tee -a "$OUT/client-$revision.log"
+      local rc=${PIPESTATUS[0]}
+      set -e
+      if ((rc != 0)); then
+        log "the runner exited with $rc on client scenario $scenario ($revision)"
+        CLIENT_FAILED=1
+      fi
+    done
+  }
+  run_client_leg 2026-07-28 "${CLIENT_SCENARIOS_2026[@]}"
+  set +e
+  python3 - "$OUT" "${CLIENT_SCENARIOS_2026[@]/#/2026-07-28:}" <<'PY'
+import json, os, re, sys
+out, wanted = sys.argv[1], sys.argv[2:]
+DIR_RE = re.compile(r"^(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z?$")
+passed = failed = 0
+failures, seen = [], set()
+for item in wanted:
+    revision, scenario = item.split(":", 1)
+    root = os.path.join(out, "client-" + revision)
+    for d in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        m = DIR_RE.match(d)
+        if not m or m.group(1) != scenario:
+            continue
+        seen.add(item)
+        with open(os.path.join(root, d, "checks.json")) as f:
+            for c in json.load(f):
+                st = c.get("status")
+                if st == "SUCCESS":
+                    passed += 1
+                elif st in ("FAILURE", "WARNING"):
+                    failed += 1
+                    failures.append(f"  {scenario} ({revision}): {st} [{c.get('id')}] {c.get('errorMessage') or ''}")
+missing = [w for w in wanted if w not in seen]
+print(f"\nconformance client leg: {passed} passed, {failed} failed ({len(seen)} scenarios counted)")
+if failures:
+    print("failures:\n" + "\n".join(failures))
+if missing:
+    print("no results for: " + ", ".join(missing), file=sys.stderr)
+sys.exit(1 if failed or missing else 0)
+PY
+  client_rc=$?
+  set -e
+  if ((client_rc != 0 || CLIENT_FAILED != 0)); then
+    log "client leg FAILED"
+    exit 1
+  fi
+  log "client leg: all counted checks passed"
+fi

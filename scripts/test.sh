@@ -16,8 +16,12 @@ cargo fmt --all -- --check
 echo "== cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
+echo "== building the rmcp peer (the client's interop tests call it; its own workspace)"
+cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml \
+  --target-dir "${CARGO_TARGET_DIR:-target}/rmcp-peer"
+
 echo "== cargo test (workspace, all features)"
-cargo test --workspace --all-features
+CONDUIT_REQUIRE_RMCP=1 cargo test --workspace --all-features
 
 echo "== a real third-party 2025-11-25 client (official Python SDK 1.x) over HTTP and stdio"
 if [[ "${CONDUIT_LEGACY_CLIENT:-1}" != 0 ]]; then

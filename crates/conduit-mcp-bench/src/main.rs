@@ -51,6 +51,13 @@ struct LoadArgs {
     /// Tasks to create first for W3.
     #[arg(long, default_value_t = 100_000)]
     table: usize,
+    /// The task tool creates call (default the bench server's `slow_compute`; the
+    /// reference server's is `job`).
+    #[arg(long)]
+    create_tool: Option<String>,
+    /// The create's arguments, a JSON object (with --create-tool).
+    #[arg(long, default_value = "{}")]
+    create_args: String,
 }
 
 #[derive(Debug, Args)]
@@ -325,7 +332,13 @@ fn load(args: LoadArgs) -> Result<(), String> {
             collect_ids: false,
         };
         let h = host.clone();
-        let creates: l::Builder = Arc::new(move |n, out| wire::http_request(out, &h, "/mcp", &wire::create_task(n)));
+        let creates: l::Builder = match args.create_tool.clone() {
+            None => Arc::new(move |n, out| wire::http_request(out, &h, "/mcp", &wire::create_task(n))),
+            Some(tool) => {
+                let a = args.create_args.clone();
+                Arc::new(move |n, out| wire::http_request(out, &h, "/mcp", &wire::create_with(n, &tool, &a)))
+            }
+        };
         let build: l::Builder = match args.workload.to_ascii_uppercase().as_str() {
             "W1" => Arc::new(move |n, out| wire::http_request(out, &host, "/mcp", &wire::greet(n))),
             "W4" => creates,

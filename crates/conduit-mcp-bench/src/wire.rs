@@ -53,10 +53,16 @@ pub fn tasks_get(id: u64, task_id: &str) -> Call {
 /// `tools/call slow_compute` with the extension declared (W4): creates a task whose work
 /// lasts [`TASK_SECONDS`].
 pub fn create_task(id: u64) -> Call {
+    create_with(id, "slow_compute", &format!(r#"{{"seconds":{TASK_SECONDS},"label":"w{id}"}}"#))
+}
+
+/// `tools/call TOOL` with `arguments` (a JSON object) and the extension declared: a
+/// create on another server's task tool (the reference server's `job`).
+pub fn create_with(id: u64, tool: &str, arguments: &str) -> Call {
     let body = format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"slow_compute","arguments":{{"seconds":{TASK_SECONDS},"label":"w{id}"}},"_meta":{META_TASKS}}}}}"#
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments},"_meta":{META_TASKS}}}}}"#
     );
-    Call { method: "tools/call", name: Some("slow_compute".into()), body }
+    Call { method: "tools/call", name: Some(tool.to_owned()), body }
 }
 
 /// `subscriptions/listen` naming `task_ids` (W5).

@@ -1,7 +1,7 @@
 //! The reference server's demo tools.
 
-use conduit_mcp::ext::tasks::Tasks;
 use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::{Owner, StoreError, Tasks};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::version::ServedEras;
 use conduit_mcp::server::BuildError;
@@ -159,14 +159,25 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                 Tool::new("complete_job", "Act as a worker: complete a queued job's task by id")
                     .param("taskId", Param::string("The task to complete").required())
                     .param("text", Param::string("The job's output"))
-                    .handle(move |_ctx, args| {
+                    .handle(move |ctx, args| {
                         let worker = worker.clone();
                         async move {
                             let id = args["taskId"].as_str().unwrap_or_default();
                             let text = args["text"].as_str().unwrap_or("done").to_owned();
+                            // The caller's own queued jobs only: another principal's task,
+                            // a missing one, and one whose work runs on a node (it holds a
+                            // lease: not a job for an external worker) all read the same.
+                            let unknown = || Ok(CallToolResult::error("no queued job of yours has this id"));
+                            match worker.store().get(id, Owner::Is(ctx.owner())).await {
+                                Ok(rec) if rec.lease.is_none() => {}
+                                Ok(_) | Err(StoreError::NotFound) => return unknown(),
+                                Err(e) => return Err(RpcError::internal(format!("the task store failed: {e}"))),
+                            }
                             match worker.complete(id, CallToolResult::text(text), Some("Done".into())).await {
                                 Ok(()) => Ok(CallToolResult::text("completed")),
-                                Err(e) => Ok(CallToolResult::error(format!("could not complete the task: {e}"))),
+                                Err(WorkerError::NotFound) => unknown(),
+                                Err(WorkerError::Terminal) => Ok(CallToolResult::error("this job already finished")),
+                                Err(e) => Err(RpcError::internal(format!("could not complete the job: {e}"))),
                             }
                         }
                     }),

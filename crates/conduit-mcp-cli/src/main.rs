@@ -1,4 +1,8 @@
-//! `conduit-mcp`: the reference server.
+//! `conduit-mcp`: the reference server, and a client for any MCP server.
+//!
+//! `conduit-mcp tools|call|task|watch URL ...` (or `--stdio -- CMD ARGS...`)
+//! list tools, call one and follow its task (progress, prompts, Ctrl-C
+//! cancels), and resume, cancel or watch tasks by id: see `docs/client.md`.
 //!
 //! `conduit-mcp serve` runs a demo MCP server on `127.0.0.1:8080/mcp` with
 //! the in-memory defaults and the Tasks extension on; `--stdio` serves the
@@ -8,8 +12,15 @@
 //! configures the Tasks extension and `[sessions]` the legacy sessions;
 //! `--era modern|legacy|both` (default both) restricts the protocol eras.
 
+mod call_cmd;
 mod demo;
+mod follow_ui;
+mod progress;
+mod prompt;
+mod remote;
 mod store;
+mod task_cmd;
+mod tools_cmd;
 
 use clap::{Parser, Subcommand};
 use conduit_mcp::auth::{BearerTokens, Principal};
@@ -20,6 +31,7 @@ use conduit_mcp::protocol::version::ServedEras;
 use conduit_mcp::session::SessionConfig;
 use conduit_mcp::transport::http::{self, HttpConfig};
 use conduit_mcp::transport::stdio;
+use std::hash::BuildHasher;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,7 +42,7 @@ use std::time::Duration;
 #[command(
     name = "conduit-mcp",
     version,
-    about = "MCP (2026-07-28 and 2025-11-25) reference server built on conduit-mcp"
+    about = "MCP (2026-07-28 and 2025-11-25) reference server and client built on conduit-mcp"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -54,7 +66,8 @@ struct ServeArgs {
     /// PostgreSQL schema for the task table (and the notification channel's suffix).
     #[arg(long)]
     pg_schema: Option<String>,
-    /// This node's id for work leases (default: derived from the host name and port, stable across restarts).
+    /// This node's id for work leases, unique per live process (default: host, pid and a random part).
+    /// Refused at start when another live process holds it on the same store; a restart may reuse it.
     #[arg(long)]
     node_id: Option<String>,
     /// Lease period of running work, in milliseconds.
@@ -63,6 +76,21 @@ struct ServeArgs {
     /// Which protocol eras to serve: `modern` (2026-07-28), `legacy` (2025-11-25 sessions) or `both`.
     #[arg(long, default_value = "both", value_parser = parse_era)]
     era: ServedEras,
+    /// HTTP: seconds a connection may take to send a request head.
+    #[arg(long, default_value_t = 10)]
+    header_timeout_s: u64,
+    /// HTTP: seconds a request body may take to arrive (later gets 408).
+    #[arg(long, default_value_t = 30)]
+    body_timeout_s: u64,
+    /// HTTP: seconds a kept-alive connection may wait for its next request (listen streams never idle).
+    #[arg(long, default_value_t = 60)]
+    idle_timeout_s: u64,
+    /// HTTP: connections served at once (more wait in the backlog).
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// Seconds requests in flight may take to finish after SIGINT or SIGTERM.
+    #[arg(long, default_value_t = 10)]
+    shutdown_timeout_s: u64,
     /// Require bearer authentication: `TOKEN=PRINCIPAL` (repeatable).
     #[arg(long = "token", value_name = "TOKEN=PRINCIPAL")]
     tokens: Vec<String>,
@@ -72,6 +100,15 @@ struct ServeArgs {
 enum Command {
     /// Run the reference server (HTTP on 127.0.0.1:8080 by default).
     Serve(ServeArgs),
+    /// List a server's tools and their parameters.
+    Tools(tools_cmd::ToolsArgs),
+    /// Call a tool and follow it to the end (exit 0 done, 1 tool error or failed, 2 usage or protocol error, 3 cancelled, 130 Ctrl-C).
+    Call(call_cmd::CallArgs),
+    /// Get, wait for or cancel a task by id.
+    #[command(subcommand)]
+    Task(task_cmd::TaskCommand),
+    /// Print each change of these tasks until all are terminal.
+    Watch(task_cmd::WatchArgs),
 }
 
 fn init_tracing() {
@@ -92,14 +129,17 @@ fn read_config(path: Option<&PathBuf>) -> Result<(TasksConfig, Option<String>, S
     Ok((tasks, store, sessions))
 }
 
-fn default_node_id(listen: SocketAddr) -> String {
+/// A node id no other live process has: the host name, the process id, and
+/// a random part (process ids are reused, and containers all run as pid 1).
+fn default_node_id() -> String {
     let host = std::env::var("HOSTNAME")
         .ok()
         .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
         .map(|h| h.trim().to_owned())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
-    format!("{host}:{}", listen.port())
+    let random = std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now());
+    format!("{host}:{}:{random:016x}", std::process::id())
 }
 
 async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
@@ -113,7 +153,7 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     let chosen = store::open(&spec, args.pg_schema.as_deref(), clock.clone()).await?;
     cfg = cfg
         .store(chosen.store.clone())
-        .node_id(args.node_id.clone().unwrap_or_else(|| default_node_id(args.listen)))
+        .node_id(args.node_id.clone().unwrap_or_else(default_node_id))
         .lease(Duration::from_millis(args.lease_ms));
     if let Some(n) = chosen.notifier_config() {
         cfg = cfg.notifier(n);
@@ -121,6 +161,7 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     // Legacy (2025-11-25) tasks live in a listable store of their own (in memory here).
     let legacy = LegacyTasks::with_clock(cfg.clone(), clock.clone()).map_err(|e| e.to_string())?;
     let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
+    tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;
     if let Some(n) = &chosen.notifier {
         n.attach(&tasks);
     }
@@ -150,8 +191,14 @@ fn auth(tokens: &[String]) -> Result<Option<BearerTokens>, String> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let args = match cli.command {
+        Command::Serve(args) => args,
+        Command::Tools(a) => return tools_cmd::run(a).await.into(),
+        Command::Call(a) => return exit(call_cmd::run(a).await),
+        Command::Task(t) => return exit(task_cmd::run(t).await),
+        Command::Watch(a) => return task_cmd::watch(a).await.into(),
+    };
     init_tracing();
-    let Command::Serve(args) = cli.command;
     let (server, tasks, label) = match build(&args).await {
         Ok(b) => b,
         Err(e) => {
@@ -159,7 +206,12 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut http_cfg = HttpConfig::default();
+    let mut http_cfg = HttpConfig::default()
+        .header_timeout(Duration::from_secs(args.header_timeout_s))
+        .body_timeout(Duration::from_secs(args.body_timeout_s))
+        .idle_timeout(Duration::from_secs(args.idle_timeout_s))
+        .max_connections(args.max_connections)
+        .shutdown_timeout(Duration::from_secs(args.shutdown_timeout_s));
     match auth(&args.tokens) {
         Ok(Some(a)) => http_cfg = http_cfg.auth(a),
         Ok(None) => {}
@@ -169,17 +221,16 @@ async fn main() -> ExitCode {
         }
     }
     let result = if args.stdio {
-        stdio::serve(server).await
+        tokio::select! {
+            r = stdio::serve(server) => r,
+            () = shutdown_signal() => Ok(()),
+        }
     } else {
         print_usage(args.listen, &label);
         match http::bind(args.listen).await {
             Ok(bound) => {
                 eprintln!("listening on http://{}/mcp", bound.local_addr());
-                bound
-                    .serve(server, http_cfg, async {
-                        let _ = tokio::signal::ctrl_c().await;
-                    })
-                    .await
+                bound.serve(server, http_cfg, shutdown_signal()).await
             }
             Err(e) => Err(e),
         }
@@ -194,6 +245,36 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Resolves at the first SIGINT or SIGTERM (systemd, docker and Kubernetes
+/// stop a service with SIGTERM): both shut down the same way.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; only SIGINT shuts down gracefully");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Ends a command now: a prompt thread may still be blocked on the terminal.
+fn exit(code: remote::Exit) -> ExitCode {
+    std::process::exit(i32::from(code.code()))
 }
 
 fn print_usage(addr: SocketAddr, store: &str) {

@@ -17,6 +17,9 @@
 //!   overwrite a worker's `completed`, and terminal rows never change.
 //! - **Atomic row cap.** `create` bumps a one-row counter under the cap in the
 //!   same transaction (or statement) as the insert; deletes decrement it.
+//! - **Group commit.** Creates that queue up behind the commit in flight are
+//!   written together (SQLite: one transaction; PostgreSQL: one statement),
+//!   the counter moved once per batch, each create failing alone.
 //! - **Indexed expiry.** `cleanup` deletes by range on the `expires_at_ms` and
 //!   `terminal_at_ms` indexes, in bounded batches, so a sweep costs what it removes.
 //! - **Leases** (the node running a task's work) live in their own indexed
@@ -25,6 +28,23 @@
 //!   [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend)
 //!   (`-32603` on the wire); nothing already acknowledged is lost, and the pool
 //!   reconnects when the database returns.
+//!
+//! Beside them, each engine keeps the legacy era's tasks (protocol
+//! `2025-11-25`, listable per owner) in a table of their own,
+//! `conduit_legacy_tasks`, with their own row cap: [`SqliteStore::legacy`]
+//! and [`PostgresStore::legacy`] give a
+//! [`LegacyTaskStore`](conduit_mcp::ext::tasks::legacy::LegacyTaskStore) that
+//! shares the store's connections and passes the legacy contract suite
+//! (`conduit_mcp::testing::legacy_store_contract`). Its `tasks/list` cursors
+//! are sealed with a key kept in the database, so any node honours them. For
+//! `tasks/result` to wake on every node, attach a [`PgNotifier`] (on a
+//! channel of its own, e.g. `conduit_legacy_tasks`) to the
+//! `LegacyTasks` handle, as for the extension's `Tasks`.
+//!
+//! Legacy sessions (`Mcp-Session-Id`) live there too: [`PostgresStore::sessions`]
+//! is a [`SessionStore`](conduit_mcp::session::SessionStore) every node shares,
+//! [`SqliteStore::sessions`] one that survives a restart (ids stored only as
+//! their SHA-256, the session cap held for every node or process on the database).
 //!
 //! The schema is created and upgraded by migrations shipped in this crate
 //! (`migrations/sqlite`, `migrations/postgres`), recorded in their own table,
@@ -64,14 +84,16 @@ mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use common::SqlStore;
 pub use error::OpenError;
 #[cfg(feature = "postgres")]
 pub use pg_notifier::PgNotifier;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore};
+pub use postgres::{PgEngine, PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteOptions, SqliteStore};
+pub use sqlite::{SqliteEngine, SqliteLegacyStore, SqliteOptions, SqliteSessionStore, SqliteStore};
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;

@@ -28,9 +28,15 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// node holds it, and `spawn`ed work waiting for input wakes on whichever node
 /// runs it.
 ///
+/// The legacy era's tasks flow the same way: attach a `PgNotifier` (on a
+/// channel of its own, e.g. `conduit_legacy_tasks`) to the
+/// [`LegacyTasks`](conduit_mcp::ext::tasks::legacy::LegacyTasks) handle, and a
+/// `tasks/result` waiting on one node wakes when another node finishes the task.
+///
 /// The listener reconnects after the database drops its connection and then
-/// re-reads every watched task, so the streams it serves survive and miss no
-/// final state (a change made while it was disconnected arrives when it is back).
+/// re-reads every watched or awaited task, so the streams and waiters it
+/// serves survive and miss no final state (a change made while it was
+/// disconnected arrives when it is back).
 ///
 /// ```no_run
 /// # use conduit_mcp::ext::tasks::{NotifierConfig, Tasks, TasksConfig};
@@ -238,9 +244,14 @@ async fn listener(inner: Arc<Inner>) {
     }
 }
 
-/// Re-reads every watched task and delivers the ones that changed since they were last delivered.
+/// Re-reads every watched or awaited task and delivers the ones that changed
+/// since they were last delivered.
 async fn catch_up(inner: &Inner, tasks: &Tasks) {
-    for id in tasks.listen_notifier().watched() {
+    let mut ids = tasks.listen_notifier().watched();
+    ids.extend(tasks.awaited());
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
         deliver(inner, tasks, &id, 0).await;
     }
 }

@@ -92,7 +92,10 @@ impl<C: Connection> ConnPool<C> {
         }
     }
 
-    async fn open(&self) -> Result<C, sqlx::Error> {
+    /// Opens a connection of this pool's kind (setup run) that the pool does
+    /// not count or keep: for a session that must stay open, such as the one
+    /// holding a node id's lock.
+    pub(crate) async fn open(&self) -> Result<C, sqlx::Error> {
         let connect = async {
             let mut conn = self.opts.connect().await?;
             if let Some(setup) = &self.setup {

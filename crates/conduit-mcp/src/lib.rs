@@ -42,7 +42,7 @@
 //!
 //! Features: `server` (the server core and stdio) and `http` (Streamable HTTP
 //! on axum) are on by default; `jwt` adds JWT authentication; `testing` the
-//! public `TaskStore` contract suite; `client` is reserved for the client.
+//! public `TaskStore` contract suite; `client` the client ([`client`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms, missing_debug_implementations)]
@@ -51,6 +51,8 @@ pub mod protocol;
 
 #[cfg(feature = "server")]
 pub mod auth;
+#[cfg(feature = "client")]
+pub mod client;
 #[cfg(feature = "server")]
 pub mod clock;
 #[cfg(feature = "server")]

@@ -4,10 +4,12 @@
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::legacy::LegacyTasks;
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, Tasks, TasksConfig, new_task_id};
+use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, Tasks, TasksConfig, new_task_id, sweep};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;
+use conduit_mcp::tool::WorkerError;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 const T0: u64 = 1_800_000_000_000;
@@ -47,21 +49,52 @@ async fn the_extension_handle_completes_a_legacy_task_by_id_and_wakes_its_waiter
     let (modern, legacy, clock) = handles(100);
     let task = legacy.create(record("alice", &clock)).await.expect("create");
     let id = task.task_id.clone();
+    let reads = Arc::new(AtomicUsize::new(0));
     let waiter = {
-        let (legacy, id) = (legacy.clone(), id.clone());
-        tokio::spawn(
-            async move { legacy.wait(&id, Owner::Is(Some("alice")), |r| r.is_terminal()).await.expect("wait") },
-        )
+        let (legacy, id, reads) = (legacy.clone(), id.clone(), reads.clone());
+        tokio::spawn(async move {
+            legacy
+                .wait(&id, Owner::Is(Some("alice")), move |r| {
+                    reads.fetch_add(1, Ordering::SeqCst);
+                    r.is_terminal()
+                })
+                .await
+                .expect("wait")
+        })
     };
+    // Once the waiter has seen the task working, only a wake-up can end its wait early.
+    while reads.load(Ordering::SeqCst) == 0 {
+        tokio::task::yield_now().await;
+    }
     // The worker knows only the id and the extension's handle.
     modern.progress(&id, "halfway").await.expect("progress finds the legacy task");
     assert_eq!(modern.status(&id).await.expect("status").status_message.as_deref(), Some("halfway"));
+    assert!(!modern.cancelled(&id).await);
     modern.complete(&id, CallToolResult::text("done"), None).await.expect("complete finds the legacy task");
     let done = tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("woken, not by the backstop");
     let done = done.expect("join");
     assert_eq!(done.status, TaskStatus::Completed);
     assert_eq!(done.result.expect("result")["content"][0]["text"], "done");
+    assert!(reads.load(Ordering::SeqCst) >= 2, "read again after the wake-up");
+    assert!(
+        matches!(modern.fail(&id, RpcError::internal("late"), None).await, Err(WorkerError::Terminal)),
+        "a terminal legacy task stays as it is"
+    );
     assert!(modern.status("no-such-task").await.is_err(), "an unknown id is unknown in both stores");
+}
+
+#[tokio::test]
+async fn the_janitor_sweeps_expired_legacy_tasks_out_of_the_store_and_the_list() {
+    let (_modern, legacy, clock) = handles(100);
+    let short = TaskRecord::new(new_task_id(), Some("alice".into()), clock.now_ms(), Some(1_000));
+    legacy.create(short).await.expect("create");
+    clock.advance(1);
+    let long = legacy.create(record("alice", &clock)).await.expect("create");
+    clock.advance(1_000);
+    assert_eq!(sweep(&legacy).await, Ok(1), "the expired task goes");
+    let page = legacy.list(Some("alice"), None, 10).await.expect("list");
+    assert_eq!(page.tasks.iter().map(|t| t.task_id.clone()).collect::<Vec<_>>(), vec![long.task_id]);
+    assert_eq!(legacy.tasks().store().name(), "memory-legacy", "the sweep event names the legacy store");
 }
 
 #[tokio::test]

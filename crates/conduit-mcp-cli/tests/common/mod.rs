@@ -55,6 +55,27 @@ impl Node {
         Node { child, url }
     }
 
+    /// Runs `conduit-mcp serve --listen 127.0.0.1:0 ARGS`, expecting it to refuse
+    /// to start: returns its exit code and everything it wrote to stderr.
+    pub async fn refused(args: &[&str]) -> (Option<i32>, String) {
+        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_conduit-mcp"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn conduit-mcp");
+        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("the refused node exited in time")
+            .expect("output");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stderr.contains("listening on"), "it started: {stderr}");
+        (out.status.code(), stderr)
+    }
+
     /// Kills the process with SIGKILL (no shutdown of any kind).
     pub fn kill(&mut self) {
         self.child.kill().expect("SIGKILL");
@@ -129,18 +150,23 @@ impl Events {
 
     /// The next event (fails after `limit`).
     pub async fn next(&mut self, limit: Duration) -> Value {
+        self.within(limit).await.expect("an event in time")
+    }
+
+    /// The next event, or `None` when none comes within `limit`.
+    pub async fn within(&mut self, limit: Duration) -> Option<Value> {
         loop {
             if let Some(end) = self.buf.find("\n\n") {
                 let block: String = self.buf.drain(..end + 2).collect();
                 let data: Vec<&str> = block.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
                 if !data.is_empty() {
-                    return serde_json::from_str(&data.join("\n")).expect("event JSON");
+                    return Some(serde_json::from_str(&data.join("\n")).expect("event JSON"));
                 }
                 continue;
             }
             let chunk = tokio::time::timeout(limit, self.resp.chunk())
                 .await
-                .expect("an event in time")
+                .ok()?
                 .expect("stream read")
                 .expect("stream still open");
             self.buf.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));

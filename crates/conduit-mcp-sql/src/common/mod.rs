@@ -1,13 +1,18 @@
 //! What both engines share: the row layout (`row`), the store logic over
 //! an engine's row operations (`store`), and the schema checks (`schema`).
 
+mod group_commit;
 mod row;
 mod schema;
+mod session;
 mod store;
 
+pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
 pub(crate) use row::{Columns, Query, backend, decode_row};
 pub(crate) use schema::{Migration, check_applied, check_task_table};
-pub(crate) use store::{Rows, Stripes, Sweep, cleanup, get, modify};
+pub(crate) use session::{SESSION_COLUMNS, decode_session, id_hash, json_columns, session_backend};
+pub use store::{Engine, SqlStore, Sweep};
+pub(crate) use store::{Rows, Stripes, cleanup, get, modify};
 
 /// Statuses that still may change, as stored in the `status` column.
 pub(crate) const LIVE_STATUSES: &str = "('working', 'input_required')";
@@ -29,6 +34,15 @@ pub(crate) fn wall_clock_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+/// The `list_owner` column of a legacy task: `-` when unauthenticated, `+`
+/// and the principal id otherwise (one indexable value, `None` and `""` apart).
+pub(crate) fn list_owner(owner: Option<&str>) -> String {
+    match owner {
+        None => "-".to_owned(),
+        Some(o) => format!("+{o}"),
+    }
 }
 
 /// `limit` as a SQL `LIMIT`.

@@ -1,10 +1,170 @@
-//! The store logic both engines share — `get`'s filter, `update`'s
-//! compare-and-swap loop, `cleanup`'s sweeps — over the row operations an
-//! engine supplies ([`Rows`]).
+//! [`SqlStore`]: the one [`TaskStore`] implementation both engines share —
+//! `get`'s filter, `update`'s compare-and-swap loop, `cleanup`'s sweeps, the
+//! per-task write queues — over the row operations an [`Engine`] supplies.
 
 use super::{CLEANUP_BATCH, ms};
 use async_trait::async_trait;
+use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use std::sync::Arc;
+
+/// The row operations of one database engine (SQLite, PostgreSQL): all a
+/// [`SqlStore`] needs to meet the store contract.
+///
+/// Sealed: the trait is not reachable from outside this crate.
+#[async_trait]
+pub trait Engine: std::fmt::Debug + Send + Sync + 'static {
+    /// The engine's name (`sqlite`, `postgres`): the store's name and the
+    /// prefix of its error messages.
+    const NAME: &'static str;
+
+    /// Inserts `record` (already at version 1) under `max_rows`, committed
+    /// before this returns.
+    async fn insert(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError>;
+
+    /// The row as it is now, if it exists (expired or not, anyone's).
+    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
+
+    /// Writes `next` if the row is still at `expected` version; `false` when
+    /// another writer got there first (or the row is gone).
+    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError>;
+
+    /// Deletes up to [`CLEANUP_BATCH`] rows of `sweep` below `bound` (epoch
+    /// milliseconds), lowering the row counter with them; returns how many.
+    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError>;
+
+    /// [`TaskStore::renew_leases`].
+    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError>;
+
+    /// [`TaskStore::renew_leases_of`].
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError>;
+
+    /// [`TaskStore::claim_node`].
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError>;
+
+    /// [`TaskStore::lapsed_leases`], judged at `now_ms`.
+    async fn lapsed_leases(&self, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError>;
+
+    /// [`TaskStore::leased_to`], judged at `now_ms`.
+    async fn leased_to(&self, node: &str, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError>;
+}
+
+/// The two kinds of row `cleanup` deletes.
+#[derive(Debug, Clone, Copy)]
+pub enum Sweep {
+    /// Rows whose TTL ran out: `expires_at_ms < bound`.
+    Expired,
+    /// Terminal rows with unlimited TTL: `expires_at_ms IS NULL AND terminal_at_ms < bound`.
+    FinishedUnlimited,
+}
+
+/// A task store in a SQL database: the engine's rows, the injected clock,
+/// and per-task write queues. Use it as [`SqliteStore`](crate::SqliteStore)
+/// or [`PostgresStore`](crate::PostgresStore). Cheap to clone (the clones
+/// share the connections).
+pub struct SqlStore<E> {
+    inner: Arc<Shared<E>>,
+}
+
+struct Shared<E> {
+    engine: E,
+    stripes: Stripes,
+    clock: Arc<dyn Clock>,
+}
+
+impl<E> Clone for SqlStore<E> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone() }
+    }
+}
+
+impl<E: std::fmt::Debug> std::fmt::Debug for SqlStore<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqlStore").field("engine", &self.inner.engine).finish_non_exhaustive()
+    }
+}
+
+impl<E> SqlStore<E> {
+    /// The store over `engine`, its time from `clock`.
+    pub(crate) fn new(engine: E, clock: Arc<dyn Clock>) -> Self {
+        Self { inner: Arc::new(Shared { engine, stripes: Stripes::new(1024), clock }) }
+    }
+
+    /// The engine's connections and statements.
+    pub(crate) fn engine(&self) -> &E {
+        &self.inner.engine
+    }
+}
+
+#[async_trait]
+impl<E: Engine> TaskStore for SqlStore<E> {
+    fn name(&self) -> &'static str {
+        E::NAME
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.inner.clock.now_ms()
+    }
+
+    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        record.version = 1;
+        self.inner.engine.insert(record, max_rows).await
+    }
+
+    /// `NotFound` when the row is missing, another owner's, or expired.
+    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
+        get(self, task_id, owner).await
+    }
+
+    /// See [`modify`].
+    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
+        modify(self, task_id, owner, f).await
+    }
+
+    /// See [`cleanup`].
+    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
+        cleanup(self, terminal_ttl_ms).await
+    }
+
+    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+        self.inner.engine.renew_leases(node, until_ms).await
+    }
+
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        self.inner.engine.renew_leases_of(node, task_ids, until_ms).await
+    }
+
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+        self.inner.engine.claim_node(node).await
+    }
+
+    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.engine.lapsed_leases(self.now_ms(), limit).await
+    }
+
+    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.engine.leased_to(node, self.now_ms(), limit).await
+    }
+}
+
+#[async_trait]
+impl<E: Engine> Rows for SqlStore<E> {
+    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.inner.engine.read(task_id).await
+    }
+
+    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
+        self.inner.engine.swap(next, expected).await
+    }
+
+    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
+        self.inner.engine.delete_batch(sweep, bound).await
+    }
+
+    fn stripes(&self) -> &Stripes {
+        &self.inner.stripes
+    }
+}
 
 /// What the shared `get`, `update` and `cleanup` logic needs from an engine's store.
 #[async_trait]
@@ -22,15 +182,6 @@ pub(crate) trait Rows: TaskStore {
 
     /// The store's per-task write queues.
     fn stripes(&self) -> &Stripes;
-}
-
-/// The two kinds of row `cleanup` deletes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Sweep {
-    /// Rows whose TTL ran out: `expires_at_ms < bound`.
-    Expired,
-    /// Terminal rows with unlimited TTL: `expires_at_ms IS NULL AND terminal_at_ms < bound`.
-    FinishedUnlimited,
 }
 
 /// Per-task write queues inside one process: writers of the same task take

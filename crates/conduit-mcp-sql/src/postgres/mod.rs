@@ -3,61 +3,80 @@
 //! `options` says which database and how; `open` connects and migrates it;
 //! this module is the store and its [`TaskStore`] implementation.
 
+mod group_commit;
+mod legacy;
+mod legacy_sessions;
+mod node;
 mod open;
 mod options;
 
+pub use legacy::PostgresLegacyStore;
+pub use legacy_sessions::PostgresSessionStore;
 pub use options::PostgresOptions;
 
 use crate::OpenError;
-use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STATUSES, SqlStore, Sweep};
 use crate::pool::{Checkout, ConnPool};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgRow};
 use std::sync::Arc;
 
 const ENGINE: &str = "postgres";
 
+/// Batches of creates one node writes at once: one commits while the next
+/// gathers and waits for the row counter's lock.
+const FLUSHERS: usize = 2;
+
+/// Task ids per lease-renewal statement.
+const RENEW_CHUNK: usize = 1000;
+
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_tasks";
 
 /// Tasks in PostgreSQL: every node of a service on one database sees the
 /// same tasks, so a `tasks/get` can land on any of them.
 ///
-/// A pool of connections; every write is a compare-and-swap on `version`,
-/// `create` is one statement that also claims a slot under the row cap
-/// (a one-row counter whose row lock orders concurrent creates, on every
-/// node, until each commits). Cheap to clone (the clones share the pool).
+/// A pool of connections; every write is a compare-and-swap on `version`.
+/// Creates are committed in groups: those that queue up behind the batch in
+/// flight go together in one statement (one round trip, one commit), which
+/// claims their slots under the row cap with one update of a one-row counter
+/// (its row lock orders every node's batches) and inserts them; each create
+/// still gets its own answer (a duplicate id fails alone). Cheap to clone
+/// (the clones share the pool).
 ///
 /// When the database drops connections (a restart, `pg_terminate_backend`,
 /// a proxy timing out idle sessions), a read retries on a fresh connection;
 /// a write fails with [`StoreError::Backend`] — whether it landed is then
 /// unknown, and nothing acknowledged earlier is affected — and the next
 /// operation reconnects.
-#[derive(Debug, Clone)]
-pub struct PostgresStore {
-    inner: Arc<Inner>,
-}
+pub type PostgresStore = SqlStore<PgEngine>;
 
+/// The PostgreSQL engine of a [`PostgresStore`]: its pool and statements.
 #[derive(Debug)]
-struct Inner {
-    pool: ConnPool<PgConnection>,
-    stripes: Stripes,
-    clock: Arc<dyn Clock>,
+pub struct PgEngine {
+    pool: Arc<ConnPool<PgConnection>>,
+    commits: Arc<GroupCommit<group_commit::Writer>>,
     /// How many times a read is retried on a broken connection: enough to
     /// drain every dead connection the pool may hold, plus one.
     retries: usize,
     schema: Option<String>,
+    /// The session holding this process's node id (see [`TaskStore::claim_node`](conduit_mcp::ext::tasks::TaskStore::claim_node)).
+    node: tokio::sync::Mutex<Option<node::Hold>>,
+}
+
+impl PgEngine {
+    /// The engine over its pool; a read is retried up to `retries` times on
+    /// a broken connection.
+    fn new(pool: ConnPool<PgConnection>, retries: usize, schema: Option<String>) -> Self {
+        let pool = Arc::new(pool);
+        let commits = Arc::new(GroupCommit::new(group_commit::Writer(pool.clone()), FLUSHERS));
+        Self { pool, commits, retries, schema, node: Default::default() }
+    }
 }
 
 impl PostgresStore {
-    /// The store over its pool; a read is retried up to `retries` times on
-    /// a broken connection.
-    fn new(pool: ConnPool<PgConnection>, clock: Arc<dyn Clock>, retries: usize, schema: Option<String>) -> Self {
-        Self { inner: Arc::new(Inner { pool, stripes: Stripes::new(1024), clock, retries, schema }) }
-    }
-
     /// Connects with a pool of default size (see [`PostgresOptions`]); time
     /// comes from `clock`.
     ///
@@ -81,16 +100,19 @@ impl PostgresStore {
 
     /// The schema given to [`PostgresOptions::schema`], if any.
     pub fn schema(&self) -> Option<&str> {
-        self.inner.schema.as_deref()
+        self.engine().schema.as_deref()
     }
 
     /// Closes every connection; later operations fail with [`StoreError::Backend`].
     pub async fn close(&self) {
-        self.inner.pool.close().await;
+        self.engine().release_node().await;
+        self.engine().pool.close().await;
     }
+}
 
+impl PgEngine {
     async fn conn(&self) -> Result<Checkout<'_, PgConnection>, StoreError> {
-        self.inner.pool.get().await.map_err(|e| backend("connect", e))
+        self.pool.get().await.map_err(|e| backend("connect", e))
     }
 
     /// Runs an idempotent read, again on a fresh connection when the one it
@@ -110,7 +132,7 @@ impl PostgresStore {
             let result = c.finish(rows, is_connection_error);
             match result {
                 Ok(rows) => return Ok(rows),
-                Err(e) if attempt < self.inner.retries && is_connection_error(&e) => {
+                Err(e) if attempt < self.retries && is_connection_error(&e) => {
                     tracing::debug!(error = %e, "postgres read on a broken connection; retrying");
                     attempt += 1;
                 }
@@ -148,7 +170,9 @@ fn decode_row(row: &PgRow) -> Result<TaskRecord, StoreError> {
 }
 
 #[async_trait]
-impl Rows for PostgresStore {
+impl Engine for PgEngine {
+    const NAME: &'static str = ENGINE;
+
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let rows = self
             .read_rows(
@@ -193,57 +217,8 @@ impl Rows for PostgresStore {
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
-    fn stripes(&self) -> &Stripes {
-        &self.inner.stripes
-    }
-}
-
-#[async_trait]
-impl TaskStore for PostgresStore {
-    fn name(&self) -> &'static str {
-        ENGINE
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.inner.clock.now_ms()
-    }
-
-    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        record.version = 1;
-        let c = Columns::of(&record)?;
-        // One statement, one implicit transaction: claim a slot under the cap
-        // (the counter row's lock orders concurrent creates), then insert. A
-        // duplicate id aborts the statement, so the slot is given back.
-        let q = sqlx::query(
-            "WITH slot AS (UPDATE conduit_task_count SET n = n + 1 \
-                           WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
-             INSERT INTO conduit_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-                                        terminal_at_ms, lease_node, lease_expires_ms, doc) \
-             SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json FROM slot",
-        )
-        .bind(max_rows.map(common::limit))
-        .bind(record.task_id.as_str());
-        let q = c.bind(q);
-        let mut conn = self.conn().await?;
-        let done = q.execute(conn.conn()).await;
-        match conn.finish(done, is_connection_error) {
-            Ok(r) if r.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(StoreError::TaskLimitReached),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
-            Err(e) => Err(backend("insert a task", e)),
-        }
-    }
-
-    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
-        common::get(self, task_id, owner).await
-    }
-
-    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
-        common::modify(self, task_id, owner, f).await
-    }
-
-    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
-        common::cleanup(self, terminal_ttl_ms).await
+    async fn insert(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.commits.insert(record, max_rows).await
     }
 
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
@@ -258,8 +233,25 @@ impl TaskStore for PostgresStore {
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
-    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
+             WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(RENEW_CHUNK) {
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+        self.hold_node(node).await
+    }
+
+    async fn lapsed_leases(&self, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(now_ms);
         let sql = format!(
             "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
@@ -268,8 +260,8 @@ impl TaskStore for PostgresStore {
         rows.iter().map(decode_row).collect()
     }
 
-    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
+    async fn leased_to(&self, node: &str, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(now_ms);
         let sql = format!(
             "{SELECT_ROW} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"

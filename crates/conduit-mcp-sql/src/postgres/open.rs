@@ -1,8 +1,8 @@
 //! Connecting a PostgreSQL store: the pool, the schema's `search_path`, and
 //! the migrations, applied by one node at a time under an advisory lock.
 
-use super::PostgresStore;
 use super::options::PostgresOptions;
+use super::{PgEngine, PostgresStore};
 use crate::OpenError;
 use crate::common::{self, Migration};
 use crate::pool::{ConnPool, Setup};
@@ -13,11 +13,18 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use std::str::FromStr;
 use std::sync::Arc;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "conduit_tasks and conduit_task_count",
-    sql: include_str!("../../migrations/postgres/0001_conduit_tasks.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "conduit_tasks and conduit_task_count",
+        sql: include_str!("../../migrations/postgres/0001_conduit_tasks.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "conduit_legacy_tasks, its count and cursor key; conduit_legacy_sessions",
+        sql: include_str!("../../migrations/postgres/0002_conduit_legacy_tasks.sql"),
+    },
+];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").
 const MIGRATION_LOCK: i64 = 0x636f_6e64_7569_7421;
@@ -54,7 +61,8 @@ impl PostgresOptions {
             pool.close().await;
             return Err(e);
         }
-        Ok(PostgresStore::new(pool, clock, self.max_connections as usize + 1, self.schema))
+        let engine = PgEngine::new(pool, self.max_connections as usize + 1, self.schema);
+        Ok(PostgresStore::new(engine, clock))
     }
 }
 

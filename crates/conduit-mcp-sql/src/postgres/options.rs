@@ -33,7 +33,7 @@ impl PostgresOptions {
         Self {
             url: url.into(),
             schema: None,
-            max_connections: 10,
+            max_connections: default_pool_size(),
             connect_timeout: Duration::from_secs(10),
             application_name: None,
         }
@@ -47,7 +47,9 @@ impl PostgresOptions {
         self
     }
 
-    /// The most connections the pool opens (default 10; at least 1).
+    /// The most connections the pool opens (at least 1; default four per CPU
+    /// of this machine, from 8 to 32: enough to keep PostgreSQL's backends
+    /// busy while others wait on the network, few enough not to thrash).
     pub fn max_connections(mut self, n: u32) -> Self {
         self.max_connections = n.max(1);
         self
@@ -65,4 +67,10 @@ impl PostgresOptions {
         self.application_name = Some(name.into());
         self
     }
+}
+
+/// Four connections per CPU this process may use, from 8 to 32.
+fn default_pool_size() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(2, usize::from);
+    u32::try_from(cpus.saturating_mul(4)).unwrap_or(u32::MAX).clamp(8, 32)
 }

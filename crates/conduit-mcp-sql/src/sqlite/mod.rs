@@ -6,17 +6,22 @@
 //! its [`TaskStore`] implementation.
 
 mod group_commit;
+mod legacy;
+mod legacy_sessions;
+mod node;
 mod open;
 mod options;
 
+pub use legacy::SqliteLegacyStore;
+pub use legacy_sessions::SqliteSessionStore;
 pub use options::SqliteOptions;
 
 use crate::OpenError;
-use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STATUSES, SqlStore, Sweep};
 use crate::pool::{Checkout, ConnPool};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
 use sqlx::Sqlite;
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use std::sync::Arc;
@@ -35,33 +40,28 @@ const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM
 ///
 /// For several nodes, use [`PostgresStore`](crate::PostgresStore): an SQLite
 /// file belongs to one machine.
-#[derive(Debug, Clone)]
-pub struct SqliteStore {
-    inner: Arc<Inner>,
-}
+pub type SqliteStore = SqlStore<SqliteEngine>;
 
+/// The SQLite engine of a [`SqliteStore`]: its writer and reader pools.
 #[derive(Debug)]
-struct Inner {
+pub struct SqliteEngine {
     writer: Arc<ConnPool<SqliteConnection>>,
     reader: Arc<ConnPool<SqliteConnection>>,
-    stripes: Stripes,
-    clock: Arc<dyn Clock>,
     path: String,
-    queue: group_commit::Queue,
+    commits: Arc<GroupCommit<group_commit::Writer>>,
+    /// The lock file holding this process's node id (see [`TaskStore::claim_node`](conduit_mcp::ext::tasks::TaskStore::claim_node)).
+    node: std::sync::Mutex<Option<node::Hold>>,
+}
+
+impl SqliteEngine {
+    /// The engine over its two pools (the same pool twice for `:memory:`).
+    fn new(writer: Arc<ConnPool<SqliteConnection>>, reader: Arc<ConnPool<SqliteConnection>>, path: String) -> Self {
+        let commits = Arc::new(GroupCommit::new(group_commit::Writer(writer.clone()), 1));
+        Self { writer, reader, path, commits, node: Default::default() }
+    }
 }
 
 impl SqliteStore {
-    /// The store over its two pools (the same pool twice for `:memory:`).
-    fn new(
-        writer: Arc<ConnPool<SqliteConnection>>,
-        reader: Arc<ConnPool<SqliteConnection>>,
-        clock: Arc<dyn Clock>,
-        path: String,
-    ) -> Self {
-        let stripes = Stripes::new(1024);
-        Self { inner: Arc::new(Inner { writer, reader, stripes, clock, path, queue: Default::default() }) }
-    }
-
     /// Opens the store at a file path, a `sqlite:` URL, or `:memory:`, with
     /// default [`SqliteOptions`]; time comes from `clock`.
     ///
@@ -78,22 +78,25 @@ impl SqliteStore {
 
     /// The database file (`file:sqlx-in-memory-…` for `:memory:`).
     pub fn path(&self) -> &str {
-        &self.inner.path
+        &self.engine().path
     }
 
     /// Closes every connection (checkpointing the WAL into the file); every
     /// later operation fails with [`StoreError::Backend`].
     pub async fn close(&self) {
-        self.inner.reader.close().await;
-        self.inner.writer.close().await;
+        self.engine().release_node();
+        self.engine().reader.close().await;
+        self.engine().writer.close().await;
     }
+}
 
+impl SqliteEngine {
     async fn reader(&self) -> Result<Checkout<'_, SqliteConnection>, StoreError> {
-        self.inner.reader.get().await.map_err(|e| backend("open a connection", e))
+        self.reader.get().await.map_err(|e| backend("open a connection", e))
     }
 
     async fn writer(&self) -> Result<Checkout<'_, SqliteConnection>, StoreError> {
-        self.inner.writer.get().await.map_err(|e| backend("open a connection", e))
+        self.writer.get().await.map_err(|e| backend("open a connection", e))
     }
 
     async fn select<'q>(
@@ -132,7 +135,13 @@ fn decode_row(row: &SqliteRow) -> Result<TaskRecord, StoreError> {
 }
 
 #[async_trait]
-impl Rows for SqliteStore {
+impl Engine for SqliteEngine {
+    const NAME: &'static str = ENGINE;
+
+    async fn insert(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.commits.insert(record, max_rows).await
+    }
+
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let mut c = self.reader().await?;
         let row =
@@ -173,37 +182,6 @@ impl Rows for SqliteStore {
         self.write("delete expired tasks", sqlx::query(sql).bind(bound).bind(CLEANUP_BATCH)).await
     }
 
-    fn stripes(&self) -> &Stripes {
-        &self.inner.stripes
-    }
-}
-
-#[async_trait]
-impl TaskStore for SqliteStore {
-    fn name(&self) -> &'static str {
-        ENGINE
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.inner.clock.now_ms()
-    }
-
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.insert(record, max_rows).await
-    }
-
-    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
-        common::get(self, task_id, owner).await
-    }
-
-    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
-        common::modify(self, task_id, owner, f).await
-    }
-
-    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
-        common::cleanup(self, terminal_ttl_ms).await
-    }
-
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
         // The version moves too, so a compare-and-swap that read the old
         // lease (a recovery that judged it lapsed) fails and looks again.
@@ -215,8 +193,27 @@ impl TaskStore for SqliteStore {
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
     }
 
-    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
+             AND task_id IN (SELECT value FROM json_each(?3))"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+        self.hold_node(node)
+    }
+
+    async fn lapsed_leases(&self, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(now_ms);
         let sql = format!(
             "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
@@ -224,8 +221,8 @@ impl TaskStore for SqliteStore {
         self.select(&sql, |q| q.bind(now).bind(common::limit(limit))).await
     }
 
-    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
+    async fn leased_to(&self, node: &str, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(now_ms);
         let sql = format!(
             "{SELECT_ROW} WHERE lease_node = ?1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"

@@ -1,8 +1,8 @@
 //! Opening an SQLite store: connect, check what the file already holds,
 //! migrate, and refuse a file that is not ours or not sound.
 
-use super::SqliteStore;
 use super::options::SqliteOptions;
+use super::{SqliteEngine, SqliteStore};
 use crate::OpenError;
 use crate::common::{self, Migration};
 use crate::pool::ConnPool;
@@ -12,11 +12,18 @@ use sqlx::sqlite::SqliteConnection;
 use std::sync::Arc;
 use std::time::Duration;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "conduit_tasks and conduit_task_count",
-    sql: include_str!("../../migrations/sqlite/0001_conduit_tasks.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "conduit_tasks and conduit_task_count",
+        sql: include_str!("../../migrations/sqlite/0001_conduit_tasks.sql"),
+    },
+    Migration {
+        version: 2,
+        description: "conduit_legacy_tasks, its count and cursor key; conduit_legacy_sessions",
+        sql: include_str!("../../migrations/sqlite/0002_conduit_legacy_tasks.sql"),
+    },
+];
 
 // SQLite primary result codes (the low byte of an extended code).
 const SQLITE_CORRUPT: i64 = 11;
@@ -48,7 +55,7 @@ impl SqliteOptions {
         let reader =
             if memory { writer.clone() } else { Arc::new(ConnPool::new(opts, self.readers, timeout, None, false)) };
         tracing::debug!(path = %path, memory, "sqlite task store open");
-        Ok(SqliteStore::new(writer, reader, clock, path))
+        Ok(SqliteStore::new(SqliteEngine::new(writer, reader, path), clock))
     }
 }
 

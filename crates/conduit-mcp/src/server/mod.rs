@@ -164,12 +164,14 @@ impl Server {
         &self.inner.shutdown
     }
 
-    /// Shuts the server down: listen streams get their closing result, extensions stop.
+    /// Shuts the server down: extensions stop (what they say on the way out,
+    /// such as tasks interrupted, still reaches listen streams), then listen
+    /// streams get their closing result.
     pub async fn shutdown(&self) {
-        self.inner.shutdown.cancel();
         for e in &self.inner.extensions {
             e.shutdown().await;
         }
+        self.inner.shutdown.cancel();
     }
 
     /// Stamps a result: `resultType: "complete"` unless its producer set one,

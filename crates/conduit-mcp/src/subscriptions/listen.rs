@@ -137,7 +137,15 @@ impl Open {
                 // Cancellation first: nothing may be forwarded once the client cancelled.
                 biased;
                 _ = cancel.cancelled() => break,
-                _ = shutdown.cancelled() => break,
+                _ = shutdown.cancelled() => {
+                    // What was already sent (a task interrupted by this very shutdown) goes out first.
+                    while let Ok(m) = self.rx.try_recv() {
+                        if out.send(m).is_err() {
+                            break;
+                        }
+                    }
+                    break;
+                }
                 msg = self.rx.recv() => match msg {
                     Some(m) => if out.send(m).is_err() { break },
                     None => break,

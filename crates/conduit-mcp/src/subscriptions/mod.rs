@@ -43,6 +43,14 @@ struct SubInner {
     principal: Option<Principal>,
     filter: CoreFilter,
     tx: UnboundedSender<Message>,
+    /// Run once when the stream closes (see [`Subscription::on_close`]).
+    on_close: Mutex<OnClose>,
+}
+
+/// The close hooks of a stream, or `Closed` once they ran.
+enum OnClose {
+    Open(Vec<Box<dyn FnOnce() + Send>>),
+    Closed,
 }
 
 impl std::fmt::Debug for Subscription {
@@ -82,6 +90,30 @@ impl Subscription {
     pub fn is_closed(&self) -> bool {
         self.inner.tx.is_closed()
     }
+
+    /// Runs `f` once when the stream closes (at once if it already has):
+    /// an extension that indexes this stream forgets it there.
+    pub fn on_close(&self, f: impl FnOnce() + Send + 'static) {
+        let mut hooks = self.inner.on_close.lock().unwrap_or_else(|p| p.into_inner());
+        match &mut *hooks {
+            OnClose::Open(v) => v.push(Box::new(f)),
+            OnClose::Closed => {
+                drop(hooks);
+                f();
+            }
+        }
+    }
+
+    /// Runs the close hooks (once).
+    fn closed(&self) {
+        let hooks =
+            std::mem::replace(&mut *self.inner.on_close.lock().unwrap_or_else(|p| p.into_inner()), OnClose::Closed);
+        if let OnClose::Open(v) = hooks {
+            for f in v {
+                f();
+            }
+        }
+    }
 }
 
 /// Builds a notification tagged with a subscription id.
@@ -108,8 +140,9 @@ pub(crate) struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if let Ok(mut s) = self.hub.subs.lock() {
-            s.remove(&self.key);
+        let sub = self.hub.subs.lock().ok().and_then(|mut s| s.remove(&self.key));
+        if let Some(sub) = sub {
+            sub.closed();
         }
     }
 }
@@ -123,7 +156,8 @@ impl Hub {
         tx: UnboundedSender<Message>,
     ) -> (Subscription, Registration) {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        let sub = Subscription { inner: Arc::new(SubInner { key, id, principal, filter, tx }) };
+        let on_close = Mutex::new(OnClose::Open(Vec::new()));
+        let sub = Subscription { inner: Arc::new(SubInner { key, id, principal, filter, tx, on_close }) };
         if let Ok(mut s) = self.subs.lock() {
             s.insert(key, sub.clone());
         }

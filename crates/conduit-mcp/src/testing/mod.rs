@@ -241,14 +241,23 @@ pub async fn leases(store: &dyn TaskStore, clock: &ManualClock) {
     let mut done = record(None, Some(3_600_000), start);
     done.lease = lease("contract-n2");
     let plain = record(None, Some(3_600_000), start);
-    for r in [&mine, &theirs, &done, &plain] {
+    // Leased to node 1, but its work there has ended: node 1 renews only what it still runs.
+    let mut ended = record(None, Some(3_600_000), start);
+    ended.lease = lease("contract-n1");
+    for r in [&mine, &theirs, &done, &plain, &ended] {
         store.create(r.clone(), None).await.expect("create");
     }
     store.put_status(&done.task_id, TaskStatus::Completed, StatusFields::default()).await.expect("complete");
     let ids = |v: Vec<TaskRecord>| v.into_iter().map(|r| r.task_id).collect::<Vec<_>>();
-    assert_eq!(ids(store.leased_to("contract-n1", 100).await.expect("leased_to")), vec![mine.task_id.clone()]);
+    let mut leased = ids(store.leased_to("contract-n1", 100).await.expect("leased_to"));
+    leased.sort();
+    let mut expected = vec![mine.task_id.clone(), ended.task_id.clone()];
+    expected.sort();
+    assert_eq!(leased, expected);
     clock.advance(500);
-    assert!(store.renew_leases("contract-n1", clock.now_ms() + 1_000).await.expect("renew") >= 1);
+    let running = [mine.task_id.clone(), theirs.task_id.clone(), done.task_id.clone()];
+    let renewed = store.renew_leases_of("contract-n1", &running, clock.now_ms() + 1_000).await.expect("renew");
+    assert_eq!(renewed, 1, "only node 1's own live task among those named");
     let got = store.get(&mine.task_id, Owner::Any).await.expect("get");
     assert_eq!(got.lease.as_ref().map(|l| l.expires_at_ms), Some(start + 1_500), "a renewal is visible on read");
     clock.advance(600);
@@ -257,6 +266,7 @@ pub async fn leases(store: &dyn TaskStore, clock: &ManualClock) {
     assert!(!lapsed.contains(&mine.task_id), "a renewed lease holds");
     assert!(!lapsed.contains(&done.task_id), "terminal tasks hold no lease");
     assert!(!lapsed.contains(&plain.task_id));
+    assert!(lapsed.contains(&ended.task_id), "a lease not named in the renewal lapses");
     clock.advance(1_000);
     assert!(ids(store.lapsed_leases(1_000).await.expect("lapsed")).contains(&mine.task_id));
 }

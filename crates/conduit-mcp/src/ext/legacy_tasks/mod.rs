@@ -142,7 +142,7 @@ impl TaskMaker for LegacyTasksExtension {
             start(rec.task_id.clone());
         }
         if let Some(work) = work {
-            self.tasks.launch(rec.task_id.clone(), work);
+            self.tasks.launch(rec.task_id.clone(), rec.expires_at_ms(), work);
         }
         Ok(wire::create_result(&rec))
     }

@@ -309,7 +309,7 @@ impl TasksExtension {
             }
         }
         if let Some(work) = work {
-            self.tasks.launch(rec.task_id.clone(), work);
+            self.tasks.launch(rec.task_id.clone(), rec.expires_at_ms(), work);
         }
         Ok(rec.create_result())
     }

@@ -3,7 +3,7 @@
 
 use super::config::JanitorConfig;
 use super::recovery::{recover, recover_own};
-use super::store::StoreError;
+use super::store::{Owner, StoreError};
 use super::worker::Tasks;
 
 /// Runs one sweep now: evicts expired tasks (and old terminal unlimited-TTL
@@ -18,11 +18,25 @@ pub async fn sweep(tasks: &Tasks) -> Result<usize, StoreError> {
     match store.cleanup(ttl.as_millis() as u64).await {
         Ok(removed) => {
             tracing::info!(target: "conduit_mcp::ext_tasks::cleanup", removed, store = store.name(), "task cleanup");
+            if removed > 0 {
+                forget_swept(tasks).await;
+            }
             Ok(removed)
         }
         Err(e) => {
             tracing::warn!(target: "conduit_mcp::ext_tasks::cleanup", error = %e, store = store.name(), "task cleanup failed");
             Err(e)
+        }
+    }
+}
+
+/// Drops the listen-index entries of watched tasks that no longer exist
+/// (swept, or expired): their streams will never hear of them again.
+async fn forget_swept(tasks: &Tasks) {
+    let listen = tasks.listen_notifier();
+    for id in listen.watched() {
+        if let Err(StoreError::NotFound) = tasks.store().get(&id, Owner::Any).await {
+            listen.forget(&id);
         }
     }
 }
@@ -35,14 +49,12 @@ impl JanitorConfig {
 }
 
 impl Tasks {
-    /// Starts the janitor's schedule (once) if the configuration has one and a
-    /// runtime is running: a sweep every `interval`, and a check for lapsed
-    /// leases every tenth of the lease period, after recovering this node's
-    /// own earlier tasks. The extension's start hook calls it.
+    /// Starts the background schedule (once) if a runtime is running: this
+    /// node's own earlier tasks are recovered first, then lapsed leases are
+    /// checked every tenth of the lease period — always, with or without a
+    /// janitor — and, when the configuration has one, a sweep runs every
+    /// `interval`. The extension's start hook calls it.
     pub(crate) fn start_janitor(&self) {
-        let JanitorConfig::Every { interval, .. } = self.inner.config.janitor else {
-            return;
-        };
         if tokio::runtime::Handle::try_current().is_err() {
             return;
         }
@@ -52,8 +64,14 @@ impl Tasks {
             let tracker = me.inner.tracker.clone();
             // The schedules start now, not when the task is first polled.
             let start = tokio::time::Instant::now();
-            let mut tick = tokio::time::interval_at(start + interval, interval);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut sweeps = match me.inner.config.janitor {
+                JanitorConfig::Every { interval, .. } => {
+                    let mut t = tokio::time::interval_at(start + interval, interval);
+                    t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    Some(t)
+                }
+                JanitorConfig::Disabled => None,
+            };
             // Recovery checks are cheap (an indexed query): run them often, so a
             // lapsed lease is noticed within a tenth of the period.
             let every = me.inner.config.lease / 10;
@@ -64,8 +82,16 @@ impl Tasks {
                     tracing::warn!(error = %e, "could not recover this node's earlier tasks");
                 }
                 loop {
+                    let sweep_due = async {
+                        match sweeps.as_mut() {
+                            Some(t) => {
+                                t.tick().await;
+                            }
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
-                        _ = tick.tick() => { let _ = sweep(&me).await; }
+                        () = sweep_due => { let _ = sweep(&me).await; }
                         _ = check.tick() => {
                             if let Err(e) = recover(&me).await {
                                 tracing::warn!(error = %e, "lease recovery failed");

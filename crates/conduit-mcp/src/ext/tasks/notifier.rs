@@ -35,11 +35,36 @@ impl ListenNotifier {
         Self::default()
     }
 
-    /// Registers `sub` for `task_id` (the caller checked ownership).
+    /// Registers `sub` for `task_id` (the caller checked ownership), until
+    /// the stream closes or the task ends.
     pub(crate) fn watch(&self, task_id: &str, sub: &Subscription) {
         if let Ok(mut idx) = self.index.lock() {
             idx.entry(task_id.to_owned()).or_default().push(sub.clone());
         }
+        let (index, id, key) = (Arc::downgrade(&self.index), task_id.to_owned(), sub.key());
+        sub.on_close(move || {
+            let Some(index) = index.upgrade() else { return };
+            let mut idx = index.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(subs) = idx.get_mut(&id) {
+                subs.retain(|s| s.key() != key);
+                if subs.is_empty() {
+                    idx.remove(&id);
+                }
+            }
+        });
+    }
+
+    /// Forgets every stream watching `task_id` (the task is gone: swept or deleted).
+    pub fn forget(&self, task_id: &str) {
+        if let Ok(mut idx) = self.index.lock() {
+            idx.remove(task_id);
+        }
+    }
+
+    /// How many (task, stream) entries the index keeps, open or not yet
+    /// forgotten: an operator's gauge, and what a leak would grow.
+    pub fn entries(&self) -> usize {
+        self.index.lock().map(|i| i.values().map(Vec::len).sum()).unwrap_or(0)
     }
 
     /// The ids of the tasks some open stream watches (a cross-node notifier

@@ -32,7 +32,11 @@ pub async fn recover(tasks: &Tasks) -> Result<Recovery, StoreError> {
 
 /// Recovers the tasks this node id had leased before a restart (they cannot
 /// be running here: this process just started). Called once when the janitor starts.
+///
+/// Refused (nothing recovered) unless this process holds the node id (see
+/// [`Tasks::claim_node`]): another live process with the same id is running them.
 pub async fn recover_own(tasks: &Tasks) -> Result<Recovery, StoreError> {
+    tasks.claim_node().await?;
     let started = tasks.inner.started_at_ms;
     // Only tasks an earlier process created: this one's own new tasks may not be running yet.
     let mine = tasks.store().leased_to(tasks.node_id(), BATCH * 100).await?;
@@ -81,7 +85,12 @@ async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> 
         match resumable {
             Some(work) => {
                 tracing::info!("resuming a task whose node stopped");
-                tasks.launch_resumable(updated.task_id.clone(), work, updated.resume_args.clone().unwrap_or_default());
+                tasks.launch_resumable(
+                    updated.task_id.clone(),
+                    updated.expires_at_ms(),
+                    work,
+                    updated.resume_args.clone().unwrap_or_default(),
+                );
                 done.resumed += 1;
             }
             None => done.failed += 1,

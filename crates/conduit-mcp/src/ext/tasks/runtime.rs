@@ -2,6 +2,7 @@
 //! the leases that claim it, waking workers that wait for input, and the
 //! backend a running task's `TaskContext` talks to.
 
+use super::store::StoreError;
 use super::task::Lease;
 use super::worker::Tasks;
 use crate::protocol::RpcError;
@@ -20,6 +21,11 @@ use tokio_util::sync::CancellationToken;
 /// How often a waiting `input` re-reads the task even without a wake-up.
 const INPUT_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The first pause before the final write of a task is tried again.
+const FINAL_WRITE_FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(50);
+/// The longest pause between tries of a final write.
+const FINAL_WRITE_MAX_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Work to run for one task.
 pub(crate) type Work = Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>;
 
@@ -35,6 +41,13 @@ impl Tasks {
         if let Some(w) = waker {
             w.notify_waiters();
         }
+    }
+
+    /// The ids of the tasks something on this node waits on: work waiting for
+    /// input, a legacy `tasks/result`. A cross-node notifier re-reads them
+    /// after it reconnects, so a change it missed still wakes them.
+    pub fn awaited(&self) -> Vec<String> {
+        self.inner.wakers.lock().map(|w| w.keys().cloned().collect()).unwrap_or_default()
     }
 
     /// Cancels local work of task `id`.
@@ -73,8 +86,24 @@ impl Tasks {
                 loop {
                     tokio::select! {
                         _ = tick.tick() => {
+                            // Another process took the id (this one lost its claim in a
+                            // database restart): its leases are not this node's to renew.
+                            if let Err(e @ StoreError::Refused(_)) = me.claim_node().await {
+                                tracing::error!(error = %e, "this node lost its node id; not renewing leases");
+                                continue;
+                            }
                             let until = me.now() + me.inner.config.lease.as_millis() as u64;
-                            if let Err(e) = me.inner.store.renew_leases(&me.inner.config.node_id, until).await {
+                            // Only work still running here (or still recording its end).
+                            let ids: Vec<String> = me
+                                .inner
+                                .running
+                                .lock()
+                                .map(|r| r.keys().map(|k| k.to_string()).collect())
+                                .unwrap_or_default();
+                            if ids.is_empty() {
+                                continue;
+                            }
+                            if let Err(e) = me.inner.store.renew_leases_of(&me.inner.config.node_id, &ids, until).await {
                                 tracing::warn!(error = %e, "could not renew this node's task leases");
                             }
                         }
@@ -85,13 +114,13 @@ impl Tasks {
         });
     }
 
-    /// Starts resumable work `work` for task `id` with `args`.
-    pub(crate) fn launch_resumable(&self, id: String, work: ResumableFn, args: Value) {
-        self.launch(id, Box::new(move |ctx| work(ctx, args)));
+    /// Starts resumable work `work` for task `id` (expiring at `expires_at_ms`) with `args`.
+    pub(crate) fn launch_resumable(&self, id: String, expires_at_ms: Option<u64>, work: ResumableFn, args: Value) {
+        self.launch(id, expires_at_ms, Box::new(move |ctx| work(ctx, args)));
     }
 
-    /// Runs `work` for task `id` under supervision.
-    pub(crate) fn launch(&self, id: String, work: Work) {
+    /// Runs `work` for task `id` (expiring at `expires_at_ms`) under supervision.
+    pub(crate) fn launch(&self, id: String, expires_at_ms: Option<u64>, work: Work) {
         self.start_lease_renewal();
         let id: Arc<str> = Arc::from(id);
         // A token of its own rather than a child of `shutdown` (children share the
@@ -111,29 +140,57 @@ impl Tasks {
         let me = self.clone();
         self.inner.tracker.spawn(async move {
             let outcome = AssertUnwindSafe(async move { work(ctx).await }).catch_unwind().await;
-            Box::pin(me.work_ended(id, outcome)).await;
+            Box::pin(me.work_ended(id, expires_at_ms, outcome)).await;
         });
     }
 
-    /// Records the end of spawned work and forgets it.
+    /// Records the end of spawned work and forgets it. The final write is
+    /// retried with back-off while the store fails, until it lands, the task
+    /// expires, or the node shuts down: the work stays counted as running
+    /// meanwhile, so its lease is renewed and no recovery claims it.
     async fn work_ended(
         self,
         id: Arc<str>,
+        expires_at_ms: Option<u64>,
         outcome: Result<Result<CallToolResult, RpcError>, Box<dyn std::any::Any + Send>>,
     ) {
-        let done = match outcome {
-            Ok(Ok(result)) => self.complete(&id, result, None).await,
-            Ok(Err(error)) => self.fail(&id, error, None).await,
+        let end = match outcome {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err((error, None)),
             Err(_panic) => {
                 let msg = "the task's work panicked";
                 tracing::error!("{msg}");
-                self.fail(&id, RpcError::internal("Internal error: the task's work failed"), Some(msg.into())).await
+                Err((RpcError::internal("Internal error: the task's work failed"), Some(msg.to_owned())))
             }
         };
-        if let Err(e) = done
-            && !matches!(e, WorkerError::Terminal | WorkerError::NotFound)
-        {
-            tracing::warn!(error = %e, "could not record the end of a task's work");
+        let mut backoff = FINAL_WRITE_FIRST_RETRY;
+        let mut failures = 0u32;
+        loop {
+            let done = match &end {
+                Ok(result) => self.complete(&id, result.clone(), None).await,
+                Err((error, message)) => self.fail(&id, error.clone(), message.clone()).await,
+            };
+            let e = match done {
+                Ok(()) | Err(WorkerError::Terminal | WorkerError::NotFound) => break,
+                Err(e) => e,
+            };
+            failures += 1;
+            let expired = expires_at_ms.is_some_and(|at| self.now() >= at);
+            if expired || self.inner.shutdown.is_cancelled() {
+                tracing::warn!(error = %e, failures, "gave up recording the end of a task's work");
+                break;
+            }
+            if failures == 1 {
+                tracing::warn!(error = %e, "could not record the end of a task's work; retrying");
+            }
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                () = self.inner.shutdown.cancelled() => {}
+            }
+            backoff = (backoff * 2).min(FINAL_WRITE_MAX_RETRY);
+        }
+        if failures > 0 {
+            tracing::info!(failures, "recorded the end of a task's work after store failures");
         }
         if let Ok(mut r) = self.inner.running.lock() {
             r.remove(&id);

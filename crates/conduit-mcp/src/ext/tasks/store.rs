@@ -217,10 +217,34 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(0)
     }
 
+    /// Extends, until `until_ms`, the lease of those of `task_ids` that are
+    /// non-terminal and leased to `node`; returns how many. A node renews only
+    /// the work it still runs (or is still recording the end of), so a task
+    /// whose work ended without its final write lapses and is recovered.
+    /// Default: [`renew_leases`](Self::renew_leases) of the whole node.
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let _ = task_ids;
+        self.renew_leases(node, until_ms).await
+    }
+
     /// Up to `limit` non-terminal tasks whose lease expired before now (the node
     /// running their work stopped renewing it). Default: none.
     async fn lapsed_leases(&self, _limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         Ok(Vec::new())
+    }
+
+    /// Claims node id `node` for this process, for as long as the store lives;
+    /// called again, checks that the claim still holds (and takes it again if
+    /// the store lost it, say on a reconnect).
+    ///
+    /// Answers [`StoreError::Refused`] when another live process holds `node`
+    /// on the same data: two live nodes with one id would renew each other's
+    /// leases and recover each other's running work. The claim ends with the
+    /// process (a crashed node's id is free at once), so a restart under the
+    /// same id is admitted. Default: a store no other process can open has
+    /// nothing to claim.
+    async fn claim_node(&self, _node: &str) -> Result<(), StoreError> {
+        Ok(())
     }
 
     /// Up to `limit` non-terminal tasks leased to `node` (to recover a node's own

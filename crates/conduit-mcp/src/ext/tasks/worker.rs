@@ -118,6 +118,14 @@ impl Tasks {
         &self.inner.config.node_id
     }
 
+    /// Claims this node's id in the store for this process (see
+    /// [`TaskStore::claim_node`]): refused when another live process holds
+    /// it. Call it before serving; the janitor calls it again before it
+    /// recovers this id's earlier tasks, and lease renewal keeps it held.
+    pub async fn claim_node(&self) -> Result<(), super::store::StoreError> {
+        self.inner.store.claim_node(&self.inner.config.node_id).await
+    }
+
     pub(crate) fn now(&self) -> u64 {
         self.inner.clock.now_ms()
     }
@@ -311,24 +319,24 @@ impl Tasks {
         self.inner.resumable.read().ok().and_then(|r| r.get(name).cloned())
     }
 
-    /// Stops spawned work: running tasks are marked failed as interrupted.
+    /// Stops spawned work: running tasks are marked failed as interrupted,
+    /// then their work is cancelled (in that order, so what the client reads
+    /// is why the work stopped, not how the cancelled work reacted).
     pub async fn shutdown(&self) {
         self.inner.shutdown.cancel();
-        let ids: Vec<String> = self
+        let running: Vec<(String, CancellationToken)> = self
             .inner
             .running
             .lock()
-            .map(|r| {
-                for t in r.values() {
-                    t.cancel();
-                }
-                r.keys().map(|k| k.to_string()).collect()
-            })
+            .map(|r| r.iter().map(|(k, t)| (k.to_string(), t.clone())).collect())
             .unwrap_or_default();
-        for id in ids {
+        for (id, _) in &running {
             let _ = self
-                .fail(&id, RpcError::internal(super::recovery::INTERRUPTED), Some(super::recovery::INTERRUPTED.into()))
+                .fail(id, RpcError::internal(super::recovery::INTERRUPTED), Some(super::recovery::INTERRUPTED.into()))
                 .await;
+        }
+        for (_, token) in running {
+            token.cancel();
         }
         self.inner.tracker.close();
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.inner.tracker.wait()).await;

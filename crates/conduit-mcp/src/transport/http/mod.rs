@@ -28,6 +28,8 @@
 //! ```
 
 mod admit;
+mod body;
+mod conn;
 mod guard;
 mod headers;
 mod legacy;
@@ -64,6 +66,22 @@ pub struct HttpConfig {
     pub resource_metadata: Option<String>,
     /// Interval of SSE keep-alive comments on long streams.
     pub keep_alive: Duration,
+    /// How long a connection may take to send a request head, from the
+    /// accept or from its first byte after idling (default 10 s). Applied by
+    /// [`Bound::serve`], like the four below.
+    pub header_timeout: Duration,
+    /// How long a request body may take to arrive after its head (default
+    /// 30 s); later gets 408.
+    pub body_timeout: Duration,
+    /// How long a kept-alive connection may wait for its next request
+    /// (default 60 s). A request in flight (a listen stream) never idles.
+    pub idle_timeout: Duration,
+    /// Connections served at once (default 512); more wait in the listen
+    /// backlog. Keep it below the process's file-descriptor limit.
+    pub max_connections: usize,
+    /// How long requests in flight may take to finish after shutdown begins
+    /// (default 10 s); then their connections are dropped.
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -74,6 +92,11 @@ impl Default for HttpConfig {
             auth: None,
             resource_metadata: None,
             keep_alive: Duration::from_secs(15),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 512,
+            shutdown_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -84,6 +107,11 @@ impl std::fmt::Debug for HttpConfig {
             .field("hosts", &self.hosts)
             .field("body_limit", &self.body_limit)
             .field("auth", &self.auth.is_some())
+            .field("header_timeout", &self.header_timeout)
+            .field("body_timeout", &self.body_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("shutdown_timeout", &self.shutdown_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -116,6 +144,36 @@ impl HttpConfig {
     /// Sets the SSE keep-alive interval.
     pub fn keep_alive(mut self, every: Duration) -> Self {
         self.keep_alive = every;
+        self
+    }
+
+    /// Sets the request-head timeout.
+    pub fn header_timeout(mut self, limit: Duration) -> Self {
+        self.header_timeout = limit;
+        self
+    }
+
+    /// Sets the request-body timeout.
+    pub fn body_timeout(mut self, limit: Duration) -> Self {
+        self.body_timeout = limit;
+        self
+    }
+
+    /// Sets the idle keep-alive timeout.
+    pub fn idle_timeout(mut self, limit: Duration) -> Self {
+        self.idle_timeout = limit;
+        self
+    }
+
+    /// Sets the connection limit.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n;
+        self
+    }
+
+    /// Sets the shutdown deadline.
+    pub fn shutdown_timeout(mut self, limit: Duration) -> Self {
+        self.shutdown_timeout = limit;
         self
     }
 }

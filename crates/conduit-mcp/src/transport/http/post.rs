@@ -46,6 +46,11 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     }
     let bytes: Bytes = match axum::body::to_bytes(body, cfg.body_limit).await {
         Ok(b) => b,
+        Err(e) if super::body::is_timeout(&e) => {
+            let mut r = error_response(cfg, None, RpcError::invalid_request(e.to_string()));
+            *r.status_mut() = StatusCode::REQUEST_TIMEOUT;
+            return r;
+        }
         Err(_) => {
             let mut r =
                 error_response(cfg, None, RpcError::invalid_request(format!("body exceeds {} bytes", cfg.body_limit)));

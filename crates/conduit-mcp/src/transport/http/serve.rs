@@ -1,13 +1,23 @@
 //! Serving the router on a TCP listener: `TCP_NODELAY` on every accepted
-//! socket, the router at `/mcp`, graceful shutdown that closes listen streams
-//! and stops the extensions.
+//! socket, the router at `/mcp`, the connection limit and the timeouts of
+//! [`HttpConfig`], and a graceful shutdown with a deadline that closes
+//! listen streams and stops the extensions.
 
+use super::body::{Deadline, Guarded};
+use super::conn::{InFlight, Watched};
 use super::{HttpConfig, router};
 use crate::Server;
 use axum::Router;
-use axum::serve::ListenerExt;
+use axum::body::Body;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::sync::{Semaphore, watch};
+use tokio_util::task::TaskTracker;
+use tower_service::Service;
 
 /// A bound listener, not yet serving: read its address, then [`Bound::serve`].
 #[derive(Debug)]
@@ -29,25 +39,127 @@ impl Bound {
         self.local
     }
 
-    /// Serves `server` at `/mcp` until `shutdown` resolves; then listen streams
-    /// get their closing result and the extensions stop.
+    /// Serves `server` at `/mcp` until `shutdown` resolves.
+    ///
+    /// At most [`HttpConfig::max_connections`] connections are served at once
+    /// (more wait in the listen backlog); a connection must send its request
+    /// head within [`HttpConfig::header_timeout`], its body within
+    /// [`HttpConfig::body_timeout`], and is closed after
+    /// [`HttpConfig::idle_timeout`] without a request. A request in flight —
+    /// a long call, an open listen stream — has no deadline.
+    ///
+    /// On shutdown: no new connections; idle ones close; listen streams get
+    /// their closing result and the extensions stop; requests in flight may
+    /// finish until [`HttpConfig::shutdown_timeout`], then their connections
+    /// are dropped and this returns.
     pub async fn serve(
         self,
         server: Server,
         config: HttpConfig,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let limits = Limits::of(&config);
         let app = Router::new().nest("/mcp", router(server.clone(), config));
-        // Small answers must not wait for Nagle's algorithm.
-        let listener = self.listener.tap_io(|tcp| {
+        let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+        let conns = TaskTracker::new();
+        let (closing, closed) = watch::channel(false);
+        tokio::pin!(shutdown);
+        loop {
+            let permit = tokio::select! {
+                p = slots.clone().acquire_owned() => p.map_err(std::io::Error::other)?,
+                () = &mut shutdown => break,
+            };
+            let (tcp, _peer) = tokio::select! {
+                a = self.listener.accept() => match a {
+                    Ok(a) => a,
+                    // Out of descriptors, or a connection reset before accept: keep serving.
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        drop(permit);
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            // Small answers must not wait for Nagle's algorithm.
             let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                server.shutdown().await;
-            })
-            .await
+            let (app, mut closed) = (app.clone(), closed.clone());
+            conns.spawn(async move {
+                let _permit = permit;
+                serve_connection(tcp, app, limits, &mut closed).await;
+            });
+        }
+        drop(self.listener);
+        let _ = closing.send(true);
+        // Listen streams end with their closing result; extensions stop.
+        server.shutdown().await;
+        conns.close();
+        if tokio::time::timeout(limits.shutdown_timeout, conns.wait()).await.is_err() {
+            tracing::warn!(
+                open = conns.len(),
+                "shutdown deadline passed; dropping connections with requests still in flight"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The numbers [`Bound::serve`] enforces, copied out of the config.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_connections: usize,
+    header: std::time::Duration,
+    body: std::time::Duration,
+    idle: std::time::Duration,
+    shutdown_timeout: std::time::Duration,
+}
+
+impl Limits {
+    fn of(c: &HttpConfig) -> Self {
+        Self {
+            max_connections: c.max_connections,
+            header: c.header_timeout,
+            body: c.body_timeout,
+            idle: c.idle_timeout,
+            shutdown_timeout: c.shutdown_timeout,
+        }
+    }
+}
+
+/// Serves one connection until it closes, or until shutdown asks it to
+/// finish (it then ends once its requests have).
+async fn serve_connection(tcp: tokio::net::TcpStream, app: Router, limits: Limits, closed: &mut watch::Receiver<bool>) {
+    let in_flight = Arc::new(InFlight::default());
+    let io = TokioIo::new(Watched::new(tcp, in_flight.clone(), limits.header, limits.idle));
+    let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+        let guard = in_flight.enter();
+        let req = req.map(|b| Body::new(Deadline::new(b, limits.body)));
+        let mut app = app.clone();
+        async move {
+            let resp = match app.call(req).await {
+                Ok(r) => r,
+                Err(never) => match never {},
+            };
+            Ok::<_, Infallible>(resp.map(|b| Body::new(Guarded::new(b, guard))))
+        }
+    });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    // The head deadline is ours (it must not run while a connection idles).
+    builder.timer(TokioTimer::new()).header_read_timeout(None);
+    let conn = builder.serve_connection(io, service);
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => { log_end(r); return; }
+        _ = closed.wait_for(|c| *c) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    log_end(conn.await);
+}
+
+fn log_end(r: Result<(), hyper::Error>) {
+    if let Err(e) = r {
+        tracing::debug!(error = %e, "connection ended with an error");
     }
 }
 

@@ -176,6 +176,14 @@ impl TaskStore for MemoryLegacyStore {
         self.records.renew_leases(node, until_ms).await
     }
 
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        self.records.renew_leases_of(node, task_ids, until_ms).await
+    }
+
+    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+        self.records.claim_node(node).await
+    }
+
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         self.records.lapsed_leases(limit).await
     }

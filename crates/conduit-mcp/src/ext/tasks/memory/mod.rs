@@ -208,6 +208,21 @@ impl TaskStore for MemoryStore {
         Ok(renewed)
     }
 
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let mut renewed = 0;
+        for id in task_ids {
+            let mut shard = lock(self.shard(id));
+            if let Some((n, at)) =
+                shard.map.get_mut(id.as_str()).filter(|r| !r.is_terminal()).and_then(|r| r.lease.as_mut())
+                && **n == *node
+            {
+                *at = (*at).max(until_ms);
+                renewed += 1;
+            }
+        }
+        Ok(renewed)
+    }
+
     async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         let now = self.clock.now_ms();
         Ok(self.leased_where(limit, |_, at| at < now))

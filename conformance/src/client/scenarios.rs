@@ -1,0 +1,112 @@
+//! One function per scenario family: what the client does for it.
+
+use crate::handler::Cooperative;
+use conduit_mcp::client::{CallOutcome, Client, ClientBuilder, ClientError};
+use conduit_mcp::protocol::Era;
+use conduit_mcp::protocol::version::LEGACY_VERSIONS;
+use serde_json::{Map, Value, json};
+
+/// Runs `scenario` against `url`.
+pub(crate) async fn run(scenario: &str, url: &str, version: Option<&str>, context: &Value) -> Result<(), ClientError> {
+    let mut b = ClientBuilder::http(url).client_info("conduit-mcp-conformance-client", env!("CARGO_PKG_VERSION"));
+    b = b.input_handler(Cooperative);
+    // The harness says which revision the scenario server speaks; a legacy
+    // revision skips the modern probe (auto-detection would find it too).
+    if version.is_some_and(|v| LEGACY_VERSIONS.contains(&v)) {
+        b = b.era(Era::Legacy);
+    }
+    let client = b.connect().await?;
+    match scenario {
+        "http-standard-headers" => every_feature(&client).await,
+        "http-custom-headers" => context_calls(&client, context).await,
+        "json-schema-2020-12-preservation" => echo_schema(&client).await,
+        "json-schema-ref-no-deref" | "initialize" => client.list_tools().await.map(drop),
+        // tools_call, request-metadata, sep-2322-client-request-state,
+        // http-invalid-tool-headers, elicitation-sep1034-client-defaults,
+        // sse-retry and anything new: list the tools and call each usable one.
+        _ => call_every_tool(&client).await,
+    }
+}
+
+/// A value for one property of an input schema (its default, or a plain sample of its type).
+fn sample(prop: &Value) -> Value {
+    if let Some(d) = prop.get("default") {
+        return d.clone();
+    }
+    if let Some(e) = prop.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+        return e.clone();
+    }
+    match prop.get("type").and_then(Value::as_str) {
+        Some("integer") => json!(2),
+        Some("number") => json!(3),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("object") => json!({}),
+        _ => json!("us-west1"),
+    }
+}
+
+/// Arguments for every required property of `schema`.
+fn arguments(schema: &Value) -> Value {
+    let mut args = Map::new();
+    let required = schema.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    let props = schema.get("properties").and_then(Value::as_object);
+    for name in required.iter().filter_map(Value::as_str) {
+        let prop = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
+        args.insert(name.to_owned(), sample(prop));
+    }
+    Value::Object(args)
+}
+
+async fn call(client: &Client, name: &str, args: Value) -> Result<(), ClientError> {
+    match client.call_tool(name, args).await? {
+        CallOutcome::Complete(_) => Ok(()),
+        CallOutcome::Task(t) => t.wait().await.map(drop),
+        _ => Ok(()),
+    }
+}
+
+async fn call_every_tool(client: &Client) -> Result<(), ClientError> {
+    for tool in client.list_tools().await? {
+        call(client, &tool.name, arguments(&tool.input_schema)).await?;
+    }
+    Ok(())
+}
+
+/// The tool calls the scenario's context names, after listing the tools (for their headers).
+async fn context_calls(client: &Client, context: &Value) -> Result<(), ClientError> {
+    client.list_tools().await?;
+    for c in context.get("toolCalls").and_then(Value::as_array).into_iter().flatten() {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+        call(client, name, c.get("arguments").cloned().unwrap_or(json!({}))).await?;
+    }
+    Ok(())
+}
+
+/// Tools, resources and prompts: list each, then call, read and get each.
+async fn every_feature(client: &Client) -> Result<(), ClientError> {
+    call_every_tool(client).await?;
+    let resources = client.request("resources/list", json!({})).await?;
+    for r in resources.get("resources").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(uri) = r.get("uri").and_then(Value::as_str) {
+            client.request("resources/read", json!({ "uri": uri })).await?;
+        }
+    }
+    let prompts = client.request("prompts/list", json!({})).await?;
+    for p in prompts.get("prompts").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(name) = p.get("name").and_then(Value::as_str) {
+            client.request("prompts/get", json!({ "name": name })).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Sends the focal tool's `inputSchema` back verbatim through the echo tool.
+async fn echo_schema(client: &Client) -> Result<(), ClientError> {
+    let tools = client.list_tools().await?;
+    let focal = tools.iter().find(|t| t.name != "json_schema_echo");
+    if let Some(f) = focal {
+        call(client, "json_schema_echo", json!({ "schema": f.input_schema })).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,45 @@
+//! SIGTERM shuts the server down exactly like SIGINT: running tasks are
+//! marked failed as interrupted (and their listeners told), open listen
+//! streams get their closing result, and the process exits 0.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use std::time::Duration;
+
+async fn graceful_on(signal: &str) {
+    let mut node = Node::start(&[]).await;
+    let id = create(&node, None, "sleep", json!({ "seconds": 3600 })).await;
+    let mut stream = Events::listen(&node, None, "sig", std::slice::from_ref(&id)).await;
+    stream.next(Duration::from_secs(10)).await;
+    let pid = node.child.id().to_string();
+    let sent = std::process::Command::new("kill").args([signal, &pid]).status().expect("run kill");
+    assert!(sent.success());
+    let n = stream.next(Duration::from_secs(10)).await;
+    assert_eq!(n["method"], "notifications/tasks", "{n}");
+    assert_eq!(n["params"]["status"], "failed", "{n}");
+    assert_eq!(n["params"]["error"]["message"], "interrupted: the server running this task stopped");
+    let closing = stream.next(Duration::from_secs(10)).await;
+    assert_eq!(closing["id"], "sig", "the listen request's closing result: {closing}");
+    assert!(closing.get("result").is_some(), "{closing}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = node.child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server did not exit after {signal}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(status.code(), Some(0), "exit after {signal}: {status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_is_graceful() {
+    graceful_on("-TERM").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_is_graceful() {
+    graceful_on("-INT").await;
+}

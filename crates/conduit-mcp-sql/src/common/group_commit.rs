@@ -1,0 +1,177 @@
+//! Group commit, for both engines: creates that queue up behind the commit
+//! in flight are written together, in one transaction, each still checked
+//! against its own cap and failing alone on a duplicate id. A create that
+//! finds no other under way skips the queue.
+//!
+//! The engine says how a batch is written ([`BatchWriter::write`]); this
+//! module owns the queue, who flushes it, and where each result goes.
+
+use super::{Columns, limit};
+use crate::pool::ConnPool;
+use async_trait::async_trait;
+use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
+use sqlx::Connection;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::{Semaphore, oneshot};
+
+/// A row to create, and the cap it must fit under.
+#[derive(Debug)]
+pub(crate) struct NewRow {
+    pub task_id: String,
+    pub columns: Columns,
+    pub max_rows: Option<i64>,
+}
+
+/// How an engine writes a batch of new rows.
+#[async_trait]
+pub(crate) trait BatchWriter: std::fmt::Debug + Send + Sync + 'static {
+    /// The engine's connection.
+    type Conn: Connection;
+
+    /// Where the batches' connections come from.
+    fn pool(&self) -> &ConnPool<Self::Conn>;
+
+    /// Whether an error may have left the connection unusable.
+    fn broken(e: &sqlx::Error) -> bool;
+
+    /// The store error for a failure of a whole batch (`what` it could not do).
+    fn backend(what: &str, e: sqlx::Error) -> StoreError;
+
+    /// Writes `rows` (one or more, queue order) and commits them: one result
+    /// per row (`TaskLimitReached`, `Duplicate` fail that row alone), or
+    /// `Err` when nothing was committed.
+    async fn write(conn: &mut Self::Conn, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error>;
+}
+
+/// The queue of creates in front of one engine's writer.
+#[derive(Debug)]
+pub(crate) struct GroupCommit<W> {
+    writer: W,
+    /// Creates waiting; whoever flushes next commits them all.
+    creates: Mutex<Vec<Pending>>,
+    /// Creates under way (queued or running); a create that finds none runs
+    /// on its own, without the queue.
+    in_flight: AtomicUsize,
+    /// Flushes that may write at once: one batch commits while the next one
+    /// gathers (and, on PostgreSQL, waits for the counter row's lock).
+    flushers: Semaphore,
+}
+
+/// A `create` waiting in the queue, and where its result goes.
+#[derive(Debug)]
+struct Pending {
+    row: NewRow,
+    done: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// Creates committed by one transaction at most.
+pub(crate) const MAX_BATCH: usize = 512;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<W: BatchWriter> GroupCommit<W> {
+    /// A queue in front of `writer`, with at most `flushers` batches written at once.
+    pub(crate) fn new(writer: W, flushers: usize) -> Self {
+        Self {
+            writer,
+            creates: Mutex::new(Vec::new()),
+            in_flight: AtomicUsize::new(0),
+            flushers: Semaphore::new(flushers.max(1)),
+        }
+    }
+
+    /// Inserts `record` (at version 1) under `max_rows`, committed before
+    /// this returns: alone when no other create is under way, else with
+    /// whatever is queued when a flush comes to it.
+    pub(crate) async fn insert(
+        self: &std::sync::Arc<Self>,
+        record: TaskRecord,
+        max_rows: Option<usize>,
+    ) -> Result<(), StoreError> {
+        let columns = Columns::of(&record)?;
+        let row = NewRow { task_id: record.task_id, columns, max_rows: max_rows.map(limit) };
+        let in_flight = InFlight::enter(&self.in_flight);
+        if in_flight.alone {
+            // No other create under way: nothing to batch with, so no queue.
+            let mut conn = self.writer.pool().get().await.map_err(|e| W::backend("open a connection", e))?;
+            let done = W::write(conn.conn(), &[&row]).await;
+            let mut results = conn.finish(done, W::broken).map_err(|e| W::backend("insert a task", e))?;
+            return results.pop().unwrap_or(Err(StoreError::TaskLimitReached));
+        }
+        let (done, outcome) = oneshot::channel();
+        lock(&self.creates).push(Pending { row, done });
+        // The flush runs in a task of its own, so a caller that gives up
+        // (its future dropped) never strands the batch it would have led.
+        let queue = self.clone();
+        tokio::spawn(async move { queue.flush().await });
+        outcome.await.unwrap_or_else(|e| Err(StoreError::backend("the task insert was abandoned", e)))
+    }
+
+    /// Takes a turn and a connection, then commits every create queued at
+    /// that moment (group commit). Each create's result goes back through
+    /// its channel.
+    async fn flush(&self) {
+        let Ok(_turn) = self.flushers.acquire().await else { return };
+        if lock(&self.creates).is_empty() {
+            // An earlier flush took this create along with its own.
+            return;
+        }
+        let conn = self.writer.pool().get().await;
+        let batch: Vec<Pending> = {
+            // At most `MAX_BATCH` at once, oldest first: every create left
+            // queued has a flush of its own still to come.
+            let mut queue = lock(&self.creates);
+            let n = queue.len().min(MAX_BATCH);
+            queue.drain(..n).collect()
+        };
+        if batch.is_empty() {
+            if let Ok(c) = conn {
+                c.release();
+            }
+            return;
+        }
+        let mut conn = match conn {
+            Ok(c) => c,
+            Err(e) => return fail_all(batch, &W::backend("open a connection", e)),
+        };
+        let rows: Vec<&NewRow> = batch.iter().map(|p| &p.row).collect();
+        let ran = W::write(conn.conn(), &rows).await;
+        match conn.finish(ran, W::broken) {
+            Ok(results) => {
+                let mut results = results.into_iter();
+                for p in batch {
+                    let _ = p.done.send(results.next().unwrap_or(Err(StoreError::TaskLimitReached)));
+                }
+            }
+            Err(e) => fail_all(batch, &W::backend("insert tasks", e)),
+        }
+    }
+}
+
+fn fail_all(batch: Vec<Pending>, err: &StoreError) {
+    for p in batch {
+        let _ = p.done.send(Err(err.clone()));
+    }
+}
+
+/// Counts the creates under way while it lives (also when its future is dropped).
+struct InFlight<'a> {
+    count: &'a AtomicUsize,
+    /// No other create was under way when this one began.
+    alone: bool,
+}
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        Self { count, alone: count.fetch_add(1, Ordering::AcqRel) == 0 }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}

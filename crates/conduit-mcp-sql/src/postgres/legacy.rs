@@ -1,0 +1,228 @@
+//! `PostgresLegacyStore`: the legacy era's tasks in the same PostgreSQL
+//! schema, in a table of their own (`conduit_legacy_tasks`), listable per owner.
+
+use super::{PostgresStore, backend, decode_row, is_connection_error};
+use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use async_trait::async_trait;
+use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
+use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use std::sync::Arc;
+
+const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_legacy_tasks";
+
+/// Legacy (`2025-11-25`) tasks in PostgreSQL, beside the extension's: the
+/// same guarantees as [`PostgresStore`] (whose pool it shares), its own row
+/// cap, and `list` by a keyset on `(owner, created_at_ms, task_id)`. Every
+/// node on the schema shares the cursor key, so a `tasks/list` cursor from
+/// one node pages on any other. Made by [`PostgresStore::legacy`]. Cheap to clone.
+///
+/// It claims no node id of its own (`claim_node` is the default): the
+/// connection's one node claim belongs to the [`PostgresStore`]. Give the
+/// legacy runtime the same `node_id` as the extension's, whose claim then
+/// covers both; a random default id cannot collide with another node's.
+#[derive(Debug, Clone)]
+pub struct PostgresLegacyStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: PostgresStore,
+    stripes: Stripes,
+    key: CursorKey,
+}
+
+impl PostgresStore {
+    /// The legacy task store in the same schema (its table is created by the
+    /// same migrations).
+    pub async fn legacy(&self) -> Result<PostgresLegacyStore, StoreError> {
+        let rows = self
+            .engine()
+            .read_rows("read the legacy cursor key", "SELECT secret FROM conduit_legacy_cursor_key WHERE id = 1", |q| q)
+            .await?;
+        let secret: String = match rows.first() {
+            Some(row) => sqlx::Row::try_get(row, 0).map_err(|e| backend("read the legacy cursor key", e))?,
+            None => return Err(StoreError::backend_message("postgres: the legacy cursor key is missing")),
+        };
+        let key = CursorKey::derive(secret.as_bytes());
+        Ok(PostgresLegacyStore { inner: Arc::new(Inner { store: self.clone(), stripes: Stripes::new(256), key }) })
+    }
+}
+
+impl PostgresLegacyStore {
+    fn store(&self) -> &PostgresStore {
+        &self.inner.store
+    }
+
+    async fn select<'q>(
+        &self,
+        what: &str,
+        sql: &'q str,
+        bind: impl Fn(super::PgQuery<'q>) -> super::PgQuery<'q>,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        self.store().engine().read_rows(what, sql, bind).await?.iter().map(decode_row).collect()
+    }
+}
+
+#[async_trait]
+impl Rows for PostgresLegacyStore {
+    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let sql = format!("{SELECT_ROW} WHERE task_id = $1");
+        let rows = self.select("read a legacy task", &sql, |q| q.bind(task_id.to_owned())).await?;
+        Ok(rows.into_iter().next())
+    }
+
+    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
+        let c = Columns::of(next)?;
+        let q = c
+            .bind(sqlx::query(
+                "UPDATE conduit_legacy_tasks SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
+                 expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, lease_expires_ms = $8, doc = $9::json \
+                 WHERE task_id = $10 AND version = $11",
+            ))
+            .bind(next.task_id.as_str())
+            .bind(common::ms(expected));
+        Ok(self.store().engine().write("write a legacy task", q).await? == 1)
+    }
+
+    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
+        let condition = match sweep {
+            Sweep::Expired => "expires_at_ms < $1",
+            Sweep::FinishedUnlimited => "expires_at_ms IS NULL AND terminal_at_ms < $1",
+        };
+        let sql = format!(
+            "WITH gone AS (DELETE FROM conduit_legacy_tasks WHERE {condition} AND task_id = ANY(ARRAY(\
+                 SELECT task_id FROM conduit_legacy_tasks WHERE {condition} LIMIT $2)) RETURNING 1), \
+                  k AS (SELECT count(*) AS k FROM gone) \
+             UPDATE conduit_legacy_task_count SET n = GREATEST(n - (SELECT k FROM k), 0) WHERE id = 1 \
+             RETURNING (SELECT k FROM k)"
+        );
+        let mut c = self.store().engine().conn().await?;
+        let gone = sqlx::query_scalar::<_, i64>(&sql).bind(bound).bind(CLEANUP_BATCH).fetch_one(c.conn()).await;
+        let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired legacy tasks", e))?;
+        Ok(u64::try_from(gone).unwrap_or(0))
+    }
+
+    fn stripes(&self) -> &Stripes {
+        &self.inner.stripes
+    }
+}
+
+#[async_trait]
+impl TaskStore for PostgresLegacyStore {
+    fn name(&self) -> &'static str {
+        "postgres-legacy"
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.store().now_ms()
+    }
+
+    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        record.version = 1;
+        let c = Columns::of(&record)?;
+        let list_owner = common::list_owner(record.owner.as_deref());
+        // One statement: claim a slot under the cap (the counter row's lock
+        // orders concurrent creates on every node), then insert.
+        let q = sqlx::query(
+            "WITH slot AS (UPDATE conduit_legacy_task_count SET n = n + 1 \
+                           WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
+             INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
+                                               terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
+             SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12 FROM slot",
+        )
+        .bind(max_rows.map(common::limit))
+        .bind(record.task_id.as_str());
+        let q = c.bind(q).bind(list_owner.as_str());
+        let mut conn = self.store().engine().conn().await?;
+        let done = q.execute(conn.conn()).await;
+        match conn.finish(done, is_connection_error) {
+            Ok(r) if r.rows_affected() == 1 => Ok(()),
+            Ok(_) => Err(StoreError::TaskLimitReached),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
+            Err(e) => Err(backend("insert a legacy task", e)),
+        }
+    }
+
+    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
+        common::get(self, task_id, owner).await
+    }
+
+    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
+        common::modify(self, task_id, owner, f).await
+    }
+
+    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
+        common::cleanup(self, terminal_ttl_ms).await
+    }
+
+    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_legacy_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), \
+             version = version + 1 WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
+        );
+        let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned());
+        let n = self.store().engine().write("renew legacy leases", q).await?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_legacy_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), \
+             version = version + 1 WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
+            renewed += self.store().engine().write("renew legacy leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+
+    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let sql = format!(
+            "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
+        );
+        self.select("list lapsed legacy leases", &sql, |q| q.bind(now).bind(common::limit(limit))).await
+    }
+
+    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let sql = format!(
+            "{SELECT_ROW} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
+        );
+        self.select("list a node's legacy leases", &sql, |q| {
+            q.bind(node.to_owned()).bind(now).bind(common::limit(limit))
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl LegacyTaskStore for PostgresLegacyStore {
+    fn cursor_key(&self) -> &CursorKey {
+        &self.inner.key
+    }
+
+    async fn list_after(
+        &self,
+        owner: Option<&str>,
+        after: Option<&ListPosition>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let (created, id) = after.map_or((-1, String::new()), |a| (common::ms(a.created_at_ms), a.task_id.clone()));
+        let sql = format!(
+            "{SELECT_ROW} WHERE list_owner = $1 AND (created_at_ms, task_id) > ($2, $3) \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= $4) ORDER BY created_at_ms, task_id LIMIT $5"
+        );
+        let list_owner = common::list_owner(owner);
+        self.select("list legacy tasks", &sql, |q| {
+            q.bind(list_owner.clone()).bind(created).bind(id.clone()).bind(now).bind(common::limit(limit))
+        })
+        .await
+    }
+}

@@ -1,0 +1,244 @@
+//! `PostgresSessionStore`: legacy (`2025-11-25`) sessions in PostgreSQL, so
+//! any node serves any session's requests.
+
+use super::{PostgresStore, is_connection_error};
+use crate::common;
+use async_trait::async_trait;
+use conduit_mcp::session::{SessionError, SessionLimits, SessionRecord, SessionStore};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+/// Legacy sessions in PostgreSQL (`conduit_legacy_sessions`), shared by every
+/// node on the schema. Made by [`PostgresStore::sessions`]; shares its pool.
+///
+/// Session ids are bearer capabilities, so only their SHA-256 is stored: a
+/// read of the table does not yield a usable id. The cap on live sessions
+/// holds across nodes: a `create` locks a one-row counter until it commits,
+/// drops expired sessions and evicts the oldest idle ones in the same
+/// transaction when it needs room.
+#[derive(Debug, Clone)]
+pub struct PostgresSessionStore {
+    store: PostgresStore,
+}
+
+impl PostgresStore {
+    /// The session store in the same schema (its table is created by the
+    /// same migrations).
+    pub fn sessions(&self) -> PostgresSessionStore {
+        PostgresSessionStore { store: self.clone() }
+    }
+}
+
+const ENGINE: &str = "postgres";
+
+fn hash(id: &str) -> Vec<u8> {
+    common::id_hash(id)
+}
+
+fn ms(v: u64) -> i64 {
+    common::ms(v)
+}
+
+fn backend(what: &str, e: impl std::fmt::Display) -> SessionError {
+    common::session_backend(ENGINE, what, e)
+}
+
+fn decode(id: &str, row: &PgRow) -> Result<SessionRecord, SessionError> {
+    common::decode_session(ENGINE, id, row)
+}
+
+/// How a create's transaction ended.
+enum Created {
+    Yes,
+    Duplicate,
+    Full,
+}
+
+/// A statement that deletes the rows `condition` selects and lowers the
+/// counter with them; it returns how many went.
+fn delete_counted(condition: &str) -> String {
+    format!(
+        "WITH gone AS (DELETE FROM conduit_legacy_sessions WHERE {condition} RETURNING 1), \
+              k AS (SELECT count(*) AS k FROM gone) \
+         UPDATE conduit_legacy_session_count SET n = GREATEST(n - (SELECT k FROM k), 0) WHERE id = 1 \
+         RETURNING (SELECT k FROM k)"
+    )
+}
+
+type Scalar<'q> = sqlx::query::QueryScalar<'q, sqlx::Postgres, i64, sqlx::postgres::PgArguments>;
+
+impl PostgresSessionStore {
+    /// Runs a [`delete_counted`] statement with its parameters bound by `bind`.
+    async fn delete_where<'q>(
+        &self,
+        what: &str,
+        sql: &'q str,
+        bind: impl FnOnce(Scalar<'q>) -> Scalar<'q>,
+    ) -> Result<u64, SessionError> {
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let gone = bind(sqlx::query_scalar::<_, i64>(sql)).fetch_one(c.conn()).await;
+        let gone = c.finish(gone, is_connection_error).map_err(|e| backend(what, e))?;
+        Ok(u64::try_from(gone).unwrap_or(0))
+    }
+}
+
+#[async_trait]
+impl SessionStore for PostgresSessionStore {
+    async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<(), SessionError> {
+        let (caps, info) = common::json_columns(ENGINE, &record)?;
+        let now = ms(record.last_seen_ms);
+        let max = common::limit(limits.max_sessions);
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let done: Result<Created, sqlx::Error> = async {
+            use sqlx::Connection;
+            let mut tx = c.conn().begin().await?;
+            // The counter row's lock orders creates on every node until this commits.
+            let mut n: i64 = sqlx::query_scalar("SELECT n FROM conduit_legacy_session_count WHERE id = 1 FOR UPDATE")
+                .fetch_one(&mut *tx)
+                .await?;
+            let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM conduit_legacy_sessions WHERE id_hash = $1")
+                .bind(hash(&record.id))
+                .fetch_optional(&mut *tx)
+                .await?;
+            if exists.is_some() {
+                tx.rollback().await?;
+                return Ok(Created::Duplicate);
+            }
+            if n >= max {
+                let expired = sqlx::query("DELETE FROM conduit_legacy_sessions WHERE last_seen_ms <= $1")
+                    .bind(now.saturating_sub(ms(limits.idle_ms)))
+                    .execute(&mut *tx)
+                    .await?;
+                n -= i64::try_from(expired.rows_affected()).unwrap_or(0);
+            }
+            if n >= max {
+                let need = n - max + 1;
+                let evicted = sqlx::query(
+                    "DELETE FROM conduit_legacy_sessions WHERE id_hash IN (SELECT id_hash FROM conduit_legacy_sessions \
+                     WHERE last_seen_ms <= $1 ORDER BY last_seen_ms LIMIT $2)",
+                )
+                .bind(now.saturating_sub(ms(limits.evict_idle_ms)))
+                .bind(need)
+                .execute(&mut *tx)
+                .await?;
+                if i64::try_from(evicted.rows_affected()).unwrap_or(0) < need {
+                    tx.rollback().await?;
+                    return Ok(Created::Full);
+                }
+                n -= need;
+            }
+            sqlx::query(
+                "INSERT INTO conduit_legacy_sessions (id_hash, owner, protocol_version, client_capabilities, \
+                 client_info, log_level, initialized, created_ms, last_seen_ms) \
+                 VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9)",
+            )
+            .bind(hash(&record.id))
+            .bind(record.owner.as_deref())
+            .bind(record.protocol_version.as_str())
+            .bind(caps.as_str())
+            .bind(info.as_str())
+            .bind(record.log_level.as_deref())
+            .bind(record.initialized)
+            .bind(ms(record.created_ms))
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query("UPDATE conduit_legacy_session_count SET n = $1 WHERE id = 1")
+                .bind(n + 1)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(Created::Yes)
+        }
+        .await;
+        match c.finish(done, is_connection_error) {
+            Ok(Created::Yes) => Ok(()),
+            Ok(Created::Duplicate) => Err(SessionError::Duplicate),
+            Ok(Created::Full) => Err(SessionError::LimitReached),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(SessionError::Duplicate),
+            Err(e) => Err(backend("create a session", e)),
+        }
+    }
+
+    async fn touch(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        now_ms: u64,
+        idle_ms: u64,
+    ) -> Result<SessionRecord, SessionError> {
+        let sql = "UPDATE conduit_legacy_sessions SET last_seen_ms = GREATEST(last_seen_ms, $3) \
+                   WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2 AND last_seen_ms + $4 > $3 \
+                   RETURNING owner, protocol_version, client_capabilities::text, client_info::text, log_level, \
+                   initialized, created_ms, last_seen_ms";
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let row = sqlx::query(sql)
+            .bind(hash(id))
+            .bind(owner)
+            .bind(ms(now_ms))
+            .bind(ms(idle_ms))
+            .fetch_optional(c.conn())
+            .await;
+        let row = c.finish(row, is_connection_error).map_err(|e| backend("touch a session", e))?;
+        match row {
+            Some(row) => decode(id, &row),
+            None => {
+                // Expired: gone for good (its owner is not checked: nobody may use it any more).
+                let bound = ms(now_ms).saturating_sub(ms(idle_ms));
+                let sql = delete_counted("id_hash = $1 AND last_seen_ms <= $2");
+                self.delete_where("drop an expired session", &sql, |q| q.bind(hash(id)).bind(bound)).await?;
+                Err(SessionError::NotFound)
+            }
+        }
+    }
+
+    async fn update(&self, record: &SessionRecord) -> Result<(), SessionError> {
+        let (caps, _) = common::json_columns(ENGINE, record)?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let done = sqlx::query(
+            "UPDATE conduit_legacy_sessions SET client_capabilities = $3::json, log_level = $4, initialized = $5, \
+             last_seen_ms = GREATEST(last_seen_ms, $6) WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2",
+        )
+        .bind(hash(&record.id))
+        .bind(record.owner.as_deref())
+        .bind(caps.as_str())
+        .bind(record.log_level.as_deref())
+        .bind(record.initialized)
+        .bind(ms(record.last_seen_ms))
+        .execute(c.conn())
+        .await
+        .map(|r| r.rows_affected());
+        match c.finish(done, is_connection_error).map_err(|e| backend("update a session", e))? {
+            0 => Err(SessionError::NotFound),
+            _ => Ok(()),
+        }
+    }
+
+    async fn delete(&self, id: &str, owner: Option<&str>) -> Result<(), SessionError> {
+        let sql = delete_counted("id_hash = $1 AND owner IS NOT DISTINCT FROM $2");
+        let owner = owner.map(str::to_owned);
+        match self.delete_where("delete a session", &sql, |q| q.bind(hash(id)).bind(owner)).await? {
+            0 => Err(SessionError::NotFound),
+            _ => Ok(()),
+        }
+    }
+
+    async fn sweep(&self, now_ms: u64, idle_ms: u64) -> Result<usize, SessionError> {
+        let bound = ms(now_ms).saturating_sub(ms(idle_ms));
+        let sql = delete_counted("last_seen_ms <= $1");
+        let n = self.delete_where("sweep idle sessions", &sql, |q| q.bind(bound)).await?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    async fn count(&self) -> Result<usize, SessionError> {
+        let rows = self
+            .store
+            .engine()
+            .read_rows("count sessions", "SELECT count(*) FROM conduit_legacy_sessions", |q| q)
+            .await
+            .map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let n: i64 =
+            rows.first().map(|r| r.try_get(0)).transpose().map_err(|e| backend("count sessions", e))?.unwrap_or(0);
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+}

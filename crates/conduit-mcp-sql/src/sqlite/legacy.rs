@@ -1,0 +1,214 @@
+//! `SqliteLegacyStore`: the legacy era's tasks in the same SQLite database,
+//! in a table of their own (`conduit_legacy_tasks`), listable per owner.
+
+use super::{SqliteStore, backend, broken};
+use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use async_trait::async_trait;
+use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
+use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use std::sync::Arc;
+
+const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM conduit_legacy_tasks";
+
+/// Legacy (`2025-11-25`) tasks in an SQLite database, beside the extension's:
+/// the same guarantees as [`SqliteStore`] (it shares its connections, so
+/// writes of both stay in one order), its own row cap, and `list` by a keyset
+/// on `(owner, created_at_ms, task_id)`. Made by [`SqliteStore::legacy`].
+/// Cheap to clone.
+///
+/// It claims no node id of its own (`claim_node` is the default): the file's
+/// one node claim belongs to the [`SqliteStore`]. Give the legacy runtime the
+/// same `node_id` as the extension's, whose claim then covers both; a random
+/// default id cannot collide with another process's.
+#[derive(Debug, Clone)]
+pub struct SqliteLegacyStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    store: SqliteStore,
+    stripes: Stripes,
+    key: CursorKey,
+}
+
+impl SqliteStore {
+    /// The legacy task store in the same database (its table is created by
+    /// the same migrations); its cursor key is the database's, so every
+    /// process on the file honours the others' cursors.
+    pub async fn legacy(&self) -> Result<SqliteLegacyStore, StoreError> {
+        let mut c = self.engine().reader().await?;
+        let secret = sqlx::query_scalar::<_, String>("SELECT secret FROM conduit_legacy_cursor_key WHERE id = 1")
+            .fetch_one(c.conn())
+            .await;
+        let secret = c.finish(secret, broken).map_err(|e| backend("read the legacy cursor key", e))?;
+        let key = CursorKey::derive(secret.as_bytes());
+        Ok(SqliteLegacyStore { inner: Arc::new(Inner { store: self.clone(), stripes: Stripes::new(256), key }) })
+    }
+}
+
+impl SqliteLegacyStore {
+    fn store(&self) -> &SqliteStore {
+        &self.inner.store
+    }
+}
+
+#[async_trait]
+impl Rows for SqliteLegacyStore {
+    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let sql = format!("{SELECT_ROW} WHERE task_id = ?1");
+        let rows = self.store().engine().select(&sql, |q| q.bind(task_id.to_owned())).await?;
+        Ok(rows.into_iter().next())
+    }
+
+    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
+        let c = Columns::of(next)?;
+        let q = c
+            .bind(sqlx::query(
+                "UPDATE conduit_legacy_tasks SET owner = ?1, status = ?2, version = ?3, created_at_ms = ?4, \
+                 expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, lease_expires_ms = ?8, doc = ?9 \
+                 WHERE task_id = ?10 AND version = ?11",
+            ))
+            .bind(next.task_id.as_str())
+            .bind(common::ms(expected));
+        Ok(self.store().engine().write("write a legacy task", q).await? == 1)
+    }
+
+    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
+        let sql = match sweep {
+            Sweep::Expired => {
+                "DELETE FROM conduit_legacy_tasks WHERE task_id IN \
+                 (SELECT task_id FROM conduit_legacy_tasks WHERE expires_at_ms < ?1 LIMIT ?2) AND expires_at_ms < ?1"
+            }
+            Sweep::FinishedUnlimited => {
+                "DELETE FROM conduit_legacy_tasks WHERE task_id IN (SELECT task_id FROM conduit_legacy_tasks \
+                 WHERE expires_at_ms IS NULL AND terminal_at_ms < ?1 LIMIT ?2) \
+                 AND expires_at_ms IS NULL AND terminal_at_ms < ?1"
+            }
+        };
+        // The delete trigger lowers the legacy row counter in the same statement.
+        self.store()
+            .engine()
+            .write("delete expired legacy tasks", sqlx::query(sql).bind(bound).bind(CLEANUP_BATCH))
+            .await
+    }
+
+    fn stripes(&self) -> &Stripes {
+        &self.inner.stripes
+    }
+}
+
+#[async_trait]
+impl TaskStore for SqliteLegacyStore {
+    fn name(&self) -> &'static str {
+        "sqlite-legacy"
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.store().now_ms()
+    }
+
+    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        record.version = 1;
+        let c = Columns::of(&record)?;
+        let list_owner = common::list_owner(record.owner.as_deref());
+        let q = sqlx::query(
+            "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
+             terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
+             WHERE ?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12",
+        )
+        .bind(record.task_id.as_str());
+        let q = c.bind(q).bind(list_owner.as_str()).bind(max_rows.map(common::limit));
+        let mut conn = self.store().engine().writer().await?;
+        let done = q.execute(conn.conn()).await;
+        match conn.finish(done, broken) {
+            Ok(r) if r.rows_affected() == 1 => Ok(()),
+            Ok(_) => Err(StoreError::TaskLimitReached),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
+            Err(e) => Err(backend("insert a legacy task", e)),
+        }
+    }
+
+    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
+        common::get(self, task_id, owner).await
+    }
+
+    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
+        common::modify(self, task_id, owner, f).await
+    }
+
+    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
+        common::cleanup(self, terminal_ttl_ms).await
+    }
+
+    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_legacy_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES}"
+        );
+        let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node);
+        let done = self.store().engine().write("renew legacy leases", q).await?;
+        Ok(usize::try_from(done).unwrap_or(usize::MAX))
+    }
+
+    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE conduit_legacy_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
+             AND task_id IN (SELECT value FROM json_each(?3))"
+        );
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
+            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
+            renewed += self.store().engine().write("renew legacy leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
+    }
+
+    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let sql = format!(
+            "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
+        );
+        self.store().engine().select(&sql, |q| q.bind(now).bind(common::limit(limit))).await
+    }
+
+    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let sql = format!(
+            "{SELECT_ROW} WHERE lease_node = ?1 AND status IN {LIVE_STATUSES} \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"
+        );
+        let node = node.to_owned();
+        self.store().engine().select(&sql, move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
+    }
+}
+
+#[async_trait]
+impl LegacyTaskStore for SqliteLegacyStore {
+    fn cursor_key(&self) -> &CursorKey {
+        &self.inner.key
+    }
+
+    async fn list_after(
+        &self,
+        owner: Option<&str>,
+        after: Option<&ListPosition>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(self.now_ms());
+        let (created, id) = after.map_or((-1, String::new()), |a| (common::ms(a.created_at_ms), a.task_id.clone()));
+        let sql = format!(
+            "{SELECT_ROW} WHERE list_owner = ?1 AND (created_at_ms, task_id) > (?2, ?3) \
+             AND (expires_at_ms IS NULL OR expires_at_ms >= ?4) ORDER BY created_at_ms, task_id LIMIT ?5"
+        );
+        let list_owner = common::list_owner(owner);
+        self.store()
+            .engine()
+            .select(&sql, move |q| q.bind(list_owner).bind(created).bind(id).bind(now).bind(common::limit(limit)))
+            .await
+    }
+}

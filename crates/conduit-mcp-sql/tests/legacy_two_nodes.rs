@@ -1,0 +1,217 @@
+//! Two reference servers on one PostgreSQL schema, serving the 2025-11-25 era
+//! over real sockets: a session opened on node A serves requests on node B
+//! (`PostgresSessionStore`), a legacy task created on A is read and listed on
+//! B (`PostgresLegacyStore`), and a `tasks/result` blocked on B answers as
+//! soon as A's worker completes the task (`PgNotifier` on the legacy
+//! runtime). Every result is validated against the official 2025-11-25
+//! schema. Needs `DATABASE_URL`.
+
+mod support;
+
+use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::{NotifierConfig, Owner, TaskRecord, Tasks, TasksConfig, new_task_id};
+use conduit_mcp::prelude::*;
+use conduit_mcp::session::SessionConfig;
+use conduit_mcp_sql::{PgNotifier, PostgresStore};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+const LV: &str = "2025-11-25";
+
+/// Asserts `value` is a valid 2025-11-25 `def`.
+#[track_caller]
+fn assert_schema(def: &str, value: &Value) {
+    let mut root: Value =
+        serde_json::from_str(include_str!("../../conduit-mcp/tests/schema/mcp-2025-11-25.schema.json")).expect("JSON");
+    root["$ref"] = json!(format!("#/$defs/{def}"));
+    let v = jsonschema::validator_for(&root).expect("the schema compiles");
+    let errors: Vec<String> = v.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "not a valid {def}: {errors:?}\n{value}");
+}
+
+/// One node: its server's endpoint and its legacy runtime.
+struct Node {
+    url: String,
+    legacy: LegacyTasks,
+    stop: Arc<Notify>,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop.notify_one();
+    }
+}
+
+async fn node(url: &str, schema: &str, channel: &str, gate: Arc<Notify>) -> Node {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let store = PostgresStore::with_schema(url, schema, clock.clone()).await.expect("connect");
+    let notifier = PgNotifier::connect(url, channel).await.expect("notifier");
+    let config = TasksConfig::enabled().notifier(NotifierConfig::Custom(Arc::new(notifier.clone())));
+    let legacy = LegacyTasks::with_store(config, Arc::new(store.legacy().await.expect("legacy")), clock.clone())
+        .expect("legacy config");
+    notifier.attach(&legacy);
+    let tasks =
+        Tasks::with_clock(TasksConfig::enabled().store(Arc::new(store.clone())), clock.clone()).expect("config");
+    tasks.drive_legacy(&legacy);
+    let server = Server::builder("two-nodes", "1.0.0")
+        .clock(clock)
+        .sessions(SessionConfig::default().store(store.sessions()))
+        .extension(tasks)
+        .extension(legacy.clone())
+        .tool(Tool::new("gated_job", "Ends when the test opens the gate").task_support(TaskSupport::Optional).handle(
+            move |_ctx, _args| {
+                let gate = gate.clone();
+                async move {
+                    Ok(ToolOutput::Task(TaskSpec::new().status_message("waiting").spawn(move |_task| async move {
+                        gate.notified().await;
+                        Ok(CallToolResult::text("job done"))
+                    })))
+                }
+            },
+        ))
+        .build()
+        .expect("server");
+    let bound = conduit_mcp::transport::http::bind("127.0.0.1:0".parse().expect("addr")).await.expect("bind");
+    let url = format!("http://{}/mcp", bound.local_addr());
+    let stop = Arc::new(Notify::new());
+    let stopped = stop.clone();
+    tokio::spawn(
+        async move { bound.serve(server, HttpConfig::default(), async move { stopped.notified().await }).await },
+    );
+    Node { url, legacy, stop }
+}
+
+/// POSTs a legacy request inside `session` to `url`; returns the response message.
+async fn call(url: &str, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let body = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let r = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", LV)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(r.status(), 200, "{method} inside the session");
+    let text = r.text().await.expect("body");
+    // JSON, or an SSE stream whose last message answers the request.
+    let messages: Vec<Value> = if text.trim_start().starts_with('{') {
+        vec![serde_json::from_str(&text).expect("JSON")]
+    } else {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
+    };
+    messages.into_iter().find(|m| m["id"] == id && m.get("method").is_none()).expect("the response")
+}
+
+/// Opens a 2025-11-25 session on `url`; returns its id.
+async fn initialize(url: &str) -> String {
+    let body = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LV, "capabilities": {}, "clientInfo": { "name": "two-nodes", "version": "1" } } });
+    let client = reqwest::Client::new();
+    let r = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("sent");
+    let session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session").to_owned();
+    let text = r.text().await.expect("body");
+    let m: Value = serde_json::from_str(&text).expect("initialize answers with JSON");
+    assert_schema("InitializeResult", &m["result"]);
+    assert!(m["result"]["capabilities"]["tasks"]["list"].is_object(), "legacy tasks are advertised: {m}");
+    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    let r = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", LV)
+        .body(note.to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(r.status(), 202);
+    session
+}
+
+/// Returns once `b` hears a change `a` writes (its notifier listens), well before any backstop.
+async fn listening(a: &LegacyTasks, b: &LegacyTasks) {
+    let probe = TaskRecord::new(new_task_id(), Some("probe".into()), a.store().now_ms(), Some(60_000));
+    let probe = a.create(probe).await.expect("probe");
+    for n in 0..50 {
+        let reads = Arc::new(AtomicUsize::new(0));
+        let ping = format!("ping {n}");
+        let waiter = {
+            let (b, id, reads, ping) = (b.clone(), probe.task_id.clone(), reads.clone(), ping.clone());
+            tokio::spawn(async move {
+                b.wait(&id, Owner::Any, move |r| {
+                    reads.fetch_add(1, Ordering::SeqCst);
+                    r.status_message.as_deref() == Some(ping.as_str())
+                })
+                .await
+            })
+        };
+        while reads.load(Ordering::SeqCst) == 0 {
+            tokio::task::yield_now().await;
+        }
+        a.progress(&probe.task_id, ping).await.expect("progress");
+        if tokio::time::timeout(Duration::from_millis(200), waiter).await.is_ok() {
+            return;
+        }
+    }
+    panic!("node b never heard node a");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_and_its_legacy_task_are_served_by_either_node() {
+    let Some(url) = support::pg_url("a_session_and_its_legacy_task_are_served_by_either_node") else { return };
+    let schemas = support::Schemas::new(&url);
+    let schema = schemas.fresh();
+    let channel = format!("conduit_legacy_{:08x}", rand::random::<u32>());
+    let gate = Arc::new(Notify::new());
+    let a = node(&url, &schema, &channel, gate.clone()).await;
+    let b = node(&url, &schema, &channel, Arc::new(Notify::new())).await;
+    listening(&a.legacy, &b.legacy).await;
+
+    let session = initialize(&a.url).await;
+    let created =
+        call(&a.url, &session, 1, "tools/call", json!({ "name": "gated_job", "task": { "ttl": 600_000 } })).await;
+    assert_schema("CreateTaskResult", &created["result"]);
+    let id = created["result"]["task"]["taskId"].as_str().expect("a task id").to_owned();
+    // The session opened on a, and the task created there, are served by b.
+    let got = call(&b.url, &session, 2, "tasks/get", json!({ "taskId": id })).await;
+    assert_schema("GetTaskResult", &got["result"]);
+    assert_eq!(got["result"]["status"], "working");
+    let listed = call(&b.url, &session, 3, "tasks/list", json!({})).await;
+    assert_schema("ListTasksResult", &listed["result"]);
+    assert_eq!(listed["result"]["tasks"][0]["taskId"], id);
+    // tasks/result blocks on b until a's worker finishes.
+    let result = {
+        let (url, session, id) = (b.url.clone(), session.clone(), id.clone());
+        tokio::spawn(async move { call(&url, &session, 4, "tasks/result", json!({ "taskId": id })).await })
+    };
+    while !b.legacy.awaited().contains(&id) {
+        tokio::task::yield_now().await;
+    }
+    assert!(!result.is_finished(), "a working task keeps tasks/result waiting");
+    gate.notify_one();
+    // b's own re-read is 10 s away: only the notifier answers this soon.
+    let answer = tokio::time::timeout(Duration::from_secs(5), result).await.expect("woken through PgNotifier");
+    let answer = answer.expect("join");
+    assert_schema("CallToolResult", &answer["result"]);
+    assert_eq!(answer["result"]["content"][0]["text"], "job done");
+    assert_eq!(answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
+    let got = call(&b.url, &session, 5, "tasks/get", json!({ "taskId": id })).await;
+    assert_eq!(got["result"]["status"], "completed");
+}

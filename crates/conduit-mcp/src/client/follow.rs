@@ -1,0 +1,148 @@
+//! The task follower: observe (push or poll), answer new input keys once,
+//! stop at a terminal status, the TTL deadline, or a task stuck waiting.
+
+use super::error::ClientError;
+use super::input;
+use super::listen::Subscription;
+use super::task::{TaskEvent, TaskHandle, ToolOutcome};
+use super::time::parse_rfc3339_ms;
+use crate::protocol::mrtr::InputRequest;
+use crate::protocol::tasks::{DetailedTask, TaskStatus};
+use serde_json::Map;
+use std::collections::HashSet;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+type Tx = mpsc::Sender<Result<TaskEvent, ClientError>>;
+
+/// Runs the follower until the task ends, an error, or the consumer goes away;
+/// `answer: false` only observes (input requests are reported, not answered).
+pub(crate) async fn run(handle: TaskHandle, tx: Tx, answer: bool) {
+    if let Err(e) = follow(&handle, &tx, answer).await {
+        let _ = tx.send(Err(e)).await;
+    }
+}
+
+/// The deadline (ms since the epoch) of a task, when its `createdAt` and `ttlMs` are known.
+fn deadline_ms(t: &DetailedTask) -> Option<i64> {
+    let created = parse_rfc3339_ms(&t.task.created_at)?;
+    Some(created.saturating_add(i64::try_from(t.task.ttl_ms?).unwrap_or(i64::MAX)))
+}
+
+async fn emit(tx: &Tx, ev: TaskEvent) -> Result<bool, ClientError> {
+    Ok(tx.send(Ok(ev)).await.is_ok())
+}
+
+async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError> {
+    let inner = h.client.inner.clone();
+    let s = inner.follow.clone();
+    let mut answered: HashSet<String> = HashSet::new();
+    let mut last: Option<(TaskStatus, Option<String>)> = None;
+    let mut idle_polls = 0u32;
+    let mut interval = s.default_poll;
+    let mut push: Option<Subscription> = None;
+    let mut push_tried = !s.push;
+    let mut snapshot = h.get().await?;
+    loop {
+        let base =
+            snapshot.task.poll_interval_ms.map_or(s.default_poll, Duration::from_millis).max(Duration::from_millis(10));
+        let seen = (snapshot.task.status, snapshot.task.status_message.clone());
+        if last.as_ref() != Some(&seen) {
+            last = Some(seen);
+            interval = base;
+            if !emit(tx, TaskEvent::Status(snapshot.task.clone())).await? {
+                return Ok(());
+            }
+        } else {
+            // Capped back-off while nothing changes (never faster than the server asks).
+            interval = interval.mul_f32(1.5).clamp(base, s.max_poll.max(base));
+        }
+        if let Some(outcome) = ToolOutcome::of_task(&snapshot) {
+            emit(tx, TaskEvent::Finished(outcome?)).await?;
+            return Ok(());
+        }
+        if snapshot.task.status == TaskStatus::InputRequired {
+            let new: Vec<(String, InputRequest)> = snapshot
+                .input_requests
+                .iter()
+                .flatten()
+                .filter(|(k, _)| !answered.contains(*k))
+                .map(|(k, r)| (k.clone(), r.clone()))
+                .collect();
+            if !new.is_empty() {
+                let keys: Vec<String> = new.iter().map(|(k, _)| k.clone()).collect();
+                if !emit(tx, TaskEvent::InputRequested(keys.clone())).await? {
+                    return Ok(());
+                }
+                if !answer {
+                    // Observing only: report each key once, and leave the answering to others.
+                    answered.extend(keys);
+                    idle_polls = 0;
+                    continue;
+                }
+                let mut responses = Map::new();
+                for (k, r) in &new {
+                    responses.insert(k.clone(), input::answer(inner.handler.as_ref(), k, r).await?);
+                }
+                h.update(responses).await?;
+                answered.extend(keys.iter().cloned());
+                idle_polls = 0;
+                if !emit(tx, TaskEvent::InputAnswered(keys)).await? {
+                    return Ok(());
+                }
+                snapshot = h.get().await?;
+                continue;
+            }
+            idle_polls += u32::from(answer);
+            if idle_polls > s.stuck_polls {
+                return Err(ClientError::Stuck);
+            }
+        } else {
+            idle_polls = 0;
+        }
+        let now = (s.now_ms)();
+        let deadline = deadline_ms(&snapshot);
+        if deadline.is_some_and(|d| now >= d) {
+            // One last look: the task may have ended right at its deadline.
+            let last_look = h.get().await?;
+            if last_look.task.status.is_terminal() {
+                snapshot = last_look;
+                continue;
+            }
+            return Err(ClientError::Expired);
+        }
+        let until_deadline = deadline.map(|d| Duration::from_millis(u64::try_from(d - now).unwrap_or(0)));
+        if !push_tried {
+            push_tried = true;
+            push = inner.hub.subscribe(&inner, h.id()).await;
+            if push.is_some() {
+                // Catch a change made between the last read and the acknowledgment.
+                snapshot = h.get().await?;
+                continue;
+            }
+        }
+        let wait = match (&push, until_deadline) {
+            // With push, polling is only a safety net.
+            (Some(_), d) => d.map_or(s.max_poll, |d| d.min(s.max_poll)),
+            (None, d) => d.map_or(interval, |d| d.min(interval)),
+        };
+        let pushed = match push.as_mut() {
+            Some(sub) => tokio::select! {
+                n = sub.rx.recv() => match n {
+                    Some(t) => Some(t),
+                    None => { push = None; None }
+                },
+                () = tokio::time::sleep(wait) => None,
+                () = tx.closed() => return Ok(()),
+            },
+            None => tokio::select! {
+                () = tokio::time::sleep(wait) => None,
+                () = tx.closed() => return Ok(()),
+            },
+        };
+        snapshot = match pushed {
+            Some(t) => t,
+            None => h.get().await?,
+        };
+    }
+}

@@ -1,0 +1,68 @@
+//! The client (feature `client`): call a tool and get its answer, whatever
+//! the server makes of the call.
+//!
+//! A [`Client`] connects over Streamable HTTP or to a child process over
+//! stdio, speaks the modern era (probing with `server/discover`) or the
+//! legacy one (`initialize`), and sets every header the server checks from
+//! the same rules the server uses ([`protocol::routing`](crate::protocol::routing)).
+//!
+//! - [`Client::call_tool`] answers MRTR `input_required` rounds and returns a
+//!   [`CallOutcome`]: the result, or a [`TaskHandle`].
+//! - [`Client::call_tool_to_end`] drives everything to a [`ToolOutcome`]
+//!   (completed, failed, cancelled: values, not errors).
+//! - [`TaskHandle::follow`] streams [`TaskEvent`]s: by push over one shared
+//!   `subscriptions/listen` stream when the server acknowledges the task, by
+//!   polling at `pollIntervalMs` (capped back-off) otherwise; it stops at the
+//!   `createdAt + ttlMs` deadline and when a task stays `input_required` with
+//!   nothing new to answer. Dropping it never cancels the task;
+//!   [`TaskHandle::cancel`] does. [`Client::task`] resumes from a bare id.
+//! - One [`InputHandler`] answers elicitation (form and URL), sampling and
+//!   roots for MRTR rounds, task input and legacy server requests alike.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), conduit_mcp::client::ClientError> {
+//! use conduit_mcp::client::{CallOutcome, ClientBuilder, TaskEvent};
+//! let client = ClientBuilder::http("http://127.0.0.1:8080/mcp").connect().await?;
+//! if let CallOutcome::Task(task) = client.call_tool("build", serde_json::json!({"ref": "main"})).await? {
+//!     let mut events = task.follow();
+//!     while let Some(ev) = events.next().await {
+//!         match ev? {
+//!             TaskEvent::Status(t) => println!("{:?} {}", t.status, t.status_message.unwrap_or_default()),
+//!             TaskEvent::Finished(outcome) => println!("{outcome:?}"),
+//!             _ => {}
+//!         }
+//!     }
+//! }
+//! # Ok(()) }
+//! ```
+
+mod builder;
+#[allow(clippy::module_inception)]
+mod client;
+mod error;
+mod follow;
+mod http;
+mod input;
+mod legacy;
+mod listen;
+mod sse;
+mod stdio;
+mod task;
+mod time;
+mod wire;
+
+pub use builder::ClientBuilder;
+pub use client::{CallOutcome, Client, NotificationFn, ServerInfo};
+pub use error::ClientError;
+pub use input::{
+    Ask, InputHandler, InputSupport, NoInput, elicit_accept, elicit_cancel, elicit_decline, schema_defaults,
+};
+pub use task::{TaskEvent, TaskEvents, TaskHandle, ToolOutcome};
+
+impl Client {
+    /// How many `subscriptions/listen` requests this client has opened so far
+    /// (one per change of the followed set, not one per task).
+    pub fn listen_streams_opened(&self) -> u64 {
+        self.inner.hub.streams_opened()
+    }
+}

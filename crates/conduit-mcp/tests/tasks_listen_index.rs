@@ -1,0 +1,97 @@
+//! Listen streams naming a task leave nothing behind in the notifier's index
+//! once they close, even when the task never changes again (a leak here grew
+//! ~4 KB per closed stream, without authentication).
+
+mod common;
+
+use common::*;
+use conduit_mcp::ext::tasks::{JanitorConfig, Tasks, TasksConfig};
+use conduit_mcp::prelude::*;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+fn treq(id: impl Into<Value>, method: &str, params: Value) -> Value {
+    let mut p = params;
+    p["_meta"] = meta_with(json!({ "extensions": { TASKS: {} } }));
+    req(id, method, p)
+}
+
+/// Waits (within the guard) until the index holds `n` entries.
+async fn index_settles(tasks: &Tasks, n: usize) {
+    guard("the listen index to settle", async {
+        while tasks.listen_notifier().entries() != n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_listen_streams_leave_no_index_entries() {
+    let tasks = Tasks::new(TasksConfig::enabled()).unwrap();
+    let server = Server::builder("index", "1")
+        .extension(tasks.clone())
+        .tool(Tool::new("wait", "a task that waits").handle(|_c, _a| async { Ok(TaskSpec::new()) }))
+        .build()
+        .unwrap();
+    let h = start(server).await;
+    let c = h.send(&treq(1, "tools/call", json!({ "name": "wait" }))).await.assert_ok(&json!(1));
+    let id = c["taskId"].as_str().unwrap().to_owned();
+    let listen = treq("l", "subscriptions/listen", json!({ "notifications": { "taskIds": [id] } }));
+
+    // Fifty open at once are fifty entries...
+    let mut open = Vec::new();
+    for _ in 0..50 {
+        let mut s = h.open(&listen).await;
+        let ack = s.next().await.expect("ack");
+        assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]), "{ack}");
+        open.push(s);
+    }
+    assert_eq!(tasks.listen_notifier().entries(), 50);
+    assert_eq!(tasks.listen_notifier().watchers(&id), 50);
+    // ...and none once they close, though the task never changes.
+    drop(open);
+    index_settles(&tasks, 0).await;
+
+    // Thousands of open/close cycles: still none.
+    for _ in 0..2_000 {
+        let mut s = h.open(&listen).await;
+        s.next().await.expect("ack");
+    }
+    index_settles(&tasks, 0).await;
+    assert!(tasks.listen_notifier().watched().is_empty());
+    // The task itself is untouched, and a new stream still gets its changes.
+    let mut s = h.open(&listen).await;
+    s.next().await.expect("ack");
+    tasks.complete(&id, CallToolResult::text("done"), None).await.unwrap();
+    let n = s.next().await.expect("notification");
+    assert_eq!(n["params"]["status"], "completed", "{n}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swept_task_leaves_the_index_while_its_stream_stays_open() {
+    let clock = std::sync::Arc::new(conduit_mcp::clock::ManualClock::new(1_000_000));
+    let tasks = Tasks::with_clock(TasksConfig::enabled().janitor(JanitorConfig::Disabled), clock.clone()).unwrap();
+    let server = Server::builder("index", "1")
+        .extension(tasks.clone())
+        .tool(
+            Tool::new("brief", "a short-lived task")
+                .handle(|_c, _a| async { Ok(TaskSpec::new().ttl(Duration::from_secs(60))) }),
+        )
+        .build()
+        .unwrap();
+    let h = start(server).await;
+    let c = h.send(&treq(1, "tools/call", json!({ "name": "brief" }))).await.assert_ok(&json!(1));
+    let id = c["taskId"].as_str().unwrap().to_owned();
+    let listen = treq("l", "subscriptions/listen", json!({ "notifications": { "taskIds": [id] } }));
+    let mut s = h.open(&listen).await;
+    s.next().await.expect("ack");
+    assert_eq!(tasks.listen_notifier().entries(), 1);
+    clock.advance(61_000);
+    assert_eq!(conduit_mcp::ext::tasks::sweep(&tasks).await.unwrap(), 1, "the expired task was swept");
+    assert_eq!(tasks.listen_notifier().entries(), 0, "and forgotten by the index");
+    h.assert_alive().await;
+    drop(s);
+}
