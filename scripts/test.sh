@@ -23,6 +23,13 @@ cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Ca
 echo "== cargo test (workspace, all features)"
 CONDUIT_REQUIRE_RMCP=1 cargo test --workspace --all-features
 
+echo "== a real third-party 2025-11-25 client (official Python SDK 1.x) over HTTP and stdio"
+if [[ "${CONDUIT_LEGACY_CLIENT:-1}" != 0 ]]; then
+  bash scripts/legacy-client.sh
+else
+  echo "skipped: CONDUIT_LEGACY_CLIENT=0"
+fi
+
 echo "== benchmark smoke pass (builds the bench crate and the rmcp peer; 2 s per workload)"
 # Benchmarks are run by hand (scripts/bench.sh); CI only keeps the harness from rotting.
 # CONDUIT_BENCH_SMOKE=0 skips it on a laptop.

@@ -1,8 +1,11 @@
 //! The reference server's demo tools.
 
+use conduit_mcp::ext::tasks::legacy::LegacyTasks;
 use conduit_mcp::ext::tasks::{Owner, StoreError, Tasks};
 use conduit_mcp::prelude::*;
+use conduit_mcp::protocol::version::ServedEras;
 use conduit_mcp::server::BuildError;
+use conduit_mcp::session::SessionConfig;
 use serde_json::json;
 use std::time::Duration;
 
@@ -21,9 +24,17 @@ pub(crate) fn register_workers(tasks: &Tasks) {
     });
 }
 
-/// Builds the demo server; `tasks` is installed when the extension is enabled.
-pub(crate) fn server(tasks: Option<&Tasks>) -> Result<Server, BuildError> {
+/// What the server answers: the eras and how legacy sessions are kept.
+pub(crate) struct Serving {
+    pub(crate) eras: ServedEras,
+    pub(crate) sessions: SessionConfig,
+}
+
+/// Builds the demo server; the tasks handles (modern, legacy) are installed when the extension is enabled.
+pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) -> Result<Server, BuildError> {
     let mut b = Server::builder("conduit-mcp-reference", env!("CARGO_PKG_VERSION"))
+        .eras(serving.eras)
+        .sessions(serving.sessions)
         .instructions(
             "Demo server. `echo` answers at once. With the Tasks extension declared, `build` runs as a task \
              reporting progress, `deploy` asks for confirmation mid-flight, and `sleep` waits until cancelled.",
@@ -106,10 +117,35 @@ pub(crate) fn server(tasks: Option<&Tasks>) -> Result<Server, BuildError> {
                     }))
                 }),
         );
-    if let Some(t) = tasks {
+    b = b
+        .tool(Tool::new("ask_name", "Ask the user's name, then greet them (elicitation)").handle(
+            |ctx, _args| async move {
+                if let Some(a) = ctx.input_response("name") {
+                    let name = a["content"]["name"].as_str().unwrap_or("stranger");
+                    return Ok(CallToolResult::text(format!("Hello, {name}!")).into());
+                }
+                let schema =
+                    json!({ "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"] });
+                Ok(ToolOutput::from(InputRequired::new().request("name", mrtr::elicit("What is your name?", schema))))
+            },
+        ))
+        .tool(
+            Tool::new("ask_model", "Ask the client's model to complete a prompt (sampling)")
+                .param("prompt", Param::string("What to ask"))
+                .handle(|ctx, args| async move {
+                    if let Some(a) = ctx.input_response("answer") {
+                        let text = a["content"]["text"].as_str().unwrap_or_default();
+                        return Ok(CallToolResult::text(format!("The model said: {text}")).into());
+                    }
+                    let prompt = args["prompt"].as_str().unwrap_or("Say hello").to_owned();
+                    Ok(ToolOutput::from(InputRequired::new().request("answer", mrtr::sample_text(prompt, 100))))
+                }),
+        );
+    if let Some((t, legacy)) = tasks {
         let worker = t.clone();
         b = b
             .extension(t.clone())
+            .extension(legacy.clone())
             .tool(
                 Tool::new("job", "Queue a job for an external worker (finish it with `complete_job`)")
                     .param("name", Param::string("What the job is"))

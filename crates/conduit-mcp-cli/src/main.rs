@@ -9,7 +9,8 @@
 //! same tools on stdin/stdout; `--store sqlite:PATH` or `--store postgres:URL`
 //! keeps tasks in a database (several nodes can share a PostgreSQL one);
 //! `--config FILE` reads a TOML configuration whose `[ext_tasks]` table
-//! configures the Tasks extension.
+//! configures the Tasks extension and `[sessions]` the legacy sessions;
+//! `--era modern|legacy|both` (default both) restricts the protocol eras.
 
 mod call_cmd;
 mod demo;
@@ -24,7 +25,10 @@ mod tools_cmd;
 use clap::{Parser, Subcommand};
 use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp::ext::tasks::legacy::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
+use conduit_mcp::protocol::version::ServedEras;
+use conduit_mcp::session::SessionConfig;
 use conduit_mcp::transport::http::{self, HttpConfig};
 use conduit_mcp::transport::stdio;
 use std::hash::BuildHasher;
@@ -35,7 +39,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
-#[command(name = "conduit-mcp", version, about = "MCP (2026-07-28) reference server and client built on conduit-mcp")]
+#[command(
+    name = "conduit-mcp",
+    version,
+    about = "MCP (2026-07-28 and 2025-11-25) reference server and client built on conduit-mcp"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -65,6 +73,9 @@ struct ServeArgs {
     /// Lease period of running work, in milliseconds.
     #[arg(long, default_value_t = 30_000)]
     lease_ms: u64,
+    /// Which protocol eras to serve: `modern` (2026-07-28), `legacy` (2025-11-25 sessions) or `both`.
+    #[arg(long, default_value = "both", value_parser = parse_era)]
+    era: ServedEras,
     /// HTTP: seconds a connection may take to send a request head.
     #[arg(long, default_value_t = 10)]
     header_timeout_s: u64,
@@ -105,10 +116,17 @@ fn init_tracing() {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
 }
 
-fn read_config(path: Option<&PathBuf>) -> Result<(TasksConfig, Option<String>), String> {
-    let Some(path) = path else { return Ok((TasksConfig::enabled(), None)) };
+fn parse_era(s: &str) -> Result<ServedEras, String> {
+    ServedEras::parse(s).ok_or_else(|| format!("{s:?}: expected modern, legacy or both"))
+}
+
+/// The `[ext_tasks]` configuration (and its store) and the `[sessions]` table.
+fn read_config(path: Option<&PathBuf>) -> Result<(TasksConfig, Option<String>, SessionConfig), String> {
+    let Some(path) = path else { return Ok((TasksConfig::enabled(), None, SessionConfig::default())) };
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    TasksConfig::from_toml(&text).map_err(|e| e.to_string())
+    let sessions = SessionConfig::from_toml(&text).map_err(|e| e.to_string())?;
+    let (tasks, store) = TasksConfig::from_toml(&text).map_err(|e| e.to_string())?;
+    Ok((tasks, store, sessions))
 }
 
 /// A node id no other live process has: the host name, the process id, and
@@ -125,9 +143,10 @@ fn default_node_id() -> String {
 }
 
 async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
-    let (mut cfg, config_store) = read_config(args.config.as_ref())?;
+    let (mut cfg, config_store, sessions) = read_config(args.config.as_ref())?;
+    let serving = demo::Serving { eras: args.era, sessions };
     if !cfg.enabled {
-        return demo::server(None).map(|s| (s, None, "tasks disabled".into())).map_err(|e| e.to_string());
+        return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into())).map_err(|e| e.to_string());
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let spec = args.store.clone().or(config_store).unwrap_or_else(|| "memory".into());
@@ -139,13 +158,16 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     if let Some(n) = chosen.notifier_config() {
         cfg = cfg.notifier(n);
     }
+    // Legacy (2025-11-25) tasks live in a listable store of their own (in memory here).
+    let legacy = LegacyTasks::with_clock(cfg.clone(), clock.clone()).map_err(|e| e.to_string())?;
     let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
     tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;
     if let Some(n) = &chosen.notifier {
         n.attach(&tasks);
     }
+    tasks.drive_legacy(&legacy);
     demo::register_workers(&tasks);
-    let server = demo::server(Some(&tasks)).map_err(|e| e.to_string())?;
+    let server = demo::server(Some((&tasks, &legacy)), serving).map_err(|e| e.to_string())?;
     // Serving starts the extension: its janitor recovers this node's earlier
     // tasks and watches other nodes' leases.
     Ok((server, Some(tasks), chosen.label))

@@ -40,6 +40,9 @@ pub(crate) struct CtxInner {
     pub(crate) close_stream: Option<CancellationToken>,
     /// Legacy `tools/call`: the `params.task` object that opted in to a task.
     pub(crate) task_params: Option<Value>,
+    /// Legacy sessions: the session, through which the server can ask the client (and the
+    /// longest it waits for one answer).
+    pub(crate) session: Option<(Arc<crate::session::LegacySession>, std::time::Duration)>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -172,6 +175,19 @@ impl Ctx {
     /// The `params.task` of a legacy `tools/call` (`{ttl?}`), if it asked for a task.
     pub(crate) fn task_params(&self) -> Option<&Value> {
         self.inner.task_params.as_ref()
+    }
+
+    /// Legacy sessions: sends `method` to the client as a real request on this request's
+    /// stream and waits for its answer. `None` when this request cannot ask (modern era, or
+    /// no stream to the client).
+    pub(crate) async fn ask_client(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Option<Result<Value, crate::protocol::RpcError>> {
+        let (session, timeout) = self.inner.session.as_ref()?;
+        let out = self.inner.out.as_ref()?;
+        Some(session.ask(out, method, params, *timeout).await)
     }
 
     /// The outlet for request-scoped notifications (listen streams write here).

@@ -204,3 +204,221 @@ async fn malformed_requests_are_rejected_and_the_server_keeps_serving() {
         h.assert_alive().await;
     }
 }
+
+/// One bad legacy (2025-11-25) input: who sends it, how, and what comes back.
+struct LegacyRow {
+    name: &'static str,
+    method: reqwest::Method,
+    /// (header, value) pairs beyond Content-Type and Accept.
+    headers: Vec<(&'static str, String)>,
+    body: Option<Value>,
+    status: u16,
+    /// The JSON-RPC code of the error body (`None`: no body expected).
+    code: Option<i64>,
+}
+
+fn lrow(
+    name: &'static str,
+    method: reqwest::Method,
+    headers: Vec<(&'static str, String)>,
+    body: Option<Value>,
+    status: u16,
+    code: Option<i64>,
+) -> LegacyRow {
+    LegacyRow { name, method, headers, body, status, code }
+}
+
+#[tokio::test]
+async fn legacy_bad_input_is_rejected_and_the_server_keeps_serving() {
+    use conduit_mcp::auth::{BearerTokens, Principal};
+    use conduit_mcp::ext::tasks::TasksConfig;
+    use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+    use reqwest::Method;
+
+    let legacy = LegacyTasks::new(TasksConfig::enabled()).expect("valid config");
+    let job = Tool::new("job", "A task that finishes at once")
+        .task_support(TaskSupport::Optional)
+        .handle(|_ctx, _args| async { Ok(TaskSpec::new().spawn(|_t| async { Ok(CallToolResult::text("done")) })) });
+    let server =
+        Server::builder("bad-input", "1.0.0").tool(echo_tool()).tool(job).extension(legacy).build().expect("valid");
+    let tokens = BearerTokens::new().token("alice", Principal::new("alice")).token("bob", Principal::new("bob"));
+    let h = start_with(server, HttpConfig::default().auth(tokens)).await;
+    let post = |token: &str, sid: Option<&str>, body: &Value| {
+        let mut rb = h
+            .client
+            .post(&h.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .header("authorization", format!("Bearer {token}"))
+            .body(body.to_string());
+        if let Some(s) = sid {
+            rb = rb.header("mcp-session-id", s).header("mcp-protocol-version", "2025-11-25");
+        }
+        rb
+    };
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } } });
+    let open = |token: &'static str| {
+        let rb = post(token, None, &init);
+        async move {
+            let r = rb.send().await.expect("sent");
+            r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(String::from).expect("a session")
+        }
+    };
+    let alice = guard("alice's session", open("alice")).await;
+    let bob = guard("bob's session", open("bob")).await;
+    let create = post(
+        "alice",
+        Some(&alice),
+        &json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "job", "task": {} } }),
+    );
+    let task =
+        guard("the task", async { create.send().await.expect("sent").json::<Value>().await.expect("JSON") }).await;
+    let task_id = task["result"]["task"]["taskId"].as_str().expect("a legacy task").to_owned();
+    let in_session = |sid: &str, token: &str| {
+        vec![
+            ("mcp-session-id", sid.to_owned()),
+            ("mcp-protocol-version", "2025-11-25".to_owned()),
+            ("authorization", format!("Bearer {token}")),
+        ]
+    };
+    let bearer = |token: &str| vec![("authorization", format!("Bearer {token}"))];
+    let rpc = |id: &str, method: &str, params: Value| json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    let rows = vec![
+        lrow(
+            "initialize twice in a session",
+            Method::POST,
+            in_session(&alice, "alice"),
+            Some(init.clone()),
+            400,
+            Some(-32600),
+        ),
+        lrow(
+            "a session id of another principal",
+            Method::POST,
+            in_session(&alice, "bob"),
+            Some(rpc("p", "ping", json!({}))),
+            404,
+            Some(-32001),
+        ),
+        lrow(
+            "an unknown session id",
+            Method::POST,
+            in_session("nope", "alice"),
+            Some(rpc("p", "ping", json!({}))),
+            404,
+            Some(-32001),
+        ),
+        lrow("GET without a session", Method::GET, bearer("alice"), None, 405, None),
+        lrow(
+            "DELETE of another principal's session",
+            Method::DELETE,
+            in_session(&alice, "bob"),
+            None,
+            404,
+            Some(-32001),
+        ),
+        lrow(
+            "a response nobody waits on",
+            Method::POST,
+            in_session(&alice, "alice"),
+            Some(json!({ "jsonrpc": "2.0", "id": "ghost", "result": {} })),
+            400,
+            Some(-32600),
+        ),
+        lrow(
+            "tasks/result for a foreign task",
+            Method::POST,
+            in_session(&bob, "bob"),
+            Some(rpc("r", "tasks/result", json!({ "taskId": task_id }))),
+            200,
+            Some(-32602),
+        ),
+        lrow(
+            "tasks/get for a foreign task",
+            Method::POST,
+            in_session(&bob, "bob"),
+            Some(rpc("g", "tasks/get", json!({ "taskId": task_id }))),
+            200,
+            Some(-32602),
+        ),
+        lrow(
+            "a tampered tasks/list cursor",
+            Method::POST,
+            in_session(&alice, "alice"),
+            Some(rpc("c", "tasks/list", json!({ "cursor": "eyJ0YW1wZXJlZCI6dHJ1ZX0" }))),
+            200,
+            Some(-32602),
+        ),
+        lrow(
+            "a 2026 _meta inside a legacy session",
+            Method::POST,
+            in_session(&alice, "alice"),
+            Some(rpc("m", "tools/list", json!({ "_meta": { PV: V, CC: {} } }))),
+            400,
+            Some(-32600),
+        ),
+        lrow(
+            "a legacy version header on a modern request",
+            Method::POST,
+            vec![
+                ("mcp-protocol-version", "2025-11-25".into()),
+                ("mcp-method", "server/discover".into()),
+                ("authorization", "Bearer alice".into()),
+            ],
+            Some(req("h", "server/discover", json!({}))),
+            400,
+            Some(-32020),
+        ),
+        lrow(
+            "a legacy request without a session",
+            Method::POST,
+            vec![("mcp-protocol-version", "2025-11-25".into()), ("authorization", "Bearer alice".into())],
+            Some(rpc("n", "tools/list", json!({}))),
+            400,
+            Some(-32600),
+        ),
+        lrow(
+            "an unsupported version header inside a session",
+            Method::POST,
+            vec![
+                ("mcp-session-id", alice.clone()),
+                ("mcp-protocol-version", "1999-01-01".into()),
+                ("authorization", "Bearer alice".into()),
+            ],
+            Some(rpc("v", "ping", json!({}))),
+            400,
+            Some(-32600),
+        ),
+    ];
+    for row in rows {
+        let mut rb = h
+            .client
+            .request(row.method.clone(), &h.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json");
+        for (k, v) in &row.headers {
+            rb = rb.header(*k, v);
+        }
+        if let Some(b) = &row.body {
+            rb = rb.body(b.to_string());
+        }
+        let r = guard(row.name, rb.send()).await.expect("sent");
+        let status = r.status().as_u16();
+        let text = r.text().await.unwrap_or_default();
+        assert_eq!(status, row.status, "{}: status; body {text}", row.name);
+        if let Some(code) = row.code {
+            let body: Value =
+                serde_json::from_str(&text).unwrap_or_else(|_| panic!("{}: a JSON body: {text}", row.name));
+            assert_eq!(body["error"]["code"], code, "{}: code; body {text}", row.name);
+            assert!(!text.contains(&task_id) && !text.contains(&alice), "{}: nothing leaks: {text}", row.name);
+        }
+        // The server keeps serving both eras, and alice's session too.
+        let discover = req("alive", "server/discover", json!({}));
+        h.send_with(&discover, |hd| set(hd, "authorization", "Bearer alice")).await.assert_ok(&json!("alive"));
+        let ping = post("alice", Some(&alice), &json!({ "jsonrpc": "2.0", "id": "alive", "method": "ping" }));
+        let pong: Value = ping.send().await.expect("sent").json().await.expect("JSON");
+        assert_eq!(pong["result"], json!({}), "after {}: {pong}", row.name);
+    }
+}

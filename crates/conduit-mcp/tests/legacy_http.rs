@@ -110,6 +110,27 @@ fn tools(b: ServerBuilder, sig: &Arc<Signals>) -> ServerBuilder {
                 Ok(ToolOutput::Task(TaskSpec::new().spawn(|_t| async move { Ok(CallToolResult::error("it broke")) })))
             },
         ))
+        .tool(
+            Tool::new("confirm_job", "A task that asks for a confirmation mid-flight")
+                .task_support(TaskSupport::Required)
+                .handle(|_ctx, _args| async move {
+                    Ok(ToolOutput::Task(TaskSpec::new().spawn(|task| async move {
+                        let schema = json!({ "type": "object", "properties": { "ok": { "type": "boolean" } } });
+                        let answer = task
+                            .input("ok", mrtr::elicit("Proceed?", schema))
+                            .await
+                            .map_err(|e| RpcError::internal(e.to_string()))?;
+                        Ok(CallToolResult::text(format!("confirmed: {}", answer["content"]["ok"])))
+                    })))
+                }),
+        )
+        .tool(Tool::new("open_url", "Needs the user to visit a URL").handle(|ctx, _args| async move {
+            if ctx.input_response("visit").is_some() {
+                return Ok(CallToolResult::text("visited").into());
+            }
+            let ask = mrtr::elicit_url("Please sign in", "https://example.com/login", "el-1");
+            Ok(ToolOutput::from(InputRequired::new().request("visit", ask)))
+        }))
         .resource(
             Resource::new("test://watched", "Watched")
                 .mime_type("text/plain")
@@ -419,6 +440,14 @@ async fn legacy_tasks_on_the_wire() {
     let cancelled = c.result(16, "tasks/cancel", json!({ "taskId": id3 })).await;
     assert_schema("CancelTaskResult", &cancelled);
     assert_eq!(cancelled["status"], "cancelled");
+    // A tool that may run as a task but answers at once still gives the client its task.
+    let t = c.result(17, "tools/call", json!({ "name": "echo", "arguments": { "text": "now" }, "task": {} })).await;
+    assert_schema("CreateTaskResult", &t);
+    let id4 = t["task"]["taskId"].as_str().unwrap().to_owned();
+    assert_eq!(c.result(18, "tasks/result", json!({ "taskId": id4 })).await["content"][0]["text"], "now");
+    // A forbidden one ignores params.task and answers.
+    let r = c.result(19, "tools/call", json!({ "name": "progress", "task": {} })).await;
+    assert_schema("CallToolResult", &r);
 }
 
 #[tokio::test]
@@ -457,4 +486,62 @@ async fn the_modern_lane_is_unchanged_beside_sessions() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
     h.assert_alive().await;
+}
+
+#[tokio::test]
+async fn url_elicitation_follows_2025_11_25_and_json_only_posts_cannot_be_asked() {
+    let sig = Arc::new(Signals::default());
+    let h = start(server(&sig)).await;
+    // Form-only elicitation: the URL request is the -32042 error naming the elicitation.
+    let mut form = Legacy::new(&h.url);
+    form.initialize(json!({ "elicitation": {} })).await;
+    let e = form.error(1, "tools/call", json!({ "name": "open_url" })).await;
+    assert_eq!(e["code"], -32042, "{e}");
+    assert_eq!(e["data"]["elicitations"][0]["url"], "https://example.com/login");
+    assert_eq!(e["data"]["elicitations"][0]["elicitationId"], "el-1");
+    // A client that declared URL mode gets the real request.
+    let mut url = Legacy::new(&h.url);
+    url.initialize(json!({ "elicitation": { "url": {} } })).await;
+    let mut ev = url.open(2, "tools/call", json!({ "name": "open_url" })).await;
+    let (_, ask) = ev.next_msg().await.expect("the server's request");
+    assert_eq!(ask["params"]["mode"], "url");
+    assert_schema("ElicitRequest", &ask);
+    let answer = json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept" } });
+    assert_eq!(url.post(&answer).await.status(), StatusCode::ACCEPTED);
+    assert_eq!(ev.until_response(&json!(2)).await.last().unwrap()["result"]["content"][0]["text"], "visited");
+    // A POST that accepts only JSON has no stream for the server's question: it fails at once.
+    let mut headers = form.headers();
+    headers.insert("accept", reqwest::header::HeaderValue::from_static("application/json"));
+    let body = rpc(3, "tools/call", json!({ "name": "ask" }));
+    let r = guard("a JSON answer", form.client.post(&form.url).headers(headers).body(body.to_string()).send())
+        .await
+        .expect("sent");
+    assert_eq!(r.headers().get("content-type").and_then(|v| v.to_str().ok()), Some("application/json"));
+    let m: Value = r.json().await.expect("JSON");
+    assert_message(&m);
+    assert!(m["error"]["message"].as_str().is_some_and(|t| t.contains("cannot send requests")), "{m}");
+}
+
+#[tokio::test]
+async fn tasks_result_carries_the_workers_questions_and_the_answers_reach_it() {
+    let sig = Arc::new(Signals::default());
+    let h = start(server(&sig)).await;
+    let mut c = Legacy::new(&h.url);
+    c.initialize(json!({ "elicitation": {} })).await;
+    let created = c.result(1, "tools/call", json!({ "name": "confirm_job", "task": { "ttl": 60000 } })).await;
+    let id = created["task"]["taskId"].as_str().expect("a task").to_owned();
+    let mut ev = c.open(2, "tasks/result", json!({ "taskId": id })).await;
+    let (_, ask) = ev.next_msg().await.expect("the worker's question");
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_schema("ElicitRequest", &ask);
+    assert_eq!(ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
+    let got = c.result(3, "tasks/get", json!({ "taskId": id })).await;
+    assert_eq!(got["status"], "input_required");
+    let answer =
+        json!({ "jsonrpc": "2.0", "id": ask["id"], "result": { "action": "accept", "content": { "ok": true } } });
+    assert_eq!(c.post(&answer).await.status(), StatusCode::ACCEPTED);
+    let msgs = ev.until_response(&json!(2)).await;
+    let r = &msgs.last().unwrap()["result"];
+    assert_eq!(r["content"][0]["text"], "confirmed: true");
+    assert_eq!(r["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
 }

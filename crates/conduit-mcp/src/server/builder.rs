@@ -271,7 +271,7 @@ impl ServerBuilder {
                 extensions: self.extensions,
                 eras,
                 changes: Changes::default(),
-                sessions: Sessions::new(self.sessions, self.clock.clone()),
+                sessions: Arc::new(Sessions::new(self.sessions, self.clock.clone())),
                 sealer: self.sealing_key.map(Sealer::new).unwrap_or_else(Sealer::random),
                 clock: self.clock,
                 shutdown: CancellationToken::new(),

@@ -27,6 +27,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Once};
 use tokio_util::sync::CancellationToken;
 
+/// How often expired legacy sessions are swept.
+const SESSION_SWEEP: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// An MCP server: cheap to clone, shared by every transport.
 #[derive(Clone)]
 pub struct Server {
@@ -63,7 +66,7 @@ pub(crate) struct ServerInner {
     /// Per era, by [`Era::index`].
     pub(crate) eras: [EraTable; 2],
     pub(crate) changes: Changes,
-    pub(crate) sessions: crate::session::Sessions,
+    pub(crate) sessions: Arc<crate::session::Sessions>,
     pub(crate) sealer: seal::Sealer,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) shutdown: CancellationToken,
@@ -149,6 +152,9 @@ impl Server {
         self.inner.started.call_once(|| {
             for e in &self.inner.extensions {
                 e.start();
+            }
+            if self.serves(Era::Legacy) {
+                self.inner.sessions.spawn_sweeper(SESSION_SWEEP, self.inner.shutdown.clone());
             }
         });
     }

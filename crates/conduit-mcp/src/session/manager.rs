@@ -138,6 +138,46 @@ impl Sessions {
         Ok(s)
     }
 
+    /// Drops expired sessions: from the store, and the runtime half this node holds.
+    /// Returns how many the store removed.
+    pub(crate) async fn sweep(&self) -> Result<usize, SessionError> {
+        let (now, idle) = (self.now(), self.config.limits.idle_ms);
+        let removed = self.config.store.sweep(now, idle).await?;
+        let expired: Vec<Arc<LegacySession>> = {
+            let mut live = self.live();
+            let ids: Vec<String> =
+                live.iter().filter(|(_, s)| !s.record().is_live(now, idle)).map(|(id, _)| id.clone()).collect();
+            ids.iter().filter_map(|id| live.remove(id)).collect()
+        };
+        expired.iter().for_each(|s| s.end());
+        Ok(removed)
+    }
+
+    /// Sweeps every `every` until `stop` fires (started once with the server).
+    pub(crate) fn spawn_sweeper(
+        self: &Arc<Self>,
+        every: std::time::Duration,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = stop.cancelled() => return,
+                }
+                let Some(s) = me.upgrade() else { return };
+                match s.sweep().await {
+                    Ok(n) if n > 0 => tracing::debug!(removed = n, "expired sessions swept"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "session sweep failed"),
+                }
+            }
+        });
+    }
+
     /// Writes a session's changed record to the store.
     pub(crate) async fn save(&self, s: &LegacySession) -> Result<(), SessionError> {
         if !s.persisted {

@@ -8,12 +8,14 @@
 //! expire (default 30 minutes, measured on the server's injected clock), and
 //! the number of live sessions is capped.
 
+mod config_toml;
 mod events;
 mod live;
 mod manager;
 mod memory;
 mod store;
 
+pub use config_toml::SessionConfigError;
 pub use events::{DEFAULT_REPLAY, Event, EventLog};
 pub use live::LegacySession;
 pub(crate) use live::{lock_changes, lock_uris, strip_subscription_meta};

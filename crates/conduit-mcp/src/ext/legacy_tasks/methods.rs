@@ -6,7 +6,9 @@ use crate::Ctx;
 use crate::ext::tasks::Owner;
 use crate::ext::tasks::legacy::DEFAULT_PAGE_SIZE;
 use crate::protocol::RpcError;
+use crate::protocol::tasks::TaskStatus;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 
 fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
     params.get("taskId").and_then(Value::as_str).ok_or_else(|| RpcError::invalid_params("Missing taskId"))
@@ -18,15 +20,26 @@ impl LegacyTasksExtension {
         Ok(wire::task(&rec))
     }
 
-    /// Blocks until the task is terminal, then answers what the call would have.
+    /// Blocks until the task is terminal, then answers what the call would have. While it
+    /// waits, the worker's questions go to the client on this request's stream.
     pub(super) async fn result(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
-        let wait = self.tasks.wait(id, Owner::Is(ctx.owner()), |r| r.is_terminal());
-        let rec = tokio::select! {
-            r = wait => r.map_err(store_error)?,
-            _ = ctx.cancellation().cancelled() => return Err(RpcError::internal("Request cancelled")),
-        };
-        wire::outcome(&rec)
+        let mut asked = BTreeSet::new();
+        loop {
+            let seen = &asked;
+            let wait = self.tasks.wait(id, Owner::Is(ctx.owner()), |r| {
+                r.is_terminal()
+                    || (r.status == TaskStatus::InputRequired && r.input_requests.keys().any(|k| !seen.contains(k)))
+            });
+            let rec = tokio::select! {
+                r = wait => r.map_err(store_error)?,
+                _ = ctx.cancellation().cancelled() => return Err(RpcError::internal("Request cancelled")),
+            };
+            if rec.is_terminal() {
+                return wire::outcome(&rec);
+            }
+            self.relay_inputs(ctx, &rec, &mut asked).await?;
+        }
     }
 
     pub(super) async fn list(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {

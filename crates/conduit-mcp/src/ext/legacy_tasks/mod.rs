@@ -8,6 +8,7 @@
 //! then serve both eras: a `spawn`ed task becomes a legacy task, a modern
 //! task, or runs inline, by what the client asked.
 
+mod input;
 mod methods;
 mod wire;
 

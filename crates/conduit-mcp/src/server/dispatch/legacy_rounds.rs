@@ -52,6 +52,7 @@ impl Server {
                 changes: self.inner.changes.clone(),
                 close_stream: env.close_stream.clone(),
                 task_params: None,
+                session: Some((session.clone(), self.inner.options.input_round_timeout)),
             };
             // The params are kept: a further round repeats them with the answers.
             let result = match self.handle(route, parts, params.clone()).await {

@@ -164,6 +164,7 @@ impl Server {
             changes: self.inner.changes.clone(),
             close_stream: None,
             task_params: None,
+            session: None,
         };
         // 7. The handler.
         let result = self.handle(route, parts, params).await?;

@@ -9,6 +9,10 @@ use crate::Ctx;
 use crate::ctx::CtxInner;
 use crate::mrtr::{InputRequired, required_capability};
 use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::ErrorCode;
+use crate::protocol::legacy::URL_ELICITATION_REQUIRED;
+use crate::protocol::mrtr::InputKind;
+use crate::protocol::version::Era;
 use crate::server::Server;
 use crate::server::seal::{OpenError, params_digest};
 use serde_json::{Map, Value, json};
@@ -53,6 +57,19 @@ impl Server {
         for r in requests.values() {
             let kind = r.kind().ok_or_else(|| RpcError::internal("invalid input request"))?;
             if !ctx.client_capabilities().declares_input(kind) {
+                if kind == InputKind::ElicitUrl && ctx.era() == Era::Legacy {
+                    // 2025-11-25: the client must complete the URL elicitation out of band first.
+                    let elicitations: Vec<Value> = requests
+                        .values()
+                        .filter(|r| r.kind() == Some(InputKind::ElicitUrl))
+                        .filter_map(|r| r.params().cloned())
+                        .collect();
+                    return Err(RpcError::new(
+                        ErrorCode::Other(URL_ELICITATION_REQUIRED),
+                        "This request requires the user to complete a URL elicitation",
+                    )
+                    .with_data(json!({ "elicitations": elicitations })));
+                }
                 return Err(RpcError::missing_capability(required_capability(kind)));
             }
         }

@@ -12,7 +12,7 @@ use super::admit::admit;
 use super::status::json_body;
 use crate::auth::Principal;
 use crate::protocol::RpcError;
-use crate::protocol::jsonrpc::{ErrorCode, Message, Request, Response as RpcResponse};
+use crate::protocol::jsonrpc::{ErrorClass, ErrorCode, Message, Request, Response as RpcResponse};
 use crate::protocol::legacy::{SERVED_LEGACY_VERSIONS, SESSION_ID_HEADER};
 use crate::protocol::routing::PROTOCOL_VERSION_HEADER;
 use crate::protocol::version::Era;
@@ -101,7 +101,10 @@ pub(super) async fn legacy_request(
     let close = CancellationToken::new();
     session.track(req.id.clone(), cancel.clone());
     let (tx, mut rx) = unbounded_channel::<Message>();
-    let env = RequestEnv::new(principal, cancel.clone(), Some(tx))
+    // Without an SSE stream nothing but the answer can reach the client: no outlet, so a
+    // handler that needs to ask the client fails at once instead of waiting for an answer.
+    let sse_ok = accepts_sse(headers);
+    let env = RequestEnv::new(principal, cancel.clone(), sse_ok.then_some(tx))
         .with_session(Arc::new(SessionSlot::http(Some(session.clone()))))
         .with_close_stream(close.clone());
     let server = st.server.clone();
@@ -109,11 +112,14 @@ pub(super) async fn legacy_request(
     tokio::spawn(async move {
         let id = req.id.clone();
         let mut handler = Box::pin(server.handle_request(req, env));
-        let mut closed = false;
+        let (mut closed, mut drained) = (false, false);
         let answer = loop {
             tokio::select! {
                 biased;
-                m = rx.recv() => if let Some(m) = m { s.events.send(stream_id, m) },
+                m = rx.recv(), if !drained => match m {
+                    Some(m) => s.events.send(stream_id, m),
+                    None => drained = true, // no outlet (or it closed): only the answer remains
+                },
                 // Before the answer: a handler that closed its stream and then answered at once
                 // still has its answer buffered for the reconnection, not sent on the old connection.
                 _ = close.cancelled(), if !closed => {
@@ -135,14 +141,19 @@ pub(super) async fn legacy_request(
             s.events.send(stream_id, answer);
         }
     });
-    if accepts_sse(headers) { sse(conn, st.config.keep_alive) } else { json_answer(conn).await }
+    if sse_ok { sse(conn, st.config.keep_alive) } else { json_answer(conn).await }
 }
 
 /// Waits for the response on a stream and answers it as JSON (what came before it is dropped).
 async fn json_answer(mut conn: UnboundedReceiver<LogEvent>) -> Response {
     while let Some((_, m)) = conn.recv().await {
         if let Some(m) = m.filter(Message::is_response) {
-            return json_body(StatusCode::OK, &m);
+            // Legacy clients read JSON-RPC errors from 200s; a request that is invalid as such is a 400.
+            let status = match &m {
+                Message::Error { error, .. } if error.class() == ErrorClass::InvalidRequest => StatusCode::BAD_REQUEST,
+                _ => StatusCode::OK,
+            };
+            return json_body(status, &m);
         }
     }
     StatusCode::ACCEPTED.into_response()

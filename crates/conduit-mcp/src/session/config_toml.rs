@@ -1,0 +1,70 @@
+//! The `[sessions]` TOML table, validated like `[ext_tasks]`: an error names
+//! the table and the key.
+//!
+//! ```toml
+//! [sessions]
+//! idle_timeout_ms = 1800000   # idle sessions expire (default 30 min)
+//! max_sessions = 10000        # live sessions at most
+//! evict_idle_ms = 60000       # at the cap, sessions idle this long may be evicted
+//! replay_events = 256         # events kept per session for Last-Event-ID
+//! ```
+
+use super::manager::SessionConfig;
+
+/// Why a `[sessions]` table was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid configuration [sessions] {key}: {message}")]
+#[non_exhaustive]
+pub struct SessionConfigError {
+    /// The key at fault (`sessions` for the table itself).
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn err(key: &str, message: &str) -> SessionConfigError {
+    SessionConfigError { key: key.to_owned(), message: message.to_owned() }
+}
+
+impl SessionConfig {
+    /// Reads the `[sessions]` table of a TOML document (defaults when it is absent).
+    pub fn from_toml(doc: &str) -> Result<Self, SessionConfigError> {
+        let root: toml::Table = doc.parse().map_err(|e: toml::de::Error| err("sessions", e.message()))?;
+        let mut cfg = Self::default();
+        let Some(v) = root.get("sessions") else { return Ok(cfg) };
+        let toml::Value::Table(t) = v else { return Err(err("sessions", "must be a table")) };
+        for (k, v) in t {
+            let n = v.as_integer().filter(|n| *n > 0).ok_or_else(|| err(k, "must be a positive integer"))? as u64;
+            match k.as_str() {
+                "idle_timeout_ms" => cfg.limits.idle_ms = n,
+                "max_sessions" => cfg.limits.max_sessions = n as usize,
+                "evict_idle_ms" => cfg.limits.evict_idle_ms = n,
+                "replay_events" => cfg.replay_events = n as usize,
+                _ => {
+                    return Err(err(
+                        k,
+                        "unknown key (expected idle_timeout_ms, max_sessions, evict_idle_ms, replay_events)",
+                    ));
+                }
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_and_validates_the_table() {
+        let c = SessionConfig::from_toml("[sessions]\nidle_timeout_ms = 1000\nmax_sessions = 3\n").expect("valid");
+        assert_eq!((c.limits.idle_ms, c.limits.max_sessions), (1000, 3));
+        assert_eq!(SessionConfig::from_toml("").expect("absent").limits.idle_ms, 30 * 60 * 1000);
+        let e = SessionConfig::from_toml("[sessions]\nmax_sessions = 0\n").expect_err("zero");
+        assert_eq!(e.key, "max_sessions");
+        assert!(e.to_string().contains("[sessions] max_sessions"), "{e}");
+        assert_eq!(SessionConfig::from_toml("[sessions]\nbogus = 1\n").expect_err("unknown").key, "bogus");
+        assert_eq!(SessionConfig::from_toml("sessions = 1\n").expect_err("not a table").key, "sessions");
+    }
+}
