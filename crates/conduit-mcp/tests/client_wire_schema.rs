@@ -1,5 +1,5 @@
 //! Every request the client sends, validated against the official JSON
-//! Schemas (`shared/spec/schema`: the 2026-07-28 core schema and the Tasks
+//! Schemas (`tests/schema`, copied unchanged: the 2026-07-28 core schema and the Tasks
 //! extension's): discover, tools/list, tools/call with MRTR responses and
 //! state, subscriptions/listen with taskIds, tasks/get, tasks/update,
 //! tasks/cancel. A recording server walks the client through all of them.
@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 fn schema(file: &str) -> Value {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/schema").join(file);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/schema").join(file);
     let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&text).expect("schema JSON")
 }
