@@ -143,9 +143,9 @@ fn default_node_id() -> String {
 }
 
 async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
-    let (mut cfg, config_store, sessions) = read_config(args.config.as_ref())?;
-    let serving = demo::Serving { eras: args.era, sessions };
+    let (mut cfg, config_store, mut sessions) = read_config(args.config.as_ref())?;
     if !cfg.enabled {
+        let serving = demo::Serving { eras: args.era, sessions };
         return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into())).map_err(|e| e.to_string());
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -158,8 +158,27 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     if let Some(n) = chosen.notifier_config() {
         cfg = cfg.notifier(n);
     }
-    // Legacy (2025-11-25) tasks live in a listable store of their own (in memory here).
-    let legacy = LegacyTasks::with_clock(cfg.clone(), clock.clone()).map_err(|e| e.to_string())?;
+    // Legacy (2025-11-25) tasks live in a listable store of their own: beside
+    // a SQL store in its database (same node id, its own notifier channel),
+    // in memory otherwise.
+    let legacy = match &chosen.legacy {
+        Some(store) => {
+            let mut lcfg = cfg.clone();
+            if let Some(n) = chosen.legacy_notifier_config() {
+                lcfg = lcfg.notifier(n);
+            }
+            LegacyTasks::with_store(lcfg, store.clone(), clock.clone())
+        }
+        None => LegacyTasks::with_clock(cfg.clone(), clock.clone()),
+    }
+    .map_err(|e| e.to_string())?;
+    if let Some(n) = &chosen.legacy_notifier {
+        n.attach(legacy.tasks());
+    }
+    if let Some(store) = &chosen.sessions {
+        sessions.store = store.clone();
+    }
+    let serving = demo::Serving { eras: args.era, sessions };
     let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
     tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;
     if let Some(n) = &chosen.notifier {

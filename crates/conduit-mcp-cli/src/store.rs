@@ -1,7 +1,11 @@
-//! Choosing the task store from `--store` (or the TOML `ext_tasks.store`).
+//! Choosing the task store from `--store` (or the TOML `ext_tasks.store`):
+//! the extension's store, and on SQL the legacy era's task store and the
+//! session store in the same database, so any node serves any session.
 
 use conduit_mcp::clock::Clock;
+use conduit_mcp::ext::tasks::legacy::LegacyTaskStore;
 use conduit_mcp::ext::tasks::{MemoryStore, NotifierConfig, TaskStore};
+use conduit_mcp::session::SessionStore;
 use conduit_mcp_sql::{PgNotifier, PostgresOptions, SqliteStore};
 use std::sync::Arc;
 
@@ -10,16 +14,27 @@ pub(crate) struct Chosen {
     pub(crate) store: Arc<dyn TaskStore>,
     pub(crate) notifier: Option<PgNotifier>,
     pub(crate) label: String,
+    /// The legacy (2025-11-25) task store beside it; `None`: in memory.
+    pub(crate) legacy: Option<Arc<dyn LegacyTaskStore>>,
+    /// The legacy runtime's own cross-node notifier (PostgreSQL).
+    pub(crate) legacy_notifier: Option<PgNotifier>,
+    /// Where legacy sessions live; `None`: in memory.
+    pub(crate) sessions: Option<Arc<dyn SessionStore>>,
 }
 
 /// Opens `spec`: `memory`, `sqlite:PATH` or `postgres:URL` (`postgresql:` too).
 pub(crate) async fn open(spec: &str, schema: Option<&str>, clock: Arc<dyn Clock>) -> Result<Chosen, String> {
     if spec == "memory" {
-        return Ok(Chosen { store: Arc::new(MemoryStore::with_clock(clock)), notifier: None, label: "memory".into() });
+        let store = Arc::new(MemoryStore::with_clock(clock));
+        return Ok(Chosen::alone(store, "memory".into()));
     }
     if let Some(path) = spec.strip_prefix("sqlite:") {
         let store = SqliteStore::open(path, clock).await.map_err(|e| format!("--store {spec}: {e}"))?;
-        return Ok(Chosen { store: Arc::new(store), notifier: None, label: format!("sqlite ({path})") });
+        let legacy = store.legacy().await.map_err(|e| format!("--store {spec}: {e}"))?;
+        let mut chosen = Chosen::alone(Arc::new(store.clone()), format!("sqlite ({path})"));
+        chosen.legacy = Some(Arc::new(legacy));
+        chosen.sessions = Some(Arc::new(store.sessions()));
+        return Ok(chosen);
     }
     let pg_url = if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
         Some(spec)
@@ -37,14 +52,32 @@ pub(crate) async fn open(spec: &str, schema: Option<&str>, clock: Arc<dyn Clock>
             None => conduit_mcp_sql::pg_notifier::DEFAULT_CHANNEL.to_owned(),
         };
         let notifier = PgNotifier::connect(url, &channel).await.map_err(|e| format!("--store postgres: {e}"))?;
-        return Ok(Chosen { store: Arc::new(store), notifier: Some(notifier), label: "postgres".into() });
+        let legacy_channel = format!("{channel}_legacy");
+        let legacy_notifier =
+            PgNotifier::connect(url, &legacy_channel).await.map_err(|e| format!("--store postgres: {e}"))?;
+        let legacy = store.legacy().await.map_err(|e| format!("--store postgres: {e}"))?;
+        let mut chosen = Chosen::alone(Arc::new(store.clone()), "postgres".into());
+        chosen.notifier = Some(notifier);
+        chosen.legacy = Some(Arc::new(legacy));
+        chosen.legacy_notifier = Some(legacy_notifier);
+        chosen.sessions = Some(Arc::new(store.sessions()));
+        return Ok(chosen);
     }
     Err(format!("--store {spec:?}: expected memory, sqlite:PATH or postgres:URL"))
 }
 
 impl Chosen {
+    fn alone(store: Arc<dyn TaskStore>, label: String) -> Self {
+        Self { store, notifier: None, label, legacy: None, legacy_notifier: None, sessions: None }
+    }
+
     /// The notifier setting for this store.
     pub(crate) fn notifier_config(&self) -> Option<NotifierConfig> {
         self.notifier.as_ref().map(|n| NotifierConfig::Custom(Arc::new(n.clone())))
+    }
+
+    /// The notifier setting for the legacy runtime.
+    pub(crate) fn legacy_notifier_config(&self) -> Option<NotifierConfig> {
+        self.legacy_notifier.as_ref().map(|n| NotifierConfig::Custom(Arc::new(n.clone())))
     }
 }
