@@ -2,7 +2,7 @@
 //! the server, answered as JSON or, when notifications come first, as SSE.
 
 use super::AppState;
-use super::guard::{host_allowed, origin_host};
+use super::guard::{self, Refusal};
 use super::headers::McpHeaders;
 use super::status::{challenge, error_response, forbidden, json_body};
 use crate::auth::AuthError;
@@ -26,15 +26,13 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     let headers: HeaderMap = parts.headers;
     let cfg = &st.config;
     // Origin and Host first (DNS rebinding).
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let ok = origin.to_str().ok().and_then(origin_host).is_some_and(|h| host_allowed(&cfg.hosts, h));
-        if !ok {
-            return forbidden("Forbidden: Origin not allowed");
+    match guard::check(&headers, &cfg.hosts) {
+        Ok(()) => {}
+        Err(Refusal::Origin) => return forbidden("Forbidden: Origin not allowed"),
+        Err(Refusal::Host) => return forbidden("Forbidden: Host not allowed"),
+        Err(Refusal::DuplicateHost) => {
+            return (StatusCode::BAD_REQUEST, "Bad Request: more than one Host header").into_response();
         }
-    }
-    let host_ok = headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_none_or(|h| host_allowed(&cfg.hosts, h));
-    if !host_ok {
-        return forbidden("Forbidden: Host not allowed");
     }
     // Authentication.
     let principal = match &cfg.auth {
