@@ -234,6 +234,9 @@ async fn integer_ids_above_i64_max_are_echoed_exactly() {
     }
 }
 
+/// A guard row: name, `Host` lines, other header lines, the status.
+type GuardCase = (&'static str, &'static [&'static str], &'static [(&'static str, &'static str)], u16);
+
 /// A raw request whose `Host` lines are exactly `hosts`, with these other header lines.
 fn guard_head(hosts: &[&str], extra: &[(&str, &str)], body: &str) -> Vec<u8> {
     let mut head = String::from("POST /mcp HTTP/1.1\r\n");
@@ -261,7 +264,7 @@ async fn the_host_and_origin_guard_refuses_what_it_cannot_trust() {
     let server = Server::builder("bad-input", "1.0.0").tool(echo_tool()).build().expect("valid server");
     let h = start(server).await;
     let body = req("g", "server/discover", json!({})).to_string();
-    let cases: &[(&str, &[&str], &[(&str, &str)], u16)] = &[
+    let cases: &[GuardCase] = &[
         ("two Host headers", &["localhost", "evil.example"], &[], 400),
         ("two Host headers, both local", &["localhost", "127.0.0.1"], &[], 400),
         ("Host with a non-numeric port", &["localhost:evil"], &[], 403),
