@@ -12,13 +12,19 @@ pub(crate) struct Chosen {
     pub(crate) label: String,
 }
 
-/// Opens `spec`: `memory`, `sqlite:PATH` or `postgres:URL` (`postgresql:` too).
-pub(crate) async fn open(spec: &str, schema: Option<&str>, clock: Arc<dyn Clock>) -> Result<Chosen, String> {
+/// Opens `spec`: `memory`, `sqlite:PATH` or `postgres:URL` (`postgresql:` too);
+/// `source` names where it came from in messages (`--store`, `ext_tasks.store`).
+pub(crate) async fn open(
+    spec: &str,
+    source: &str,
+    schema: Option<&str>,
+    clock: Arc<dyn Clock>,
+) -> Result<Chosen, String> {
     if spec == "memory" {
         return Ok(Chosen { store: Arc::new(MemoryStore::with_clock(clock)), notifier: None, label: "memory".into() });
     }
     if let Some(path) = spec.strip_prefix("sqlite:") {
-        let store = SqliteStore::open(path, clock).await.map_err(|e| format!("--store {spec}: {e}"))?;
+        let store = SqliteStore::open(path, clock).await.map_err(|e| format!("{source} {spec:?}: {e}"))?;
         return Ok(Chosen { store: Arc::new(store), notifier: None, label: format!("sqlite ({path})") });
     }
     let pg_url = if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
@@ -27,19 +33,26 @@ pub(crate) async fn open(spec: &str, schema: Option<&str>, clock: Arc<dyn Clock>
         spec.strip_prefix("postgres:").or_else(|| spec.strip_prefix("postgresql:"))
     };
     if let Some(url) = pg_url {
-        let mut opts = PostgresOptions::new(url);
-        if let Some(s) = schema {
-            opts = opts.schema(s);
-        }
-        let store = opts.connect(clock).await.map_err(|e| format!("--store postgres: {e}"))?;
         let channel = match schema {
             Some(s) => format!("conduit_tasks_{s}"),
             None => conduit_mcp_sql::pg_notifier::DEFAULT_CHANNEL.to_owned(),
         };
-        let notifier = PgNotifier::connect(url, &channel).await.map_err(|e| format!("--store postgres: {e}"))?;
+        // Checked before connecting: a refused name must not leave a schema behind.
+        PgNotifier::check_channel(&channel).map_err(|_| {
+            format!(
+                "--pg-schema {:?}: use letters, digits and underscores, at most 49 bytes",
+                schema.unwrap_or_default()
+            )
+        })?;
+        let mut opts = PostgresOptions::new(url);
+        if let Some(s) = schema {
+            opts = opts.schema(s);
+        }
+        let store = opts.connect(clock).await.map_err(|e| format!("{source} postgres: {e}"))?;
+        let notifier = PgNotifier::connect(url, &channel).await.map_err(|e| format!("{source} postgres: {e}"))?;
         return Ok(Chosen { store: Arc::new(store), notifier: Some(notifier), label: "postgres".into() });
     }
-    Err(format!("--store {spec:?}: expected memory, sqlite:PATH or postgres:URL"))
+    Err(format!("{source} {spec:?}: expected memory, sqlite:PATH or postgres:URL"))
 }
 
 impl Chosen {

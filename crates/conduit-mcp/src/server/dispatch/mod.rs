@@ -34,8 +34,10 @@ impl Server {
         match self.dispatch(req, env).await {
             Ok(result) => Message::Result { id, result },
             Err(error) => {
-                if error.code == -32603 {
-                    tracing::warn!(code = error.code, message = %error.message, "internal error answered");
+                if error.code == -32603
+                    && let Some(suppressed) = crate::log_limit::admit(&error.message)
+                {
+                    tracing::warn!(code = error.code, message = %error.message, suppressed, "internal error answered");
                 }
                 Message::Error { id: Some(id), error }
             }
