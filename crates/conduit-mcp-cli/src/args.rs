@@ -60,6 +60,10 @@ pub(crate) struct ServeArgs {
     /// Seconds requests in flight may take to finish after SIGINT or SIGTERM.
     #[arg(long, default_value_t = 10)]
     pub(crate) shutdown_timeout_s: u64,
+    /// Serve metrics in Prometheus format at http://ADDR/metrics (feature `metrics`).
+    #[cfg(feature = "metrics")]
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics: Option<std::net::SocketAddr>,
     /// HTTP: require bearer authentication, `TOKEN=PRINCIPAL` (repeatable; split at the last `=`,
     /// so padded base64 tokens work).
     #[arg(long = "token", value_name = "TOKEN=PRINCIPAL")]

@@ -9,6 +9,8 @@
 
 mod args;
 mod demo;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod store;
 mod usage;
 
@@ -116,6 +118,10 @@ async fn main() -> ExitCode {
     let Command::Serve(args) = cli.command;
     let prepared = async {
         args.check()?;
+        #[cfg(feature = "metrics")]
+        if let Some(addr) = args.metrics {
+            metrics::install(addr)?;
+        }
         let http_cfg = http_config(&args)?;
         let built = build(&args).await?;
         Ok::<_, String>((http_cfg, built))

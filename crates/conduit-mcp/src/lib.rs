@@ -60,6 +60,8 @@ pub mod ext;
 #[cfg(feature = "server")]
 mod log_limit;
 #[cfg(feature = "server")]
+pub(crate) mod metrics;
+#[cfg(feature = "server")]
 pub mod mrtr;
 #[cfg(feature = "server")]
 pub mod prompt;

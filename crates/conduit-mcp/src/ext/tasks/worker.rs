@@ -200,7 +200,17 @@ impl Tasks {
     }
 
     async fn finish(&self, id: &str, status: TaskStatus, fields: StatusFields) -> Result<(), WorkerError> {
-        let rec = self.inner.store.put_status(id, status, fields).await?;
+        let rec = self.inner.store.put_status(id, status, fields).await.inspect_err(|e| {
+            if matches!(e, StoreError::Backend { .. }) {
+                crate::metrics::store_error("finish");
+            }
+        })?;
+        match status {
+            TaskStatus::Completed => crate::metrics::task_finished("completed"),
+            TaskStatus::Failed => crate::metrics::task_finished("failed"),
+            TaskStatus::Cancelled => crate::metrics::task_finished("cancelled"),
+            _ => {}
+        }
         self.after_write(&rec);
         Ok(())
     }

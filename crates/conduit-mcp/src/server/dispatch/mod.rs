@@ -31,7 +31,10 @@ impl Server {
     /// go to `env.out`.
     pub async fn handle_request(&self, req: Request, env: RequestEnv) -> Message {
         let id = req.id.clone();
-        match self.dispatch(req, env).await {
+        let (method, started) = (crate::metrics::method_label(&req.method), std::time::Instant::now());
+        let answer = self.dispatch(req, env).await;
+        crate::metrics::request(method, answer.as_ref().err().map(|e| e.code), started.elapsed());
+        match answer {
             Ok(result) => Message::Result { id, result },
             Err(error) => {
                 if error.code == -32603
