@@ -37,8 +37,8 @@ for t in "${TARGETS[@]}"; do
     status=1
     tail -n 40 "$log"
   fi
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -n 1)
-  done_line=$(grep -E '^#[0-9]+.*(DONE|cov:)' "$log" | tail -n 1)
+  execs=$({ grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" || true; } | grep -o '[0-9]*$' | tail -n 1 || true)
+  done_line=$({ grep -E '^#[0-9]+.*(DONE|cov:)' "$log" || true; } | tail -n 1)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$done_line")
   corpus=$(sed -n 's/.* corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p' <<<"$done_line")
