@@ -79,7 +79,12 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
             Tool::new("deploy", "Deploy to an environment: a task that asks for confirmation mid-flight")
                 .param("environment", Param::string("Where to deploy").required())
                 .task_support(TaskSupport::Required)
-                .handle(|_ctx, args| async move {
+                .handle(|ctx, args| async move {
+                    // It will ask for confirmation: without elicitation declared the task
+                    // could only fail, so the call is refused before one is made.
+                    if !ctx.client_capabilities().elicitation_form() {
+                        return Err(RpcError::missing_capability(json!({ "elicitation": {} })));
+                    }
                     let env = args["environment"].as_str().unwrap_or("staging").to_owned();
                     Ok(TaskSpec::new().status_message("Preparing").spawn(move |task| async move {
                         let schema = json!({

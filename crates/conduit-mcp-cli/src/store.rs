@@ -22,15 +22,21 @@ pub(crate) struct Chosen {
     pub(crate) sessions: Option<Arc<dyn SessionStore>>,
 }
 
-/// Opens `spec`: `memory`, `sqlite:PATH` or `postgres:URL` (`postgresql:` too).
-pub(crate) async fn open(spec: &str, schema: Option<&str>, clock: Arc<dyn Clock>) -> Result<Chosen, String> {
+/// Opens `spec`: `memory`, `sqlite:PATH` or `postgres:URL` (`postgresql:` too);
+/// `source` names where it came from in messages (`--store`, `ext_tasks.store`).
+pub(crate) async fn open(
+    spec: &str,
+    source: &str,
+    schema: Option<&str>,
+    clock: Arc<dyn Clock>,
+) -> Result<Chosen, String> {
     if spec == "memory" {
         let store = Arc::new(MemoryStore::with_clock(clock));
         return Ok(Chosen::alone(store, "memory".into()));
     }
     if let Some(path) = spec.strip_prefix("sqlite:") {
-        let store = SqliteStore::open(path, clock).await.map_err(|e| format!("--store {spec}: {e}"))?;
-        let legacy = store.legacy().await.map_err(|e| format!("--store {spec}: {e}"))?;
+        let store = SqliteStore::open(path, clock).await.map_err(|e| format!("{source} {spec:?}: {e}"))?;
+        let legacy = store.legacy().await.map_err(|e| format!("{source} {spec:?}: {e}"))?;
         let mut chosen = Chosen::alone(Arc::new(store.clone()), format!("sqlite ({path})"));
         chosen.legacy = Some(Arc::new(legacy));
         chosen.sessions = Some(Arc::new(store.sessions()));
@@ -42,20 +48,33 @@ pub(crate) async fn open(spec: &str, schema: Option<&str>, clock: Arc<dyn Clock>
         spec.strip_prefix("postgres:").or_else(|| spec.strip_prefix("postgresql:"))
     };
     if let Some(url) = pg_url {
-        let mut opts = PostgresOptions::new(url);
-        if let Some(s) = schema {
-            opts = opts.schema(s);
-        }
-        let store = opts.connect(clock).await.map_err(|e| format!("--store postgres: {e}"))?;
         let channel = match schema {
             Some(s) => format!("conduit_tasks_{s}"),
             None => conduit_mcp_sql::pg_notifier::DEFAULT_CHANNEL.to_owned(),
         };
-        let notifier = PgNotifier::connect(url, &channel).await.map_err(|e| format!("--store postgres: {e}"))?;
-        let legacy_channel = format!("{channel}_legacy");
-        let legacy_notifier =
-            PgNotifier::connect(url, &legacy_channel).await.map_err(|e| format!("--store postgres: {e}"))?;
-        let legacy = store.legacy().await.map_err(|e| format!("--store postgres: {e}"))?;
+        // The legacy runtime's changes travel on a channel of their own.
+        let legacy_channel = match schema {
+            Some(s) => format!("conduit_lgcy_{s}"),
+            None => "conduit_legacy_tasks".to_owned(),
+        };
+        // Checked before connecting: a refused name must not leave a schema behind.
+        for c in [&channel, &legacy_channel] {
+            PgNotifier::check_channel(c).map_err(|_| {
+                format!(
+                    "--pg-schema {:?}: use letters, digits and underscores, at most 49 bytes",
+                    schema.unwrap_or_default()
+                )
+            })?;
+        }
+        let mut opts = PostgresOptions::new(url);
+        if let Some(s) = schema {
+            opts = opts.schema(s);
+        }
+        let store = opts.connect(clock).await.map_err(|e| format!("{source} postgres: {e}"))?;
+        let failed = |e: &dyn std::fmt::Display| format!("{source} postgres: {e}");
+        let notifier = PgNotifier::connect(url, &channel).await.map_err(|e| failed(&e))?;
+        let legacy_notifier = PgNotifier::connect(url, &legacy_channel).await.map_err(|e| failed(&e))?;
+        let legacy = store.legacy().await.map_err(|e| failed(&e))?;
         let mut chosen = Chosen::alone(Arc::new(store.clone()), "postgres".into());
         chosen.notifier = Some(notifier);
         chosen.legacy = Some(Arc::new(legacy));
@@ -63,7 +82,7 @@ pub(crate) async fn open(spec: &str, schema: Option<&str>, clock: Arc<dyn Clock>
         chosen.sessions = Some(Arc::new(store.sessions()));
         return Ok(chosen);
     }
-    Err(format!("--store {spec:?}: expected memory, sqlite:PATH or postgres:URL"))
+    Err(format!("{source} {spec:?}: expected memory, sqlite:PATH or postgres:URL"))
 }
 
 impl Chosen {

@@ -90,13 +90,20 @@ pub enum NotifierError {
 }
 
 impl PgNotifier {
-    /// Connects (checking the database is reachable) and starts publishing.
-    /// Call [`PgNotifier::attach`] once the `Tasks` handle exists to start listening.
-    pub async fn connect(url: &str, channel: &str) -> Result<Self, NotifierError> {
+    /// Checks a channel name before anything is connected or created: a plain
+    /// identifier (letters, digits, underscores) of at most 63 bytes.
+    pub fn check_channel(channel: &str) -> Result<(), NotifierError> {
         if channel.is_empty() || channel.len() > 63 || !channel.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         {
             return Err(NotifierError::Channel(channel.to_owned()));
         }
+        Ok(())
+    }
+
+    /// Connects (checking the database is reachable) and starts publishing.
+    /// Call [`PgNotifier::attach`] once the `Tasks` handle exists to start listening.
+    pub async fn connect(url: &str, channel: &str) -> Result<Self, NotifierError> {
+        Self::check_channel(channel)?;
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| NotifierError::Url(e.to_string()))?
             .application_name("conduit-mcp-notifier");

@@ -60,6 +60,10 @@ mod ctx;
 #[cfg(feature = "server")]
 pub mod ext;
 #[cfg(feature = "server")]
+mod log_limit;
+#[cfg(feature = "server")]
+pub(crate) mod metrics;
+#[cfg(feature = "server")]
 pub mod mrtr;
 #[cfg(feature = "server")]
 pub mod prompt;

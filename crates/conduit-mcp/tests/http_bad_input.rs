@@ -180,6 +180,17 @@ fn rows() -> Vec<Row> {
         ),
         json_row("listen without notifications", req("l", "subscriptions/listen", json!({})), 200, -32602, json!("l")),
         json_row("cursor is a number", req("cu", "tools/list", json!({ "cursor": 3 })), 200, -32602, json!("cu")),
+        row(
+            "integer id beyond 64 bits",
+            format!(
+                r#"{{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"server/discover","params":{{"_meta":{}}}}}"#,
+                meta()
+            ),
+            "server/discover",
+            400,
+            -32600,
+            Value::Null,
+        ),
     ]
 }
 
@@ -420,5 +431,79 @@ async fn legacy_bad_input_is_rejected_and_the_server_keeps_serving() {
         let ping = post("alice", Some(&alice), &json!({ "jsonrpc": "2.0", "id": "alive", "method": "ping" }));
         let pong: Value = ping.send().await.expect("sent").json().await.expect("JSON");
         assert_eq!(pong["result"], json!({}), "after {}: {pong}", row.name);
+    }
+}
+
+#[tokio::test]
+async fn integer_ids_above_i64_max_are_echoed_exactly() {
+    let server = Server::builder("bad-input", "1.0.0").tool(echo_tool()).build().expect("valid server");
+    let h = start(server).await;
+    for id in ["9223372036854775808", "18446744073709551615", "-9223372036854775808"] {
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"server/discover","params":{{"_meta":{}}}}}"#, meta());
+        let r = h.send_raw(body.into_bytes(), headers("server/discover")).await;
+        assert_eq!(r.status.as_u16(), 200, "{id}: {}", r.text);
+        assert!(
+            r.text.contains(&format!(r#""id":{id},"#)) || r.text.contains(&format!(r#""id":{id}}}"#)),
+            "{id}: {}",
+            r.text
+        );
+        assert!(r.body.get("result").is_some(), "{id}: {}", r.text);
+    }
+}
+
+/// A guard row: name, `Host` lines, other header lines, the status.
+type GuardCase = (&'static str, &'static [&'static str], &'static [(&'static str, &'static str)], u16);
+
+/// A raw request whose `Host` lines are exactly `hosts`, with these other header lines.
+fn guard_head(hosts: &[&str], extra: &[(&str, &str)], body: &str) -> Vec<u8> {
+    let mut head = String::from("POST /mcp HTTP/1.1\r\n");
+    for h in hosts {
+        head.push_str(&format!("Host: {h}\r\n"));
+    }
+    for (k, v) in [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", V),
+        ("Mcp-Method", "server/discover"),
+        ("Connection", "close"),
+    ]
+    .iter()
+    .chain(extra)
+    {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+    head.into_bytes()
+}
+
+#[tokio::test]
+async fn the_host_and_origin_guard_refuses_what_it_cannot_trust() {
+    let server = Server::builder("bad-input", "1.0.0").tool(echo_tool()).build().expect("valid server");
+    let h = start(server).await;
+    let body = req("g", "server/discover", json!({})).to_string();
+    let cases: &[GuardCase] = &[
+        ("two Host headers", &["localhost", "evil.example"], &[], 400),
+        ("two Host headers, both local", &["localhost", "127.0.0.1"], &[], 400),
+        ("Host with a non-numeric port", &["localhost:evil"], &[], 403),
+        ("Host with a port and a suffix", &["localhost:80.evil.example"], &[], 403),
+        ("Origin with a port and a suffix", &["localhost"], &[("Origin", "http://localhost:80.evil.example")], 403),
+        ("Origin with a non-numeric port", &["localhost"], &[("Origin", "http://localhost:evil")], 403),
+        (
+            "two Origin headers",
+            &["localhost"],
+            &[("Origin", "http://localhost"), ("Origin", "http://evil.example")],
+            403,
+        ),
+        ("a local Host and Origin", &["localhost:8080"], &[("Origin", "http://localhost:8080")], 200),
+        ("an IPv6 loopback Host", &["[::1]:8080"], &[], 200),
+    ];
+    for (name, hosts, extra, status) in cases {
+        let r = h.raw_http(&guard_head(hosts, extra, &body), body.as_bytes()).await;
+        assert_eq!(r.status, *status, "{name}: {}", r.head);
+        if *status == 200 {
+            assert_eq!(r.body["id"], "g", "{name}");
+        }
+        h.assert_alive().await;
     }
 }

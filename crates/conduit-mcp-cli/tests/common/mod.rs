@@ -14,6 +14,8 @@ pub const TASKS: &str = "io.modelcontextprotocol/tasks";
 pub struct Node {
     pub child: std::process::Child,
     pub url: String,
+    /// Every line it wrote to stderr so far.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Drop for Node {
@@ -26,8 +28,15 @@ impl Drop for Node {
 impl Node {
     /// Starts `conduit-mcp serve --listen 127.0.0.1:0 ARGS` and waits for its address.
     pub async fn start(args: &[&str]) -> Node {
+        let mut all = vec!["--listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        Node::start_exactly(&all).await
+    }
+
+    /// Starts `conduit-mcp serve ARGS` (no `--listen` added) and waits for its address.
+    pub async fn start_exactly(args: &[&str]) -> Node {
         let mut child = Command::new(env!("CARGO_BIN_EXE_conduit-mcp"))
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .arg("serve")
             .args(args)
             .env("RUST_LOG", "warn")
             .stderr(Stdio::piped())
@@ -36,9 +45,12 @@ impl Node {
             .expect("spawn conduit-mcp");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let lines = log.clone();
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                lines.lock().unwrap().push(line.clone());
                 if let Some(url) = line.strip_prefix("listening on ") {
                     if let Some(tx) = tx.take() {
                         let _ = tx.send(url.to_owned());
@@ -52,7 +64,7 @@ impl Node {
             .await
             .expect("the node printed its address in time")
             .expect("the node started");
-        Node { child, url }
+        Node { child, url, log }
     }
 
     /// Runs `conduit-mcp serve --listen 127.0.0.1:0 ARGS`, expecting it to refuse

@@ -7,6 +7,9 @@
 mod builder;
 mod dispatch;
 mod extension;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handlers;
 pub(crate) mod seal;
 

@@ -142,6 +142,7 @@ impl Drop for Registration {
     fn drop(&mut self) {
         let sub = self.hub.subs.lock().ok().and_then(|mut s| s.remove(&self.key));
         if let Some(sub) = sub {
+            crate::metrics::listen_streams(-1.0);
             sub.closed();
         }
     }
@@ -160,6 +161,7 @@ impl Hub {
         let sub = Subscription { inner: Arc::new(SubInner { key, id, principal, filter, tx, on_close }) };
         if let Ok(mut s) = self.subs.lock() {
             s.insert(key, sub.clone());
+            crate::metrics::listen_streams(1.0);
         }
         (sub, Registration { hub: self.clone(), key })
     }

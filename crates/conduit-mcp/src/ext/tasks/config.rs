@@ -209,6 +209,25 @@ impl TasksConfig {
         Self::from_toml_value(v)
     }
 
+    /// Reads a whole server configuration file whose tables this crate owns
+    /// (the reference server's `--config`): `ext_tasks` as in
+    /// [`TasksConfig::from_toml`], `sessions` left to
+    /// [`SessionConfig::from_toml`](crate::session::SessionConfig::from_toml),
+    /// any other top-level key an error naming it
+    /// (a misspelt `[ext_task]` must not silently turn tasks off), and a
+    /// file without `ext_tasks` enables tasks with defaults, as no file does.
+    pub fn from_server_toml(doc: &str) -> Result<(Self, Option<String>), ConfigError> {
+        let root: toml::Table =
+            doc.parse().map_err(|e: toml::de::Error| err("config", format!("not valid TOML: {}", e.message())))?;
+        if let Some(other) = root.keys().find(|k| !["ext_tasks", "sessions"].contains(&k.as_str())) {
+            return Err(err(other, "unknown top-level key (expected ext_tasks or sessions)"));
+        }
+        match root.get("ext_tasks") {
+            Some(v) => Self::from_toml_value(v),
+            None => Ok((Self::enabled(), None)),
+        }
+    }
+
     /// Reads one `ext_tasks` value (see [`TasksConfig::from_toml`]).
     pub fn from_toml_value(v: &toml::Value) -> Result<(Self, Option<String>), ConfigError> {
         let table = match v {
@@ -224,7 +243,9 @@ impl TasksConfig {
                 "store" => match v.as_str() {
                     Some("memory") => {}
                     Some(s)
-                        if s.starts_with("sqlite:") || s.starts_with("postgres:") || s.starts_with("postgresql:") =>
+                        if ["sqlite:", "postgres:", "postgresql:"]
+                            .iter()
+                            .any(|p| s.strip_prefix(p).is_some_and(|rest| !rest.is_empty())) =>
                     {
                         store = Some(s.to_owned())
                     }
@@ -295,6 +316,12 @@ mod tests {
         assert!(!TasksConfig::from_toml("").unwrap().0.enabled);
         assert!(TasksConfig::from_toml("ext_tasks = true").unwrap().0.enabled);
         assert!(!TasksConfig::from_toml("ext_tasks = false").unwrap().0.enabled);
+        let e = TasksConfig::from_server_toml("[ext_task]\nmax_rows = 5").unwrap_err();
+        assert!(e.to_string().contains("ext_task"), "{e}");
+        assert!(TasksConfig::from_server_toml("").unwrap().0.enabled, "a file without ext_tasks: defaults");
+        assert!(!TasksConfig::from_server_toml("ext_tasks = false").unwrap().0.enabled);
+        let e = TasksConfig::from_toml("[ext_tasks]\nstore = \"sqlite:\"").unwrap_err();
+        assert!(e.to_string().contains("store"), "{e}");
         let (c, s) = TasksConfig::from_toml(
             "[ext_tasks]\nmax_rows = \"unlimited\"\njanitor = { interval_ms = 30000, ttl_ms = 14400000 }\nnotifier = \"none\"\nstore = \"sqlite:/tmp/t.db\"",
         )

@@ -51,8 +51,12 @@ fn not_found() -> RpcError {
 fn store_error(e: StoreError) -> RpcError {
     match e {
         StoreError::NotFound => not_found(),
-        StoreError::TaskLimitReached => RpcError::internal("Task limit reached"),
+        StoreError::TaskLimitReached => {
+            crate::metrics::task_refused_by_limit();
+            RpcError::internal("Task limit reached")
+        }
         e => {
+            crate::metrics::store_error("request");
             tracing::error!(error = %e, "task store failed");
             RpcError::internal("Task store unavailable")
         }
@@ -143,6 +147,9 @@ impl TasksExtension {
         if !before.is_terminal() {
             let rec = self.tasks.store().cancel(id, Owner::Is(ctx.owner()), None).await.map_err(store_error)?;
             if rec.version != before.version {
+                if rec.status == TaskStatus::Cancelled {
+                    crate::metrics::task_finished("cancelled");
+                }
                 self.tasks.after_write(&rec);
             }
         }
@@ -296,6 +303,7 @@ impl TasksExtension {
         let max_rows = self.tasks.config().max_rows;
         self.tasks.store().create(rec.clone(), max_rows).await.map_err(store_error)?;
         rec.version = 1;
+        crate::metrics::task_created();
         self.tasks.after_write(&rec);
         tracing::debug!(task_id = %rec.task_id, "task created");
         if let Some(start) = start {

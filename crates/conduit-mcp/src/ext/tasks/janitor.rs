@@ -17,6 +17,7 @@ pub async fn sweep(tasks: &Tasks) -> Result<usize, StoreError> {
     let store = tasks.store();
     match store.cleanup(ttl.as_millis() as u64).await {
         Ok(removed) => {
+            crate::metrics::sweep(removed);
             tracing::info!(target: "conduit_mcp::ext_tasks::cleanup", removed, store = store.name(), "task cleanup");
             if removed > 0 {
                 forget_swept(tasks).await;
@@ -24,6 +25,7 @@ pub async fn sweep(tasks: &Tasks) -> Result<usize, StoreError> {
             Ok(removed)
         }
         Err(e) => {
+            crate::metrics::store_error("cleanup");
             tracing::warn!(target: "conduit_mcp::ext_tasks::cleanup", error = %e, store = store.name(), "task cleanup failed");
             Err(e)
         }

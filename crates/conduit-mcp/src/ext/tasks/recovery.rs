@@ -97,6 +97,8 @@ async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> 
         }
     }
     if done.resumed + done.failed > 0 {
+        crate::metrics::recovered(done.resumed, done.failed);
+        crate::metrics::finished_by_recovery(done.failed);
         tracing::info!(
             target: "conduit_mcp::ext_tasks::recovery",
             resumed = done.resumed,

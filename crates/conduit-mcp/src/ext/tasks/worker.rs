@@ -217,8 +217,18 @@ impl Tasks {
             (Err(StoreError::NotFound), Some((legacy, fields))) => {
                 return Box::pin(legacy.finish(id, status, fields)).await;
             }
-            (r, _) => r?,
+            (r, _) => r.inspect_err(|e| {
+                if matches!(e, StoreError::Backend { .. }) {
+                    crate::metrics::store_error("finish");
+                }
+            })?,
         };
+        match status {
+            TaskStatus::Completed => crate::metrics::task_finished("completed"),
+            TaskStatus::Failed => crate::metrics::task_finished("failed"),
+            TaskStatus::Cancelled => crate::metrics::task_finished("cancelled"),
+            _ => {}
+        }
         self.after_write(&rec);
         Ok(())
     }

@@ -12,6 +12,10 @@ use std::fmt;
 pub enum RequestId {
     /// An integer id (kept as a JSON number).
     Number(i64),
+    /// An integer id above `i64::MAX` (JSON-RPC allows any integer; it is
+    /// echoed exactly). Integers beyond `u64::MAX` are refused: JSON parsers
+    /// commonly read them as floating point, which cannot echo them exactly.
+    Unsigned(u64),
     /// A string id.
     String(String),
 }
@@ -21,7 +25,7 @@ impl RequestId {
     pub fn from_value(v: &Value) -> Option<Self> {
         match v {
             Value::String(s) => Some(Self::String(s.clone())),
-            Value::Number(n) => n.as_i64().map(Self::Number),
+            Value::Number(n) => n.as_i64().map(Self::Number).or_else(|| n.as_u64().map(Self::Unsigned)),
             _ => None,
         }
     }
@@ -30,6 +34,7 @@ impl RequestId {
     pub fn to_value(&self) -> Value {
         match self {
             Self::Number(n) => Value::from(*n),
+            Self::Unsigned(n) => Value::from(*n),
             Self::String(s) => Value::from(s.clone()),
         }
     }
@@ -51,6 +56,7 @@ impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Number(n) => write!(f, "{n}"),
+            Self::Unsigned(n) => write!(f, "{n}"),
             Self::String(s) => write!(f, "{s:?}"),
         }
     }

@@ -34,11 +34,16 @@ impl Server {
     /// go to `env.out`.
     pub async fn handle_request(&self, req: Request, env: RequestEnv) -> Message {
         let id = req.id.clone();
-        match self.dispatch(req, env).await {
+        let (method, started) = (crate::metrics::method_label(&req.method), std::time::Instant::now());
+        let answer = self.dispatch(req, env).await;
+        crate::metrics::request(method, answer.as_ref().err().map(|e| e.code), started.elapsed());
+        match answer {
             Ok(result) => Message::Result { id, result },
             Err(error) => {
-                if error.code == -32603 {
-                    tracing::warn!(code = error.code, message = %error.message, "internal error answered");
+                if error.code == -32603
+                    && let Some(suppressed) = crate::log_limit::admit(&error.message)
+                {
+                    tracing::warn!(code = error.code, message = %error.message, suppressed, "internal error answered");
                 }
                 Message::Error { id: Some(id), error }
             }

@@ -2,7 +2,7 @@
 //! DNS-rebinding guard (Origin, Host → 403) and authentication (401).
 
 use super::HttpConfig;
-use super::guard::{host_allowed, origin_host};
+use super::guard::{Refusal, check};
 use super::status::{challenge, forbidden};
 use crate::auth::{AuthError, Principal};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -10,15 +10,13 @@ use axum::response::{IntoResponse, Response};
 
 /// The principal of an admitted request (`None` without authentication), or the refusal.
 pub(super) async fn admit(cfg: &HttpConfig, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let ok = origin.to_str().ok().and_then(origin_host).is_some_and(|h| host_allowed(&cfg.hosts, h));
-        if !ok {
-            return Err(forbidden("Forbidden: Origin not allowed"));
+    match check(headers, &cfg.hosts) {
+        Ok(()) => {}
+        Err(Refusal::Origin) => return Err(forbidden("Forbidden: Origin not allowed")),
+        Err(Refusal::Host) => return Err(forbidden("Forbidden: Host not allowed")),
+        Err(Refusal::DuplicateHost) => {
+            return Err((StatusCode::BAD_REQUEST, "Bad Request: more than one Host header").into_response());
         }
-    }
-    let host_ok = headers.get(header::HOST).and_then(|h| h.to_str().ok()).is_none_or(|h| host_allowed(&cfg.hosts, h));
-    if !host_ok {
-        return Err(forbidden("Forbidden: Host not allowed"));
     }
     match &cfg.auth {
         None => Ok(None),

@@ -1,0 +1,52 @@
+//! `serve --metrics ADDR` exposes the server's counters in Prometheus text
+//! format: a scrape after some traffic shows requests by method and outcome,
+//! their latency, tasks created and finished, and open listen streams.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use std::time::Duration;
+
+/// The value of the sample `name{labels}` (labels exactly as rendered), if present.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series).and_then(|rest| rest.trim().parse().ok()))
+}
+
+async fn scrape(url: &str) -> String {
+    let r = reqwest::get(url).await.expect("scrape");
+    assert_eq!(r.status(), 200);
+    r.text().await.expect("body")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_shows_requests_tasks_and_streams() {
+    // A free port for the exporter (it does not report the one it bound).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let node = Node::start(&["--metrics", &addr]).await;
+    let id = create(&node, None, "job", json!({ "name": "m" })).await;
+    let done =
+        node.send(None, &treq(2, "tools/call", json!({ "name": "complete_job", "arguments": { "taskId": id } }))).await;
+    assert_eq!(done["result"]["content"][0]["text"], "completed", "{done}");
+    let missing = get(&node, None, &"x".repeat(43)).await;
+    assert_eq!(missing["error"]["code"], -32602);
+    let other = create(&node, None, "job", json!({ "name": "open" })).await;
+    let mut stream = Events::listen(&node, None, "m", std::slice::from_ref(&other)).await;
+    stream.next(Duration::from_secs(10)).await;
+
+    let text = scrape(&format!("http://{addr}/metrics")).await;
+    for line in text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample: {line}"));
+        assert!(series.starts_with("conduit_"), "{line}");
+        assert!(value.parse::<f64>().is_ok(), "{line}");
+    }
+    assert_eq!(sample(&text, r#"conduit_requests_total{method="tools/call",outcome="ok"}"#), Some(3.0), "{text}");
+    assert_eq!(sample(&text, r#"conduit_requests_total{method="tasks/get",outcome="-32602"}"#), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "conduit_tasks_created_total"), Some(2.0), "{text}");
+    assert_eq!(sample(&text, r#"conduit_tasks_finished_total{status="completed"}"#), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "conduit_tasks_live"), Some(1.0), "{text}");
+    assert_eq!(sample(&text, "conduit_listen_streams"), Some(1.0), "{text}");
+    assert!(text.contains(r#"conduit_request_duration_seconds{method="tools/call",quantile="0.5"}"#), "{text}");
+    assert!(text.contains("# TYPE conduit_requests_total counter"), "{text}");
+}
