@@ -75,6 +75,18 @@ pub struct TasksConfig {
     pub lease: Duration,
 }
 
+impl TasksConfig {
+    /// The byte budget next to the row cap: the most bytes of client-supplied
+    /// data the store holds, `max_rows` × [`MAX_CLIENT_BYTES_PER_TASK`]
+    /// (`None` without a row cap). Each task's share is bounded by the
+    /// limits in [`limits`](super::limits); a tool's own results come on top.
+    ///
+    /// [`MAX_CLIENT_BYTES_PER_TASK`]: super::limits::MAX_CLIENT_BYTES_PER_TASK
+    pub fn byte_budget(&self) -> Option<usize> {
+        self.max_rows.map(|n| n.saturating_mul(super::limits::MAX_CLIENT_BYTES_PER_TASK))
+    }
+}
+
 impl std::fmt::Debug for TasksConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TasksConfig")

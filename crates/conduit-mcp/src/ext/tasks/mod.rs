@@ -44,6 +44,7 @@
 mod config;
 mod extension;
 mod janitor;
+pub mod limits;
 mod memory;
 mod notifier;
 mod recovery;

@@ -1,5 +1,6 @@
 //! The `TaskStore` trait: the storage contract every backend meets.
 
+use super::limits::bound_status_message;
 use super::task::{TaskRecord, TaskStatus};
 use async_trait::async_trait;
 use std::fmt;
@@ -238,7 +239,7 @@ fn with_status(
     }
     let mut r = record.clone();
     if let Some(m) = &fields.status_message {
-        r.status_message = Some(m.clone());
+        r.status_message = Some(bound_status_message(m.clone()));
     }
     if fields.result.is_some() {
         r.result = fields.result.clone();
@@ -253,7 +254,7 @@ fn with_status(
 /// `cancel` on one live record.
 fn cancelled(record: &TaskRecord, status_message: Option<&str>, now_ms: u64) -> TaskRecord {
     let mut r = record.clone();
-    r.status_message = Some(status_message.unwrap_or("Cancelled by client request").to_owned());
+    r.status_message = Some(bound_status_message(status_message.unwrap_or("Cancelled by client request").to_owned()));
     r.transition(TaskStatus::Cancelled, now_ms);
     r
 }
