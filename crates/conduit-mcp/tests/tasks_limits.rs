@@ -125,3 +125,38 @@ async fn an_answer_past_its_bound_is_ignored() {
     let rec = tasks.status(&id).await.unwrap();
     assert_eq!(rec.input_responses["k"]["content"]["t"], "fits");
 }
+
+/// One principal cannot take every slot: past its own cap it gets
+/// `-32603 "Task limit reached"` with `data.cap = "principal"`, while another
+/// principal still creates, up to the row cap (`data.cap = "server"`).
+#[tokio::test]
+async fn the_per_principal_cap_is_named_on_the_wire() {
+    use conduit_mcp::auth::{BearerTokens, Principal};
+    let tasks = Tasks::new(TasksConfig::enabled().max_rows(Some(4)).max_rows_per_principal(Some(3))).unwrap();
+    let auth = BearerTokens::new().token("a-token", Principal::new("alice")).token("b-token", Principal::new("bob"));
+    let h = start_with(server(&tasks), HttpConfig::default().auth(auth)).await;
+    let send = |token: &'static str| {
+        let body = create(1, padded_caps(0), "job");
+        let h = &h;
+        async move { h.send_with(&body, |hd| set(hd, "authorization", &format!("Bearer {token}"))).await }
+    };
+    for _ in 0..3 {
+        send("a-token").await.assert_ok(&json!(1));
+    }
+    let refused = send("a-token").await;
+    refused.assert_error(200, -32603, &json!(1));
+    let e = &refused.response()["error"];
+    assert_eq!((e["message"].as_str(), e["data"]["cap"].as_str()), (Some("Task limit reached"), Some("principal")));
+    send("b-token").await.assert_ok(&json!(1));
+    let full = send("b-token").await;
+    full.assert_error(200, -32603, &json!(1));
+    assert_eq!(full.response()["error"]["data"]["cap"], "server");
+}
+
+#[test]
+fn the_default_per_principal_cap_is_a_quarter_of_the_row_cap() {
+    let caps = TasksConfig::enabled().create_caps();
+    assert_eq!((caps.max_rows, caps.max_rows_per_owner), (Some(10_000), Some(2_500)));
+    let unlimited = TasksConfig::enabled().max_rows(None).create_caps();
+    assert_eq!((unlimited.max_rows, unlimited.max_rows_per_owner), (None, None));
+}

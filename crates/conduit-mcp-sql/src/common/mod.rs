@@ -8,7 +8,7 @@ mod store;
 
 pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
 pub(crate) use row::{Columns, Query, backend, decode_row};
-pub(crate) use schema::{Migration, check_applied, check_task_table};
+pub(crate) use schema::{Migration, check_applied, check_task_table, migrations};
 pub use store::{Engine, SqlStore, Sweep};
 
 /// Statuses that still may change, as stored in the `status` column.

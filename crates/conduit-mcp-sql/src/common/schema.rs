@@ -11,6 +11,21 @@ pub(crate) struct Migration {
     pub sql: &'static str,
 }
 
+/// The schema's steps, the same for every engine: version and description.
+/// (Version 13 is numbered apart from migrations developed alongside it;
+/// versions only need to increase.)
+pub(crate) const MIGRATION_STEPS: [(i64, &str); 2] =
+    [(1, "conduit_tasks and conduit_task_count"), (13, "an index on owner, for the per-principal cap")];
+
+/// An engine's migrations: [`MIGRATION_STEPS`] with its SQL for each.
+pub(crate) const fn migrations(sql: [&'static str; 2]) -> [Migration; 2] {
+    let s = MIGRATION_STEPS;
+    [
+        Migration { version: s[0].0, description: s[0].1, sql: sql[0] },
+        Migration { version: s[1].0, description: s[1].1, sql: sql[1] },
+    ]
+}
+
 /// The columns `conduit_tasks` must have (a table without them is foreign).
 const TASK_COLUMNS: [&str; 10] = [
     "task_id",

@@ -13,11 +13,11 @@ use sqlx::postgres::{PgConnectOptions, PgConnection};
 use std::str::FromStr;
 use std::sync::Arc;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "conduit_tasks and conduit_task_count",
-    sql: include_str!("../../migrations/postgres/0001_conduit_tasks.sql"),
-}];
+/// This engine's SQL for each of the schema's steps (`common::schema`), in order.
+const MIGRATIONS: [Migration; 2] = common::migrations([
+    include_str!("../../migrations/postgres/0001_conduit_tasks.sql"),
+    include_str!("../../migrations/postgres/0013_owner_index.sql"),
+]);
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").
 const MIGRATION_LOCK: i64 = 0x636f_6e64_7569_7421;

@@ -12,11 +12,11 @@ use sqlx::sqlite::SqliteConnection;
 use std::sync::Arc;
 use std::time::Duration;
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "conduit_tasks and conduit_task_count",
-    sql: include_str!("../../migrations/sqlite/0001_conduit_tasks.sql"),
-}];
+/// This engine's SQL for each of the schema's steps (`common::schema`), in order.
+const MIGRATIONS: [Migration; 2] = common::migrations([
+    include_str!("../../migrations/sqlite/0001_conduit_tasks.sql"),
+    include_str!("../../migrations/sqlite/0013_owner_index.sql"),
+]);
 
 // SQLite primary result codes (the low byte of an extended code).
 const SQLITE_CORRUPT: i64 = 11;

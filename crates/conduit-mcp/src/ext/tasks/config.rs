@@ -61,6 +61,11 @@ pub struct TasksConfig {
     pub janitor: JanitorConfig,
     /// Row cap passed to `create` (default 10 000; `None` = unlimited).
     pub max_rows: Option<usize>,
+    /// Per-principal cap: at most this many tasks of one authenticated
+    /// principal (`None`, the default: a quarter of `max_rows`, so one
+    /// principal cannot take every slot; no cap when `max_rows` is `None`).
+    /// Tasks created without authentication are under the row cap only.
+    pub max_rows_per_principal: Option<usize>,
     /// The notifier.
     pub notifier: NotifierConfig,
     /// Default task lifetime (1 hour).
@@ -76,6 +81,13 @@ pub struct TasksConfig {
 }
 
 impl TasksConfig {
+    /// The caps a create must fit under: the row cap and the per-principal cap
+    /// (see [`max_rows_per_principal`](Self::max_rows_per_principal)).
+    pub fn create_caps(&self) -> super::CreateCaps {
+        let per_principal = self.max_rows_per_principal.or(self.max_rows.map(|n| (n / 4).max(1)));
+        super::CreateCaps::new(self.max_rows, per_principal)
+    }
+
     /// The byte budget next to the row cap: the most bytes of client-supplied
     /// data the store holds, `max_rows` × [`MAX_CLIENT_BYTES_PER_TASK`]
     /// (`None` without a row cap). Each task's share is bounded by the
@@ -94,6 +106,7 @@ impl std::fmt::Debug for TasksConfig {
             .field("store", &self.store.as_ref().map(|s| s.name()))
             .field("janitor", &self.janitor)
             .field("max_rows", &self.max_rows)
+            .field("max_rows_per_principal", &self.max_rows_per_principal)
             .field("notifier", &self.notifier)
             .field("node_id", &self.node_id)
             .field("lease", &self.lease)
@@ -108,6 +121,7 @@ impl Default for TasksConfig {
             store: None,
             janitor: JanitorConfig::default(),
             max_rows: Some(10_000),
+            max_rows_per_principal: None,
             notifier: NotifierConfig::Listen,
             default_ttl: Duration::from_secs(3600),
             node_id: format!("node-{:016x}", rand::random::<u64>()),
@@ -156,6 +170,12 @@ impl TasksConfig {
     /// Sets the row cap (`None` = unlimited).
     pub fn max_rows(mut self, max_rows: Option<usize>) -> Self {
         self.max_rows = max_rows;
+        self
+    }
+
+    /// Sets the per-principal cap (`None`: a quarter of the row cap).
+    pub fn max_rows_per_principal(mut self, max: Option<usize>) -> Self {
+        self.max_rows_per_principal = max;
         self
     }
 
@@ -281,6 +301,12 @@ impl TasksConfig {
                         }
                     }
                 }
+                "max_rows_per_principal" => {
+                    cfg.max_rows_per_principal = match v {
+                        toml::Value::Integer(n) if *n > 0 => Some(*n as usize),
+                        _ => return Err(err("max_rows_per_principal", "must be a positive integer")),
+                    }
+                }
                 "notifier" => {
                     cfg.notifier = match v.as_str() {
                         Some("listen") => NotifierConfig::Listen,
@@ -289,7 +315,10 @@ impl TasksConfig {
                     }
                 }
                 other => {
-                    return Err(err(other, "unknown key (expected store, janitor, max_rows, notifier)"));
+                    return Err(err(
+                        other,
+                        "unknown key (expected store, janitor, max_rows, max_rows_per_principal, notifier)",
+                    ));
                 }
             }
         }

@@ -52,7 +52,11 @@ fn not_found() -> RpcError {
 fn store_error(e: StoreError) -> RpcError {
     match e {
         StoreError::NotFound => not_found(),
-        StoreError::TaskLimitReached => RpcError::internal("Task limit reached"),
+        // `data.cap` names which cap refused the task.
+        StoreError::TaskLimitReached => RpcError::internal("Task limit reached").with_data(json!({ "cap": "server" })),
+        StoreError::OwnerLimitReached => {
+            RpcError::internal("Task limit reached").with_data(json!({ "cap": "principal" }))
+        }
         e => {
             tracing::error!(error = %e, "task store failed");
             RpcError::internal("Task store unavailable")
@@ -310,8 +314,8 @@ impl TasksExtension {
         // Only the declarations its input requests are judged by (not the whole,
         // client-sized `clientCapabilities`).
         rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
-        let max_rows = self.tasks.config().max_rows;
-        self.tasks.store().create(rec.clone(), max_rows).await.map_err(store_error)?;
+        let caps = self.tasks.config().create_caps();
+        self.tasks.store().create_capped(rec.clone(), caps).await.map_err(store_error)?;
         rec.version = 1;
         self.tasks.after_write(&rec);
         tracing::debug!(task_id = %rec.task_id, "task created");

@@ -59,7 +59,7 @@ pub use janitor::sweep;
 pub use memory::MemoryStore;
 pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
-pub use store::{Owner, StatusFields, StoreError, TaskStore, UpdateFn};
+pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn};
 pub use task::{Lease, TaskFailure, TaskRecord};
 pub use worker::Tasks;
 

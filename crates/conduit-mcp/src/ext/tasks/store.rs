@@ -35,6 +35,9 @@ pub enum StoreError {
     Terminal,
     /// `create` hit the row cap.
     TaskLimitReached,
+    /// `create` hit the per-principal cap: the new task's owner holds
+    /// [`CreateCaps::max_rows_per_owner`] tasks already.
+    OwnerLimitReached,
     /// A task with this id exists already.
     Duplicate,
     /// The update function refused the change (its reason).
@@ -70,6 +73,7 @@ impl fmt::Display for StoreError {
             StoreError::NotFound => f.write_str("task not found"),
             StoreError::Terminal => f.write_str("task is terminal"),
             StoreError::TaskLimitReached => f.write_str("task limit reached"),
+            StoreError::OwnerLimitReached => f.write_str("task limit reached for this principal"),
             StoreError::Duplicate => f.write_str("task id already exists"),
             StoreError::Refused(reason) => write!(f, "update refused: {reason}"),
             StoreError::Backend { message, .. } => write!(f, "store backend error: {message}"),
@@ -93,6 +97,7 @@ impl PartialEq for StoreError {
         use StoreError::*;
         match (self, other) {
             (NotFound, NotFound) | (Terminal, Terminal) | (TaskLimitReached, TaskLimitReached) => true,
+            (OwnerLimitReached, OwnerLimitReached) => true,
             (Duplicate, Duplicate) => true,
             (Refused(a), Refused(b)) => a == b,
             (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
@@ -102,6 +107,30 @@ impl PartialEq for StoreError {
 }
 
 impl Eq for StoreError {}
+
+/// The caps a new task must fit under, checked atomically by
+/// [`TaskStore::create_capped`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CreateCaps {
+    /// At most this many tasks in the store (`None`: no cap).
+    pub max_rows: Option<usize>,
+    /// At most this many tasks of the new task's owner (`None`: no cap). A
+    /// task without an owner (no authentication) is under the row cap only.
+    pub max_rows_per_owner: Option<usize>,
+}
+
+impl CreateCaps {
+    /// The row cap alone.
+    pub fn rows(max_rows: Option<usize>) -> Self {
+        Self { max_rows, max_rows_per_owner: None }
+    }
+
+    /// The row cap and the per-owner cap.
+    pub fn new(max_rows: Option<usize>, max_rows_per_owner: Option<usize>) -> Self {
+        Self { max_rows, max_rows_per_owner }
+    }
+}
 
 /// An update function: gets the current record, returns the new one or refuses.
 pub type UpdateFn<'a> = &'a (dyn Fn(&TaskRecord) -> Result<TaskRecord, StoreError> + Send + Sync);
@@ -149,6 +178,17 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Stores a new record (`version` is set by the store).
     async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError>;
+
+    /// Stores a new record under both caps: `TaskLimitReached` at the row
+    /// cap, `OwnerLimitReached` when its owner holds `max_rows_per_owner`
+    /// tasks (both checked atomically, across every node sharing the store).
+    ///
+    /// Provided for stores that count no owners: [`create`](Self::create)
+    /// under the row cap alone. The stores of this crate and of
+    /// `conduit-mcp-sql` enforce both.
+    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+        self.create(record, caps.max_rows).await
+    }
 
     /// Reads a record.
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError>;
