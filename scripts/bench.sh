@@ -10,6 +10,8 @@
 #              machine (under 20 minutes once the builds are cached). PostgreSQL is
 #              DATABASE_URL, or postgres://postgres@127.0.0.1:5432/test when unset;
 #              its tables go in the schema conduit_bench, dropped before every run.
+#              Then scripts/bench_pg.sh: pgbench on the same database, and ours on
+#              PostgreSQL as ratios to it (appended to docs/benchmarks.md).
 #   --smoke    the CI pass: debug builds, every workload for 2 s on tiny sizes, one
 #              round, ours on memory and SQLite, and on PostgreSQL when DATABASE_URL
 #              is set; writes target/bench/smoke.md and fails if anything errored.
@@ -76,5 +78,13 @@ echo "== running the $mode pass"
   --rmcp-lock "${peer_manifest%Cargo.toml}Cargo.lock" \
   --command "$recorded" \
   "${out[@]}" "$@"
+if [[ "$mode" == full ]]; then
+  # PostgreSQL against pgbench on the same database, in the same run (issue 13);
+  # its table goes at the end of the report.
+  echo "== PostgreSQL against pgbench"
+  cargo build --release -p conduit-mcp-cli --bins
+  scripts/bench_pg.sh
+  { echo; cat target/bench/pg.md; } >>docs/benchmarks.md
+fi
 end=$(date +%s)
 echo "== done: builds $((built - start)) s, benchmarks $((end - built)) s"

@@ -156,7 +156,8 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                     .param("name", Param::string("What the job is"))
                     .task_support(TaskSupport::Required)
                     .handle(|_ctx, args| async move {
-                        let name = args["name"].as_str().unwrap_or("job").to_owned();
+                        // The task keeps a short label, not whatever the client sent.
+                        let name: String = args["name"].as_str().unwrap_or("job").chars().take(64).collect();
                         Ok(TaskSpec::new().status_message(format!("Queued: {name}")))
                     }),
             )

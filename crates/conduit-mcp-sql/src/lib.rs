@@ -16,7 +16,9 @@
 //!   reads again and re-applies its change. A client's `tasks/update` can never
 //!   overwrite a worker's `completed`, and terminal rows never change.
 //! - **Atomic row cap.** `create` bumps a one-row counter under the cap in the
-//!   same transaction (or statement) as the insert; deletes decrement it.
+//!   same transaction (or statement) as the insert; deletes decrement it. The
+//!   per-principal cap (`create_capped`) counts the owner's rows by an index,
+//!   in the insert's transaction (PostgreSQL: under a per-owner advisory lock).
 //! - **Group commit.** Creates that queue up behind the commit in flight are
 //!   written together (SQLite: one transaction; PostgreSQL: one statement),
 //!   the counter moved once per batch, each create failing alone.
@@ -96,4 +98,4 @@ pub use sqlite::{SqliteEngine, SqliteLegacyStore, SqliteOptions, SqliteSessionSt
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 13;

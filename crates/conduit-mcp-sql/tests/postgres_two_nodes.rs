@@ -8,7 +8,7 @@ mod support;
 
 use async_trait::async_trait;
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, UpdateFn, new_task_id};
 use conduit_mcp::testing::{ContractOptions, store_contract};
 use conduit_mcp_sql::PostgresStore;
 use futures_util::future::join_all;
@@ -49,6 +49,10 @@ impl TaskStore for TwoNodes {
 
     async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
         self.node().create(record, max_rows).await
+    }
+
+    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+        self.node().create_capped(record, caps).await
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
@@ -162,4 +166,28 @@ async fn a_duplicate_in_a_batch_fails_alone() {
         store.get(id, Owner::Any).await.expect("stored");
     }
     assert_count(&store, &clock, 4).await;
+}
+
+/// 200 creates of one principal from two nodes at once, under a per-principal
+/// cap of 20: exactly 20 win, the rest are `OwnerLimitReached`, and another
+/// principal still creates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_per_principal_cap_holds_across_nodes() {
+    let Some(url) = support::pg_url("the_per_principal_cap_holds_across_nodes") else { return };
+    let schemas = support::Schemas::new(&url);
+    let clock = ManualClock::new(START);
+    let two = TwoNodes::connect(&url, &schemas.fresh(), Arc::new(clock.clone())).await;
+    let caps = CreateCaps::new(Some(1_000), Some(20));
+    let handles: Vec<_> = (0..200)
+        .map(|i| {
+            let (store, t) = (two.nodes[i % 2].clone(), task(&clock, &new_task_id()));
+            tokio::spawn(async move { store.create_capped(t, caps).await })
+        })
+        .collect();
+    let results: Vec<_> = join_all(handles).await.into_iter().map(|r| r.expect("create task")).collect();
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    let refused = results.iter().filter(|r| matches!(r, Err(StoreError::OwnerLimitReached))).count();
+    assert_eq!((ok, refused), (20, 180), "{results:?}");
+    let bob = TaskRecord::new(new_task_id(), Some("bob".into()), clock.now_ms(), None);
+    two.create_capped(bob, caps).await.expect("another principal");
 }

@@ -9,7 +9,7 @@
 use super::{Columns, limit};
 use crate::pool::ConnPool;
 use async_trait::async_trait;
-use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
 use sqlx::Connection;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,6 +21,8 @@ pub(crate) struct NewRow {
     pub task_id: String,
     pub columns: Columns,
     pub max_rows: Option<i64>,
+    /// The per-owner cap, when the row has an owner and one applies.
+    pub max_per_owner: Option<i64>,
 }
 
 /// How an engine writes a batch of new rows.
@@ -83,16 +85,17 @@ impl<W: BatchWriter> GroupCommit<W> {
         }
     }
 
-    /// Inserts `record` (at version 1) under `max_rows`, committed before
+    /// Inserts `record` (at version 1) under `caps`, committed before
     /// this returns: alone when no other create is under way, else with
     /// whatever is queued when a flush comes to it.
     pub(crate) async fn insert(
         self: &std::sync::Arc<Self>,
         record: TaskRecord,
-        max_rows: Option<usize>,
+        caps: CreateCaps,
     ) -> Result<(), StoreError> {
         let columns = Columns::of(&record)?;
-        let row = NewRow { task_id: record.task_id, columns, max_rows: max_rows.map(limit) };
+        let max_per_owner = caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(limit);
+        let row = NewRow { task_id: record.task_id, columns, max_rows: caps.max_rows.map(limit), max_per_owner };
         let in_flight = InFlight::enter(&self.in_flight);
         if in_flight.alone {
             // No other create under way: nothing to batch with, so no queue.

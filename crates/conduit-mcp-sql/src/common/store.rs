@@ -5,7 +5,7 @@
 use super::{CLEANUP_BATCH, ms};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
 use std::sync::Arc;
 
 /// The row operations of one database engine (SQLite, PostgreSQL): all a
@@ -18,9 +18,9 @@ pub trait Engine: std::fmt::Debug + Send + Sync + 'static {
     /// prefix of its error messages.
     const NAME: &'static str;
 
-    /// Inserts `record` (already at version 1) under `max_rows`, committed
+    /// Inserts `record` (already at version 1) under `caps`, committed
     /// before this returns.
-    async fn insert(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError>;
+    async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError>;
 
     /// The row as it is now, if it exists (expired or not, anyone's).
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
@@ -106,9 +106,13 @@ impl<E: Engine> TaskStore for SqlStore<E> {
         self.inner.clock.now_ms()
     }
 
-    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.create_capped(record, CreateCaps::rows(max_rows)).await
+    }
+
+    async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
-        self.inner.engine.insert(record, max_rows).await
+        self.inner.engine.insert(record, caps).await
     }
 
     /// `NotFound` when the row is missing, another owner's, or expired.

@@ -63,8 +63,12 @@ impl BatchWriter for Writer {
     /// against the counter its predecessors left.
     async fn write(conn: &mut PgConnection, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
         let mut results = Vec::with_capacity(rows.len());
-        for run in rows.chunk_by(|a, b| a.max_rows == b.max_rows) {
-            results.extend(write_run(conn, run).await?);
+        for run in rows.chunk_by(|a, b| a.max_rows == b.max_rows && a.max_per_owner == b.max_per_owner) {
+            if run.iter().any(|r| r.max_per_owner.is_some()) {
+                results.extend(write_owned_run(conn, run).await?);
+            } else {
+                results.extend(write_run(conn, run).await?);
+            }
         }
         Ok(results)
     }
@@ -99,6 +103,56 @@ async fn write_run(conn: &mut PgConnection, rows: &[&NewRow]) -> Result<Vec<Resu
         // A duplicate took a position without a row: the refused rows may fit now.
         todo = refused;
     }
+    Ok(results.into_iter().map(|r| r.unwrap_or(Err(StoreError::TaskLimitReached))).collect())
+}
+
+/// The advisory-lock class under which a principal's creates take turns
+/// ("cond"; the two-key lock space does not overlap the migration lock's).
+const OWNER_LOCK_CLASS: i32 = 0x636f_6e64;
+
+/// Creates under a per-owner cap: in one transaction, lock each owner of the
+/// run (in sorted order, so batches never deadlock; creates of those owners
+/// on every node wait), count their tasks, refuse the rows past their
+/// owner's cap, and write the rest as [`write_run`] does.
+async fn write_owned_run(
+    conn: &mut PgConnection,
+    rows: &[&NewRow],
+) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
+    let owner = |r: &NewRow| r.max_per_owner.and(r.columns.owner.clone());
+    let mut owners: Vec<String> = rows.iter().filter_map(|r| owner(r)).collect();
+    owners.sort();
+    owners.dedup();
+    let mut tx = sqlx::Connection::begin(conn).await?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext(o)) FROM unnest($2::text[]) AS o")
+        .bind(OWNER_LOCK_CLASS)
+        .bind(&owners)
+        .execute(&mut *tx)
+        .await?;
+    let counts: Vec<(String, i64)> =
+        sqlx::query_as("SELECT o, (SELECT count(*) FROM conduit_tasks WHERE owner = o) FROM unnest($1::text[]) AS o")
+            .bind(&owners)
+            .fetch_all(&mut *tx)
+            .await?;
+    let mut counts: std::collections::HashMap<String, i64> = counts.into_iter().collect();
+    let mut results: Vec<Option<Result<(), StoreError>>> = vec![None; rows.len()];
+    let mut kept = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        if let (Some(o), Some(max)) = (owner(r), r.max_per_owner) {
+            let n = counts.entry(o).or_default();
+            if *n >= max {
+                results[i] = Some(Err(StoreError::OwnerLimitReached));
+                continue;
+            }
+            *n += 1;
+        }
+        kept.push(i);
+    }
+    let written: Vec<&NewRow> = kept.iter().map(|&i| rows[i]).collect();
+    let done = if written.is_empty() { Vec::new() } else { write_run(&mut tx, &written).await? };
+    for (&i, r) in kept.iter().zip(done) {
+        results[i] = Some(r);
+    }
+    tx.commit().await?;
     Ok(results.into_iter().map(|r| r.unwrap_or(Err(StoreError::TaskLimitReached))).collect())
 }
 

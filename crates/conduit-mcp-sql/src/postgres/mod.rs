@@ -19,7 +19,7 @@ use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STAT
 use crate::pool::{Checkout, ConnPool};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgRow};
 use std::sync::Arc;
@@ -240,8 +240,8 @@ impl Engine for PgEngine {
         Ok(u64::try_from(gone).unwrap_or(0))
     }
 
-    async fn insert(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.commits.insert(record, max_rows).await
+    async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+        self.commits.insert(record, caps).await
     }
 
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {

@@ -34,7 +34,8 @@ impl BatchWriter for Writer {
 
     async fn write(conn: &mut SqliteConnection, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
         match rows {
-            [one] => Ok(vec![created(insert_one(one).execute(conn).await)?]),
+            // A per-owner cap is checked in a transaction (the batch path).
+            [one] if one.max_per_owner.is_none() => Ok(vec![created(insert_one(one).execute(conn).await)?]),
             _ => insert_batch(conn, rows).await,
         }
     }
@@ -90,10 +91,15 @@ async fn insert_batch(
     } else {
         0
     };
+    let mut owners = owner_counts(&mut tx, batch).await?;
     let mut results: Vec<Option<Result<(), StoreError>>> = vec![None; batch.len()];
     let mut admitted = Vec::with_capacity(batch.len());
     for (i, p) in batch.iter().enumerate() {
         if p.max_rows.is_none_or(|max| n < max) {
+            if !owners.admit(p) {
+                results[i] = Some(Err(StoreError::OwnerLimitReached));
+                continue;
+            }
             admitted.push(i);
             n += 1;
         }
@@ -126,14 +132,69 @@ async fn insert_batch(
     }
     if one_by_one {
         // Everything not yet written, in queue order, each checked against
-        // the live counter (a duplicate frees its slot for a later create).
+        // the live counters (a duplicate frees its slot for a later create).
+        let mut owners = owner_counts(&mut tx, batch).await?;
         for (i, p) in batch.iter().enumerate() {
             if results[i].is_some() {
                 continue;
             }
-            results[i] = Some(created(insert_one(p).execute(&mut *tx).await)?);
+            if !owners.fits(p) {
+                results[i] = Some(Err(StoreError::OwnerLimitReached));
+                continue;
+            }
+            let r = created(insert_one(p).execute(&mut *tx).await)?;
+            if r.is_ok() {
+                owners.count(p);
+            }
+            results[i] = Some(r);
         }
     }
     tx.commit().await?;
     Ok(results.into_iter().map(|r| r.unwrap_or(Err(StoreError::TaskLimitReached))).collect())
+}
+
+/// The tasks each owner of a batch's owner-capped rows holds, read inside
+/// the batch's transaction (the write lock keeps them still).
+struct OwnerCounts<'a>(std::collections::HashMap<&'a str, i64>);
+
+impl<'a> OwnerCounts<'a> {
+    fn owner(p: &'a NewRow) -> Option<(&'a str, i64)> {
+        Some((p.columns.owner.as_deref()?, p.max_per_owner?))
+    }
+
+    /// Whether `p` fits under its owner's cap.
+    fn fits(&self, p: &'a NewRow) -> bool {
+        Self::owner(p).is_none_or(|(o, max)| self.0.get(o).copied().unwrap_or(0) < max)
+    }
+
+    /// Counts `p` as stored.
+    fn count(&mut self, p: &'a NewRow) {
+        if let Some((o, _)) = Self::owner(p) {
+            *self.0.entry(o).or_default() += 1;
+        }
+    }
+
+    /// Counts `p` if it fits; whether it did.
+    fn admit(&mut self, p: &'a NewRow) -> bool {
+        let fits = self.fits(p);
+        if fits {
+            self.count(p);
+        }
+        fits
+    }
+}
+
+async fn owner_counts<'a>(conn: &mut SqliteConnection, batch: &[&'a NewRow]) -> Result<OwnerCounts<'a>, sqlx::Error> {
+    let mut counts = std::collections::HashMap::new();
+    for (owner, _) in batch.iter().filter_map(|p| OwnerCounts::owner(p)) {
+        if counts.contains_key(owner) {
+            continue;
+        }
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_tasks WHERE owner = ?1")
+            .bind(owner)
+            .fetch_one(&mut *conn)
+            .await?;
+        counts.insert(owner, n);
+    }
+    Ok(OwnerCounts(counts))
 }

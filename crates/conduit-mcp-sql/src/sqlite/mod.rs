@@ -21,7 +21,7 @@ use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STAT
 use crate::pool::{Checkout, ConnPool};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
 use sqlx::Sqlite;
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use std::sync::Arc;
@@ -163,8 +163,8 @@ fn decode_row(row: &SqliteRow) -> Result<TaskRecord, StoreError> {
 impl Engine for SqliteEngine {
     const NAME: &'static str = ENGINE;
 
-    async fn insert(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.commits.insert(record, max_rows).await
+    async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+        self.commits.insert(record, caps).await
     }
 
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {

@@ -23,6 +23,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "conduit_legacy_tasks, its count and cursor key; conduit_legacy_sessions",
         sql: include_str!("../../migrations/sqlite/0002_conduit_legacy_tasks.sql"),
     },
+    Migration {
+        version: 13,
+        description: "an index on owner, for the per-principal cap",
+        sql: include_str!("../../migrations/sqlite/0013_owner_index.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).

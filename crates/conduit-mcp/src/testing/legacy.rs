@@ -31,7 +31,8 @@ where
     F: Fn(Arc<dyn Clock>) -> Fut,
     Fut: Future<Output = S>,
 {
-    store_contract(&make, options).await;
+    // Legacy stores enforce the row cap; the per-principal cap is the extension's.
+    store_contract(&make, options.without_owner_cap()).await;
     let clock = ManualClock::new(START);
     let fresh = || make(Arc::new(clock.clone()));
     list_is_owner_scoped_and_ordered(&fresh().await, &clock).await;

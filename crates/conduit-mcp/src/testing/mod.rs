@@ -45,18 +45,27 @@ pub struct ContractOptions {
     pub race_tasks: usize,
     /// Concurrent writers per task (default 64).
     pub race_writers: usize,
+    /// Whether the store enforces the per-principal cap (`create_capped`; default true).
+    pub owner_cap: bool,
 }
 
 impl Default for ContractOptions {
     fn default() -> Self {
-        Self { race_tasks: 10_000, race_writers: 64 }
+        Self { race_tasks: 10_000, race_writers: 64, owner_cap: true }
     }
 }
 
 impl ContractOptions {
     /// Options with these race sizes.
     pub fn race(tasks: usize, writers: usize) -> Self {
-        Self { race_tasks: tasks, race_writers: writers }
+        Self { race_tasks: tasks, race_writers: writers, owner_cap: true }
+    }
+
+    /// Leaves out the per-principal cap check, for a store that counts no
+    /// owners (the provided `create_capped` enforces the row cap alone).
+    pub fn without_owner_cap(mut self) -> Self {
+        self.owner_cap = false;
+        self
     }
 }
 
@@ -88,6 +97,10 @@ where
     cleanup_removes_what_expired(&swept, &clock).await;
     let capped = make(Arc::new(clock.clone())).await;
     row_cap(&capped, &clock).await;
+    if options.owner_cap {
+        let owner_capped = make(Arc::new(clock.clone())).await;
+        owner_cap(&owner_capped, &clock).await;
+    }
     race(store, &clock, options).await;
 }
 
@@ -281,6 +294,27 @@ pub async fn row_cap(store: &dyn TaskStore, clock: &ManualClock) {
         Err(StoreError::TaskLimitReached)
     );
     store.create(record(None, Some(60_000), clock.now_ms()), None).await.expect("no cap");
+}
+
+/// `create_capped` stops one owner at `max_rows_per_owner` (`OwnerLimitReached`)
+/// without stopping others or owner-less tasks; a swept task frees its slot.
+pub async fn owner_cap(store: &dyn TaskStore, clock: &ManualClock) {
+    let caps = crate::ext::tasks::CreateCaps::new(Some(100), Some(2));
+    let short = record(Some("alice"), Some(1_000), clock.now_ms());
+    store.create_capped(short, caps).await.expect("alice's first");
+    store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("alice's second");
+    let third = store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await;
+    assert_eq!(third, Err(StoreError::OwnerLimitReached), "alice is at her cap");
+    store.create_capped(record(Some("bob"), Some(60_000), clock.now_ms()), caps).await.expect("bob is not");
+    for _ in 0..3 {
+        store.create_capped(record(None, Some(60_000), clock.now_ms()), caps).await.expect("no owner, no owner cap");
+    }
+    let full = crate::ext::tasks::CreateCaps::new(Some(6), Some(2));
+    let r = store.create_capped(record(Some("carol"), Some(60_000), clock.now_ms()), full).await;
+    assert_eq!(r, Err(StoreError::TaskLimitReached), "the row cap still holds");
+    clock.advance(2_000);
+    assert_eq!(store.cleanup(u64::MAX).await.expect("cleanup"), 1, "alice's short task expired");
+    store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("a freed slot");
 }
 
 /// Many writers per task race `complete`, `fail`, `cancel` and answer updates:

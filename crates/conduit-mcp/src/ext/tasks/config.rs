@@ -61,6 +61,11 @@ pub struct TasksConfig {
     pub janitor: JanitorConfig,
     /// Row cap passed to `create` (default 10 000; `None` = unlimited).
     pub max_rows: Option<usize>,
+    /// Per-principal cap: at most this many tasks of one authenticated
+    /// principal (`None`, the default: a quarter of `max_rows`, so one
+    /// principal cannot take every slot; no cap when `max_rows` is `None`).
+    /// Tasks created without authentication are under the row cap only.
+    pub max_rows_per_principal: Option<usize>,
     /// The notifier.
     pub notifier: NotifierConfig,
     /// Default task lifetime (1 hour).
@@ -75,6 +80,25 @@ pub struct TasksConfig {
     pub lease: Duration,
 }
 
+impl TasksConfig {
+    /// The caps a create must fit under: the row cap and the per-principal cap
+    /// (see [`max_rows_per_principal`](Self::max_rows_per_principal)).
+    pub fn create_caps(&self) -> super::CreateCaps {
+        let per_principal = self.max_rows_per_principal.or(self.max_rows.map(|n| (n / 4).max(1)));
+        super::CreateCaps::new(self.max_rows, per_principal)
+    }
+
+    /// The byte budget next to the row cap: the most bytes of client-supplied
+    /// data the store holds, `max_rows` × [`MAX_CLIENT_BYTES_PER_TASK`]
+    /// (`None` without a row cap). Each task's share is bounded by the
+    /// limits in [`limits`](super::limits); a tool's own results come on top.
+    ///
+    /// [`MAX_CLIENT_BYTES_PER_TASK`]: super::limits::MAX_CLIENT_BYTES_PER_TASK
+    pub fn byte_budget(&self) -> Option<usize> {
+        self.max_rows.map(|n| n.saturating_mul(super::limits::MAX_CLIENT_BYTES_PER_TASK))
+    }
+}
+
 impl std::fmt::Debug for TasksConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TasksConfig")
@@ -82,6 +106,7 @@ impl std::fmt::Debug for TasksConfig {
             .field("store", &self.store.as_ref().map(|s| s.name()))
             .field("janitor", &self.janitor)
             .field("max_rows", &self.max_rows)
+            .field("max_rows_per_principal", &self.max_rows_per_principal)
             .field("notifier", &self.notifier)
             .field("node_id", &self.node_id)
             .field("lease", &self.lease)
@@ -96,6 +121,7 @@ impl Default for TasksConfig {
             store: None,
             janitor: JanitorConfig::default(),
             max_rows: Some(10_000),
+            max_rows_per_principal: None,
             notifier: NotifierConfig::Listen,
             default_ttl: Duration::from_secs(3600),
             node_id: format!("node-{:016x}", rand::random::<u64>()),
@@ -144,6 +170,12 @@ impl TasksConfig {
     /// Sets the row cap (`None` = unlimited).
     pub fn max_rows(mut self, max_rows: Option<usize>) -> Self {
         self.max_rows = max_rows;
+        self
+    }
+
+    /// Sets the per-principal cap (`None`: a quarter of the row cap).
+    pub fn max_rows_per_principal(mut self, max: Option<usize>) -> Self {
+        self.max_rows_per_principal = max;
         self
     }
 
@@ -290,6 +322,12 @@ impl TasksConfig {
                         }
                     }
                 }
+                "max_rows_per_principal" => {
+                    cfg.max_rows_per_principal = match v {
+                        toml::Value::Integer(n) if *n > 0 => Some(*n as usize),
+                        _ => return Err(err("max_rows_per_principal", "must be a positive integer")),
+                    }
+                }
                 "notifier" => {
                     cfg.notifier = match v.as_str() {
                         Some("listen") => NotifierConfig::Listen,
@@ -298,7 +336,10 @@ impl TasksConfig {
                     }
                 }
                 other => {
-                    return Err(err(other, "unknown key (expected store, janitor, max_rows, notifier)"));
+                    return Err(err(
+                        other,
+                        "unknown key (expected store, janitor, max_rows, max_rows_per_principal, notifier)",
+                    ));
                 }
             }
         }

@@ -4,6 +4,7 @@
 //! request (`-32021`), then params (`-32602`), then the owner-scoped lookup.
 
 use super::config::NotifierConfig;
+use super::limits;
 use super::runtime::Work;
 use super::store::{Owner, StoreError};
 use super::task::{TaskRecord, TaskStatus};
@@ -51,9 +52,14 @@ fn not_found() -> RpcError {
 fn store_error(e: StoreError) -> RpcError {
     match e {
         StoreError::NotFound => not_found(),
+        // `data.cap` names which cap refused the task.
         StoreError::TaskLimitReached => {
             crate::metrics::task_refused_by_limit();
-            RpcError::internal("Task limit reached")
+            RpcError::internal("Task limit reached").with_data(json!({ "cap": "server" }))
+        }
+        StoreError::OwnerLimitReached => {
+            crate::metrics::task_refused_by_limit();
+            RpcError::internal("Task limit reached").with_data(json!({ "cap": "principal" }))
         }
         e => {
             crate::metrics::store_error("request");
@@ -109,6 +115,8 @@ impl TasksExtension {
                 }
                 let mut n = r.clone();
                 let mut applied = 0;
+                let mut kept: usize =
+                    n.input_responses.values().chain(n.pending_responses.values()).map(limits::json_len).sum();
                 for (k, v) in responses {
                     let Some(req) = n.input_requests.get(k) else {
                         continue;
@@ -116,6 +124,12 @@ impl TasksExtension {
                     if !valid_response(req.kind(), v) {
                         continue;
                     }
+                    // An answer past the bounds is ignored like a malformed one.
+                    let len = limits::json_len(v);
+                    if len > limits::MAX_ANSWER_BYTES || kept + len > limits::MAX_ANSWERS_BYTES {
+                        continue;
+                    }
+                    kept += len;
                     n.input_requests.remove(k);
                     n.pending_responses.insert(k.clone(), v.clone());
                     applied += 1;
@@ -289,6 +303,12 @@ impl TasksExtension {
                     .tasks
                     .resumable_work(&name)
                     .ok_or_else(|| invalid(&format!("no resumable work is registered as {name:?}")))?;
+                if limits::json_len(&args) > limits::MAX_RESUME_ARGS_BYTES {
+                    return Err(invalid(&format!(
+                        "the arguments of resumable work are limited to {} bytes",
+                        limits::MAX_RESUME_ARGS_BYTES
+                    )));
+                }
                 rec.tool = Some(name);
                 rec.resume_args = Some(args.clone());
                 Some(Box::new(move |t| f(t, args)))
@@ -298,10 +318,12 @@ impl TasksExtension {
             rec.lease = Some(self.tasks.new_lease());
         }
         rec.poll_interval_ms = poll_ms;
-        rec.status_message = spec.status_message;
-        rec.client_capabilities = ctx.client_capabilities().clone();
-        let max_rows = self.tasks.config().max_rows;
-        self.tasks.store().create(rec.clone(), max_rows).await.map_err(store_error)?;
+        rec.status_message = spec.status_message.map(limits::bound_status_message);
+        // Only the declarations its input requests are judged by (not the whole,
+        // client-sized `clientCapabilities`).
+        rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
+        let caps = self.tasks.config().create_caps();
+        self.tasks.store().create_capped(rec.clone(), caps).await.map_err(store_error)?;
         rec.version = 1;
         crate::metrics::task_created();
         self.tasks.after_write(&rec);

@@ -45,6 +45,7 @@ mod config;
 mod extension;
 mod janitor;
 pub mod legacy;
+pub mod limits;
 mod memory;
 mod notifier;
 mod recovery;
@@ -59,7 +60,7 @@ pub use janitor::sweep;
 pub use memory::MemoryStore;
 pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
-pub use store::{Owner, StatusFields, StoreError, TaskStore, UpdateFn};
+pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn};
 pub use task::{Lease, TaskFailure, TaskRecord};
 pub use worker::Tasks;
 

@@ -1,5 +1,6 @@
 //! The `TaskStore` trait: the storage contract every backend meets.
 
+use super::limits::bound_status_message;
 use super::task::{TaskRecord, TaskStatus};
 use async_trait::async_trait;
 use std::fmt;
@@ -34,6 +35,9 @@ pub enum StoreError {
     Terminal,
     /// `create` hit the row cap.
     TaskLimitReached,
+    /// `create` hit the per-principal cap: the new task's owner holds
+    /// [`CreateCaps::max_rows_per_owner`] tasks already.
+    OwnerLimitReached,
     /// A task with this id exists already.
     Duplicate,
     /// The update function refused the change (its reason).
@@ -72,6 +76,7 @@ impl fmt::Display for StoreError {
             StoreError::NotFound => f.write_str("task not found"),
             StoreError::Terminal => f.write_str("task is terminal"),
             StoreError::TaskLimitReached => f.write_str("task limit reached"),
+            StoreError::OwnerLimitReached => f.write_str("task limit reached for this principal"),
             StoreError::Duplicate => f.write_str("task id already exists"),
             StoreError::Refused(reason) => write!(f, "update refused: {reason}"),
             StoreError::InvalidCursor => f.write_str("invalid list cursor"),
@@ -96,7 +101,7 @@ impl PartialEq for StoreError {
         use StoreError::*;
         match (self, other) {
             (NotFound, NotFound) | (Terminal, Terminal) | (TaskLimitReached, TaskLimitReached) => true,
-            (Duplicate, Duplicate) | (InvalidCursor, InvalidCursor) => true,
+            (Duplicate, Duplicate) | (InvalidCursor, InvalidCursor) | (OwnerLimitReached, OwnerLimitReached) => true,
             (Refused(a), Refused(b)) => a == b,
             (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
             _ => false,
@@ -105,6 +110,30 @@ impl PartialEq for StoreError {
 }
 
 impl Eq for StoreError {}
+
+/// The caps a new task must fit under, checked atomically by
+/// [`TaskStore::create_capped`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CreateCaps {
+    /// At most this many tasks in the store (`None`: no cap).
+    pub max_rows: Option<usize>,
+    /// At most this many tasks of the new task's owner (`None`: no cap). A
+    /// task without an owner (no authentication) is under the row cap only.
+    pub max_rows_per_owner: Option<usize>,
+}
+
+impl CreateCaps {
+    /// The row cap alone.
+    pub fn rows(max_rows: Option<usize>) -> Self {
+        Self { max_rows, max_rows_per_owner: None }
+    }
+
+    /// The row cap and the per-owner cap.
+    pub fn new(max_rows: Option<usize>, max_rows_per_owner: Option<usize>) -> Self {
+        Self { max_rows, max_rows_per_owner }
+    }
+}
 
 /// An update function: gets the current record, returns the new one or refuses.
 pub type UpdateFn<'a> = &'a (dyn Fn(&TaskRecord) -> Result<TaskRecord, StoreError> + Send + Sync);
@@ -152,6 +181,17 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// Stores a new record (`version` is set by the store).
     async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError>;
+
+    /// Stores a new record under both caps: `TaskLimitReached` at the row
+    /// cap, `OwnerLimitReached` when its owner holds `max_rows_per_owner`
+    /// tasks (both checked atomically, across every node sharing the store).
+    ///
+    /// Provided for stores that count no owners: [`create`](Self::create)
+    /// under the row cap alone. The stores of this crate and of
+    /// `conduit-mcp-sql` enforce both.
+    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+        self.create(record, caps.max_rows).await
+    }
 
     /// Reads a record.
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError>;
@@ -266,7 +306,7 @@ fn with_status(
     }
     let mut r = record.clone();
     if let Some(m) = &fields.status_message {
-        r.status_message = Some(m.clone());
+        r.status_message = Some(bound_status_message(m.clone()));
     }
     if fields.result.is_some() {
         r.result = fields.result.clone();
@@ -281,7 +321,7 @@ fn with_status(
 /// `cancel` on one live record.
 fn cancelled(record: &TaskRecord, status_message: Option<&str>, now_ms: u64) -> TaskRecord {
     let mut r = record.clone();
-    r.status_message = Some(status_message.unwrap_or("Cancelled by client request").to_owned());
+    r.status_message = Some(bound_status_message(status_message.unwrap_or("Cancelled by client request").to_owned()));
     r.transition(TaskStatus::Cancelled, now_ms);
     r
 }

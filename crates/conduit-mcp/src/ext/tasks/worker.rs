@@ -2,6 +2,7 @@
 //! Not owner-scoped: the id is the capability.
 
 use super::config::{NotifierConfig, TasksConfig};
+use super::limits::bound_status_message;
 use super::memory::{IdBuild, MemoryStore};
 use super::notifier::ListenNotifier;
 use super::store::{Owner, StatusFields, StoreError, TaskStore};
@@ -187,7 +188,7 @@ impl Tasks {
 
     /// Updates `statusMessage` and `lastUpdatedAt` without changing the status.
     pub async fn progress(&self, id: &str, message: impl Into<String>) -> Result<(), WorkerError> {
-        let message = message.into();
+        let message = bound_status_message(message.into());
         let now = self.now();
         let written = self
             .inner
@@ -257,6 +258,7 @@ impl Tasks {
         requests: BTreeMap<String, InputRequest>,
         status_message: Option<String>,
     ) -> Result<(), WorkerError> {
+        let status_message = status_message.map(bound_status_message);
         if requests.is_empty() || requests.values().any(|r| r.kind().is_none()) {
             return Err(WorkerError::InvalidInputRequests);
         }

@@ -5,7 +5,7 @@ mod shard;
 
 pub(crate) use hasher::IdBuild;
 
-use super::store::{Owner, StoreError, TaskStore, UpdateFn};
+use super::store::{CreateCaps, Owner, StoreError, TaskStore, UpdateFn};
 use super::task::TaskRecord;
 use crate::clock::{Clock, SystemClock};
 use async_trait::async_trait;
@@ -31,6 +31,8 @@ const SWEEP_SLICE: std::time::Duration = std::time::Duration::from_micros(200);
 pub struct MemoryStore {
     shards: Box<[Mutex<Shard>]>,
     count: AtomicUsize,
+    /// Tasks per owner (owned tasks only), for the per-principal cap.
+    owners: Mutex<std::collections::HashMap<String, usize>>,
     clock: Arc<dyn Clock>,
 }
 
@@ -60,7 +62,12 @@ impl MemoryStore {
 
     /// An empty store on an injected clock.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
-        Self { shards: (0..SHARDS).map(|_| Mutex::default()).collect(), count: AtomicUsize::new(0), clock }
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            count: AtomicUsize::new(0),
+            owners: Mutex::default(),
+            clock,
+        }
     }
 
     /// How many records are stored (expired ones included until swept).
@@ -77,6 +84,64 @@ impl MemoryStore {
         let h = IdBuild::default().hash_one(id);
         // Bits the shard maps themselves use neither for buckets (low) nor for tags (top 7).
         &self.shards[((h >> 32) as usize) % SHARDS]
+    }
+
+    /// `create` under both caps: the owner's count is checked and bumped
+    /// under the owners' lock, the row count by compare-and-swap.
+    fn insert(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+        let max_rows = caps.max_rows;
+        let mut owners = record.owner.as_ref().map(|_| lock(&self.owners));
+        if let (Some(owner), Some(max), Some(counts)) = (&record.owner, caps.max_rows_per_owner, &owners)
+            && counts.get(owner).copied().unwrap_or(0) >= max
+        {
+            return Err(StoreError::OwnerLimitReached);
+        }
+        let mut cur = self.count.load(Ordering::Relaxed);
+        loop {
+            if max_rows.is_some_and(|m| cur >= m) {
+                return Err(StoreError::TaskLimitReached);
+            }
+            match self.count.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        record.version = 1;
+        let expires = record.expires_at_ms();
+        let leased = record.lease.is_some() && !record.is_terminal();
+        let id: Id = Arc::from(record.task_id.as_str());
+        let mut shard = lock(self.shard(&id));
+        if shard.map.contains_key(&id) {
+            drop(shard);
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            return Err(StoreError::Duplicate);
+        }
+        if let Some(e) = expires {
+            shard.expiry.insert((e, id.clone()));
+        }
+        if leased {
+            shard.leased.insert(id.clone());
+        }
+        if let (Some(owner), Some(counts)) = (&record.owner, owners.as_mut()) {
+            *counts.entry(owner.clone()).or_default() += 1;
+        }
+        let stored = shard.store(record);
+        shard.map.insert(id, Box::new(stored));
+        Ok(())
+    }
+
+    /// Lowers the owners' counts for records that went.
+    fn release_owners<'a>(&self, gone: impl Iterator<Item = &'a str>) {
+        let mut counts = None;
+        for owner in gone {
+            let counts = counts.get_or_insert_with(|| lock(&self.owners));
+            if let Some(n) = counts.get_mut(owner) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.remove(owner);
+                }
+            }
+        }
     }
 
     /// Read-modify-write under the shard lock.
@@ -144,36 +209,12 @@ impl TaskStore for MemoryStore {
         self.clock.now_ms()
     }
 
-    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        let mut cur = self.count.load(Ordering::Relaxed);
-        loop {
-            if max_rows.is_some_and(|m| cur >= m) {
-                return Err(StoreError::TaskLimitReached);
-            }
-            match self.count.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Relaxed) {
-                Ok(_) => break,
-                Err(actual) => cur = actual,
-            }
-        }
-        record.version = 1;
-        let expires = record.expires_at_ms();
-        let leased = record.lease.is_some() && !record.is_terminal();
-        let id: Id = Arc::from(record.task_id.as_str());
-        let mut shard = lock(self.shard(&id));
-        if shard.map.contains_key(&id) {
-            drop(shard);
-            self.count.fetch_sub(1, Ordering::Relaxed);
-            return Err(StoreError::Duplicate);
-        }
-        if let Some(e) = expires {
-            shard.expiry.insert((e, id.clone()));
-        }
-        if leased {
-            shard.leased.insert(id.clone());
-        }
-        let stored = shard.store(record);
-        shard.map.insert(id, Box::new(stored));
-        Ok(())
+    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.insert(record, CreateCaps::rows(max_rows))
+    }
+
+    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+        self.insert(record, caps)
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
@@ -242,6 +283,7 @@ impl TaskStore for MemoryStore {
             loop {
                 let more = lock(shard).take_expired(now, cutoff, SWEEP_BATCH, &mut batch);
                 let n = batch.len();
+                self.release_owners(batch.iter().filter_map(|(_, r)| r.owner.as_deref()));
                 // Freed outside the lock.
                 batch.clear();
                 self.count.fetch_sub(n, Ordering::Relaxed);

@@ -1,0 +1,150 @@
+//! What a task keeps of what a client sent, and how much: the bounds that
+//! make the row cap a bound on memory too (issue 11, finding 3).
+//!
+//! A task keeps, of the creating request's `clientCapabilities`, only the
+//! declarations its input requests are judged by (see
+//! [`task_capabilities`]); its `statusMessage` is cut at
+//! [`MAX_STATUS_MESSAGE_BYTES`]; an answer to one of its input requests
+//! larger than [`MAX_ANSWER_BYTES`], or past [`MAX_ANSWERS_BYTES`] in all, is
+//! not accepted; resumable work's
+//! arguments larger than [`MAX_RESUME_ARGS_BYTES`] refuse the create. With
+//! these, every client-supplied part of a record is bounded, and so is a
+//! record: see [`MAX_CLIENT_BYTES_PER_TASK`], and the byte budget
+//! [`TasksConfig::byte_budget`](super::TasksConfig::byte_budget) (row cap × that bound).
+
+use crate::protocol::meta::ClientCapabilities;
+use serde_json::{Map, Value, json};
+
+/// The longest `statusMessage` a task keeps, in bytes (longer ones are cut at
+/// a character boundary and end with `…`).
+pub const MAX_STATUS_MESSAGE_BYTES: usize = 1024;
+
+/// The largest answer (`tasks/update` `inputResponses` value, as JSON) a task
+/// accepts for one input request; a larger one is ignored like a malformed one.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
+
+/// The most answer bytes one task keeps, over all its input requests: an
+/// answer that would go past it is ignored like a malformed one.
+pub const MAX_ANSWERS_BYTES: usize = 64 * 1024;
+
+/// The largest arguments of resumable work (as JSON) a task keeps.
+pub const MAX_RESUME_ARGS_BYTES: usize = 16 * 1024;
+
+/// An upper bound on the bytes of a task's record that come from clients or
+/// from these bounded fields: the capabilities kept (under 100 bytes), the
+/// status message, the answers, the resumable arguments, plus 1 KiB for the
+/// fixed fields (id, owner, times, lease). A tool's own result comes on top:
+/// it is the server's, not a client's.
+pub const MAX_CLIENT_BYTES_PER_TASK: usize =
+    1024 + MAX_STATUS_MESSAGE_BYTES + MAX_ANSWERS_BYTES + MAX_RESUME_ARGS_BYTES;
+
+/// The capabilities a task keeps: the `elicitation` modes, `sampling` (and
+/// `sampling.tools`) and `roots`, as empty objects, so that
+/// [`ClientCapabilities::declares_input`] answers as it would on the whole
+/// declaration; anything else the client sent is dropped.
+pub fn task_capabilities(caps: &ClientCapabilities) -> ClientCapabilities {
+    let mut kept = Map::new();
+    let empty = || Value::Object(Map::new());
+    if caps.0.get("elicitation").is_some_and(Value::is_object) {
+        let mut modes = Map::new();
+        if caps.elicitation_form() {
+            modes.insert("form".into(), empty());
+        }
+        if caps.elicitation_url() {
+            modes.insert("url".into(), empty());
+        }
+        kept.insert("elicitation".into(), Value::Object(modes));
+    }
+    if caps.sampling() {
+        let tools = if caps.sampling_tools() { json!({ "tools": {} }) } else { empty() };
+        kept.insert("sampling".into(), tools);
+    }
+    if caps.roots() {
+        kept.insert("roots".into(), empty());
+    }
+    ClientCapabilities(kept)
+}
+
+/// `message` cut to at most [`MAX_STATUS_MESSAGE_BYTES`] bytes.
+pub fn bound_status_message(message: String) -> String {
+    if message.len() <= MAX_STATUS_MESSAGE_BYTES {
+        return message;
+    }
+    const ELLIPSIS: &str = "…";
+    let mut end = MAX_STATUS_MESSAGE_BYTES - ELLIPSIS.len();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut cut = message;
+    cut.truncate(end);
+    cut.push_str(ELLIPSIS);
+    cut
+}
+
+/// The size of `v` as compact JSON, counted without building the string.
+pub fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::mrtr::InputKind;
+
+    fn caps(v: Value) -> ClientCapabilities {
+        ClientCapabilities(v.as_object().cloned().unwrap_or_default())
+    }
+
+    #[test]
+    fn kept_capabilities_answer_as_the_whole_declaration() {
+        let kinds = [
+            InputKind::ElicitForm,
+            InputKind::ElicitUrl,
+            InputKind::Sample,
+            InputKind::SampleWithTools,
+            InputKind::ListRoots,
+        ];
+        let pad = "x".repeat(100_000);
+        for whole in [
+            json!({}),
+            json!({ "elicitation": {} }),
+            json!({ "elicitation": { "url": {} } }),
+            json!({ "elicitation": { "form": {}, "url": {} } }),
+            json!({ "sampling": { "tools": {} }, "roots": { "listChanged": true } }),
+            json!({ "sampling": {}, "experimental": { "pad": pad }, "extensions": { "a": { "pad": pad } } }),
+        ] {
+            let whole = caps(whole);
+            let kept = task_capabilities(&whole);
+            for k in kinds {
+                assert_eq!(kept.declares_input(k), whole.declares_input(k), "{k:?} on {:?}", kept.0);
+            }
+            assert!(json_len(&Value::Object(kept.0.clone())) < 100, "kept {:?}", kept.0);
+        }
+    }
+
+    #[test]
+    fn status_messages_are_cut_at_a_character_boundary() {
+        assert_eq!(bound_status_message("short".into()), "short");
+        let long = "é".repeat(MAX_STATUS_MESSAGE_BYTES);
+        let cut = bound_status_message(long);
+        assert!(cut.len() <= MAX_STATUS_MESSAGE_BYTES && cut.ends_with('…'), "{}", cut.len());
+    }
+
+    #[test]
+    fn json_len_is_the_serialized_length() {
+        let v = json!({ "a": [1, "two", null], "b": "é" });
+        assert_eq!(json_len(&v), serde_json::to_string(&v).map(|s| s.len()).unwrap_or(0));
+    }
+}
