@@ -62,12 +62,8 @@ async fn refused_creates_do_not_flood_the_log_and_it_has_no_colour() {
         assert_eq!(r["error"]["message"], "Task limit reached", "{r}");
     }
     // Wait for the line (the log is read by another thread), then count.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let warned = |log: &[String]| log.iter().filter(|l| l.contains("Task limit reached")).count();
-    while warned(&node.log.lock().unwrap()) == 0 {
-        assert!(std::time::Instant::now() < deadline, "no warning at all");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    node.until_log("a warning at all", |log, _| warned(log) > 0).await;
     let log = node.log.lock().unwrap().clone();
     let warned = warned(&log);
     assert_eq!(warned, 1, "one line for 50 refusals: {log:#?}");

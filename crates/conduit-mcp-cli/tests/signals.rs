@@ -23,14 +23,9 @@ async fn graceful_on(signal: &str) {
     let closing = stream.next(Duration::from_secs(10)).await;
     assert_eq!(closing["id"], "sig", "the listen request's closing result: {closing}");
     assert!(closing.get("result").is_some(), "{closing}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(s) = node.child.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(std::time::Instant::now() < deadline, "the server did not exit after {signal}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    // Its stderr closes when it exits; then reap it.
+    node.until_log(&format!("the server to exit after {signal}"), |_, ended| ended).await;
+    let status = node.child.wait().expect("wait");
     assert_eq!(status.code(), Some(0), "exit after {signal}: {status:?}");
 }
 

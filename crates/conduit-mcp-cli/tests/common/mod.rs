@@ -16,6 +16,10 @@ pub struct Node {
     pub url: String,
     /// Every line it wrote to stderr so far.
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Told after every stderr line, and when stderr closes (the process ended).
+    pub logged: std::sync::Arc<tokio::sync::Notify>,
+    /// Whether stderr has closed.
+    pub ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Drop for Node {
@@ -26,6 +30,24 @@ impl Drop for Node {
 }
 
 impl Node {
+    /// Waits (up to 20 s, a failure guard) until `done` holds of what the
+    /// node has written and whether its stderr has closed; woken by each line.
+    pub async fn until_log(&self, what: &str, done: impl Fn(&[String], bool) -> bool) {
+        let wait = async {
+            loop {
+                let next = self.logged.notified();
+                tokio::pin!(next);
+                next.as_mut().enable();
+                let ended = self.ended.load(std::sync::atomic::Ordering::SeqCst);
+                if done(&self.log.lock().unwrap(), ended) {
+                    return;
+                }
+                next.await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), wait).await.unwrap_or_else(|_| panic!("timed out: {what}"));
+    }
+
     /// Starts `conduit-mcp serve --listen 127.0.0.1:0 ARGS` and waits for its address.
     pub async fn start(args: &[&str]) -> Node {
         let mut all = vec!["--listen", "127.0.0.1:0"];
@@ -47,10 +69,14 @@ impl Node {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let lines = log.clone();
+        let logged = std::sync::Arc::new(tokio::sync::Notify::new());
+        let ended = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tell, end) = (logged.clone(), ended.clone());
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 lines.lock().unwrap().push(line.clone());
+                tell.notify_waiters();
                 if let Some(url) = line.strip_prefix("listening on ") {
                     if let Some(tx) = tx.take() {
                         let _ = tx.send(url.to_owned());
@@ -59,12 +85,14 @@ impl Node {
                     eprintln!("node: {line}");
                 }
             }
+            end.store(true, std::sync::atomic::Ordering::SeqCst);
+            tell.notify_waiters();
         });
         let url = tokio::time::timeout(Duration::from_secs(60), rx)
             .await
             .expect("the node printed its address in time")
             .expect("the node started");
-        Node { child, url, log }
+        Node { child, url, log, logged, ended }
     }
 
     /// Runs `conduit-mcp serve --listen 127.0.0.1:0 ARGS`, expecting it to refuse
