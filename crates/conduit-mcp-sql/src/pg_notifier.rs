@@ -21,10 +21,14 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// A [`Notifier`] for many nodes on one PostgreSQL database.
 ///
 /// Every change is published on a channel with a small payload — the task id
-/// and its version, never the result. Every node (this one included) listens
-/// on the channel, reads the task from the store, and delivers it to its own
-/// listen streams (only those whose principal owns the task) and wakes its own
-/// workers. So a `notifications/tasks` reaches a listen stream on whichever
+/// and its version, never the result; changes that queue up while one
+/// statement is under way are published together by the next. The node that
+/// made a change delivers it to its own listen streams at once. Every other
+/// node listens on the channel and, when something there cares about the task
+/// (a listen stream naming it, work waiting on it or running it), reads the
+/// task from the store, delivers it to its own listen streams (only those
+/// whose principal owns the task) and wakes its own workers; a change nobody
+/// there cares about costs it no read. So a `notifications/tasks` reaches a listen stream on whichever
 /// node holds it, and `spawn`ed work waiting for input wakes on whichever node
 /// runs it.
 ///
@@ -153,8 +157,13 @@ impl Drop for Inner {
 }
 
 impl Notifier for PgNotifier {
-    fn task_changed(&self, task: &TaskRecord, _listen: &ListenNotifier) {
-        // Delivery to every node, this one included, comes back through LISTEN.
+    fn task_changed(&self, task: &TaskRecord, listen: &ListenNotifier) {
+        // This node's streams get the change now (the write path wakes its
+        // workers); its own echo through LISTEN is then already delivered.
+        if self.inner.tasks.get().is_some_and(|t| t.cares_about(&task.task_id)) {
+            self.inner.mark_delivered(&task.task_id, task.version, task.is_terminal());
+            listen.task_changed(task);
+        }
         let _ = self.inner.publish.send((task.task_id.clone(), task.version));
     }
 }
@@ -168,26 +177,37 @@ async fn pause(inner: &Inner, backoff: &mut Duration) -> bool {
     true
 }
 
-/// Publishes queued changes; while the database is unreachable it retries, keeping them.
+/// Changes published by one statement at most.
+const PUBLISH_BATCH: usize = 256;
+
+/// Publishes queued changes, those queued together in one statement; while
+/// the database is unreachable it retries, keeping them.
 async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<(String, u64)>) {
     let pool = PgPoolOptions::new().max_connections(2).connect_lazy_with(inner.options.clone());
     let mut backoff = BACKOFF;
+    let mut batch: Vec<(String, u64)> = Vec::new();
     loop {
-        let next = tokio::select! {
-            m = rx.recv() => m,
-            _ = inner.shutdown.cancelled() => None,
+        let received = tokio::select! {
+            n = rx.recv_many(&mut batch, PUBLISH_BATCH) => n,
+            _ = inner.shutdown.cancelled() => 0,
         };
-        let Some((id, version)) = next else { return };
-        let payload = json!({ "id": id, "v": version }).to_string();
+        if received == 0 {
+            return;
+        }
+        let payloads: Vec<String> = batch.drain(..).map(|(id, v)| json!({ "id": id, "v": v }).to_string()).collect();
         loop {
-            let sent = sqlx::query("SELECT pg_notify($1, $2)").bind(&inner.channel).bind(&payload).execute(&pool).await;
+            let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
+                .bind(&inner.channel)
+                .bind(&payloads)
+                .execute(&pool)
+                .await;
             match sent {
                 Ok(_) => {
                     backoff = BACKOFF;
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "could not publish a task change; retrying");
+                    tracing::warn!(error = %e, "could not publish task changes; retrying");
                     if !pause(&inner, &mut backoff).await {
                         return;
                     }
@@ -264,6 +284,14 @@ async fn catch_up(inner: &Inner, tasks: &Tasks) {
 }
 
 async fn deliver(inner: &Inner, tasks: &Tasks, id: &str, version: u64) {
+    if !tasks.cares_about(id) {
+        // Nothing here acts on it; forget what was delivered (the next stream
+        // to watch the task reads it when it subscribes).
+        if let Ok(mut d) = inner.delivered.lock() {
+            d.remove(id);
+        }
+        return;
+    }
     let last = inner.delivered.lock().ok().and_then(|d| d.get(id).copied()).unwrap_or(0);
     if version != 0 && version <= last {
         return;
@@ -272,12 +300,21 @@ async fn deliver(inner: &Inner, tasks: &Tasks, id: &str, version: u64) {
     if record.version <= last {
         return;
     }
-    if let Ok(mut d) = inner.delivered.lock() {
-        if record.is_terminal() {
-            d.remove(id);
-        } else {
-            d.insert(id.to_owned(), record.version);
+    inner.mark_delivered(id, record.version, record.is_terminal());
+    tasks.apply_change(&record);
+}
+
+impl Inner {
+    /// Remembers that version `version` of task `id` reached this node's
+    /// streams (a terminal task is forgotten: nothing follows it).
+    fn mark_delivered(&self, id: &str, version: u64, terminal: bool) {
+        if let Ok(mut d) = self.delivered.lock() {
+            if terminal {
+                d.remove(id);
+            } else {
+                let v = d.entry(id.to_owned()).or_insert(0);
+                *v = (*v).max(version);
+            }
         }
     }
-    tasks.apply_change(&record);
 }

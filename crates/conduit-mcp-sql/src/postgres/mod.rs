@@ -4,6 +4,7 @@
 //! this module is the store and its [`TaskStore`] implementation.
 
 mod group_commit;
+mod group_read;
 mod legacy;
 mod legacy_sessions;
 mod node;
@@ -58,6 +59,7 @@ pub type PostgresStore = SqlStore<PgEngine>;
 pub struct PgEngine {
     pool: Arc<ConnPool<PgConnection>>,
     commits: Arc<GroupCommit<group_commit::Writer>>,
+    reads: Arc<group_read::GroupRead>,
     /// How many times a read is retried on a broken connection: enough to
     /// drain every dead connection the pool may hold, plus one.
     retries: usize,
@@ -72,7 +74,8 @@ impl PgEngine {
     fn new(pool: ConnPool<PgConnection>, retries: usize, schema: Option<String>) -> Self {
         let pool = Arc::new(pool);
         let commits = Arc::new(GroupCommit::new(group_commit::Writer(pool.clone()), FLUSHERS));
-        Self { pool, commits, retries, schema, node: Default::default() }
+        let reads = Arc::new(group_read::GroupRead::new(pool.clone(), retries));
+        Self { pool, commits, reads, retries, schema, node: Default::default() }
     }
 }
 
@@ -115,30 +118,14 @@ impl PgEngine {
         self.pool.get().await.map_err(|e| backend("connect", e))
     }
 
-    /// Runs an idempotent read, again on a fresh connection when the one it
-    /// got turns out to be dead (the database restarted, or an administrator
-    /// ended the session).
+    /// Runs an idempotent read (see [`read_rows`]).
     async fn read_rows<'q>(
         &self,
         what: &str,
         sql: &'q str,
         bind: impl Fn(PgQuery<'q>) -> PgQuery<'q>,
     ) -> Result<Vec<PgRow>, StoreError> {
-        let mut attempt = 0;
-        loop {
-            // A failure to connect is not retried: the database is away.
-            let mut c = self.conn().await?;
-            let rows = bind(sqlx::query(sql)).fetch_all(c.conn()).await;
-            let result = c.finish(rows, is_connection_error);
-            match result {
-                Ok(rows) => return Ok(rows),
-                Err(e) if attempt < self.retries && is_connection_error(&e) => {
-                    tracing::debug!(error = %e, "postgres read on a broken connection; retrying");
-                    attempt += 1;
-                }
-                Err(e) => return Err(backend(what, e)),
-            }
-        }
+        read_rows(&self.pool, self.retries, what, sql, bind).await
     }
 
     async fn write(&self, what: &str, query: PgQuery<'_>) -> Result<u64, StoreError> {
@@ -173,6 +160,32 @@ impl PgEngine {
 
 type PgQuery<'q> = common::Query<'q, Postgres>;
 
+/// Runs an idempotent read on a connection of `pool`, again on a fresh
+/// connection (up to `retries` times) when the one it got turns out to be
+/// dead (the database restarted, or an administrator ended the session).
+async fn read_rows<'q>(
+    pool: &ConnPool<PgConnection>,
+    retries: usize,
+    what: &str,
+    sql: &'q str,
+    bind: impl Fn(PgQuery<'q>) -> PgQuery<'q>,
+) -> Result<Vec<PgRow>, StoreError> {
+    let mut attempt = 0;
+    loop {
+        // A failure to connect is not retried: the database is away.
+        let mut c = pool.get().await.map_err(|e| backend("connect", e))?;
+        let rows = bind(sqlx::query(sql)).fetch_all(c.conn()).await;
+        match c.finish(rows, is_connection_error) {
+            Ok(rows) => return Ok(rows),
+            Err(e) if attempt < retries && is_connection_error(&e) => {
+                tracing::debug!(error = %e, "postgres read on a broken connection; retrying");
+                attempt += 1;
+            }
+            Err(e) => return Err(backend(what, e)),
+        }
+    }
+}
+
 fn backend(what: &str, e: sqlx::Error) -> StoreError {
     common::backend(ENGINE, what, e)
 }
@@ -197,14 +210,7 @@ impl Engine for PgEngine {
     const NAME: &'static str = ENGINE;
 
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        let rows = self
-            .read_rows(
-                "read a task",
-                "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_tasks WHERE task_id = $1",
-                |q| q.bind(task_id.to_owned()),
-            )
-            .await?;
-        rows.first().map(decode_row).transpose()
+        self.reads.read(task_id).await
     }
 
     async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {

@@ -50,6 +50,16 @@ impl Tasks {
         self.inner.wakers.lock().map(|w| w.keys().cloned().collect()).unwrap_or_default()
     }
 
+    /// Whether anything on this node acts on a change of task `id`: a listen
+    /// stream watching it, work or a legacy `tasks/result` waiting on it, or
+    /// its work running here. A cross-node notifier need not read a change
+    /// nobody here cares about.
+    pub fn cares_about(&self, id: &str) -> bool {
+        self.inner.listen.watchers(id) > 0
+            || self.inner.wakers.lock().is_ok_and(|w| w.contains_key(id))
+            || self.is_running(id)
+    }
+
     /// Cancels local work of task `id`.
     pub(super) fn cancel_local(&self, id: &str) {
         let token = self.inner.running.lock().ok().and_then(|mut r| r.remove(id));
