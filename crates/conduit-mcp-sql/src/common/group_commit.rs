@@ -40,6 +40,13 @@ pub(crate) trait BatchWriter: std::fmt::Debug + Send + Sync + 'static {
     /// The store error for a failure of a whole batch (`what` it could not do).
     fn backend(what: &str, e: sqlx::Error) -> StoreError;
 
+    /// How many times a batch that failed on a broken connection is written
+    /// again on another one (enough to drain every dead connection the pool
+    /// may hold, plus one; none by default).
+    fn retries(&self) -> usize {
+        0
+    }
+
     /// Writes `rows` (one or more, queue order) and commits them: one result
     /// per row (`TaskLimitReached`, `Duplicate` fail that row alone), or
     /// `Err` when nothing was committed.
@@ -99,9 +106,7 @@ impl<W: BatchWriter> GroupCommit<W> {
         let in_flight = InFlight::enter(&self.in_flight);
         if in_flight.alone {
             // No other create under way: nothing to batch with, so no queue.
-            let mut conn = self.writer.pool().get().await.map_err(|e| W::backend("open a connection", e))?;
-            let done = W::write(conn.conn(), &[&row]).await;
-            let mut results = conn.finish(done, W::broken).map_err(|e| W::backend("insert a task", e))?;
+            let mut results = self.write_retrying(&[&row]).await.map_err(|e| W::backend("insert a task", e))?;
             return results.pop().unwrap_or(Err(StoreError::TaskLimitReached));
         }
         let (done, outcome) = oneshot::channel();
@@ -122,7 +127,6 @@ impl<W: BatchWriter> GroupCommit<W> {
             // An earlier flush took this create along with its own.
             return;
         }
-        let conn = self.writer.pool().get().await;
         let batch: Vec<Pending> = {
             // At most `MAX_BATCH` at once, oldest first: every create left
             // queued has a flush of its own still to come.
@@ -131,18 +135,10 @@ impl<W: BatchWriter> GroupCommit<W> {
             queue.drain(..n).collect()
         };
         if batch.is_empty() {
-            if let Ok(c) = conn {
-                c.release();
-            }
             return;
         }
-        let mut conn = match conn {
-            Ok(c) => c,
-            Err(e) => return fail_all(batch, &W::backend("open a connection", e)),
-        };
         let rows: Vec<&NewRow> = batch.iter().map(|p| &p.row).collect();
-        let ran = W::write(conn.conn(), &rows).await;
-        match conn.finish(ran, W::broken) {
+        match self.write_retrying(&rows).await {
             Ok(results) => {
                 let mut results = results.into_iter();
                 for p in batch {
@@ -150,6 +146,43 @@ impl<W: BatchWriter> GroupCommit<W> {
                 }
             }
             Err(e) => fail_all(batch, &W::backend("insert tasks", e)),
+        }
+    }
+}
+
+impl<W: BatchWriter> GroupCommit<W> {
+    /// Writes `rows` on a pooled connection; when the connection turns out
+    /// to be broken (the database restarted, an administrator ended the
+    /// session, a proxy dropped it while idle), again on another one, up to
+    /// [`BatchWriter::retries`] times.
+    ///
+    /// Writing again is safe even when the broken connection had committed
+    /// the batch before its answer was lost: the rows are inserted only where
+    /// their id is absent, so a row that landed the first time is found as a
+    /// duplicate of itself and answered as written (task ids are 32 random
+    /// bytes: no other create brings the same id).
+    async fn write_retrying(&self, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
+        let mut attempt = 0;
+        loop {
+            let mut conn = self.writer.pool().get().await?;
+            let ran = W::write(conn.conn(), rows).await;
+            match conn.finish(ran, W::broken) {
+                Ok(mut results) => {
+                    if attempt > 0 {
+                        for r in &mut results {
+                            if matches!(r, Err(StoreError::Duplicate)) {
+                                *r = Ok(());
+                            }
+                        }
+                    }
+                    return Ok(results);
+                }
+                Err(e) if attempt < self.writer.retries() && W::broken(&e) => {
+                    tracing::debug!(error = %e, "a task insert met a broken connection; writing it again");
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
 }

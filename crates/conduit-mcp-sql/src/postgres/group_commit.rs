@@ -15,9 +15,10 @@ use sqlx::postgres::PgConnection;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-/// Writes batches of creates on connections of the store's pool.
+/// Writes batches of creates on connections of the store's pool; a batch
+/// that meets a broken connection is written again up to `.1` times.
 #[derive(Debug)]
-pub(super) struct Writer(pub(super) Arc<ConnPool<PgConnection>>);
+pub(super) struct Writer(pub(super) Arc<ConnPool<PgConnection>>, pub(super) usize);
 
 /// Rows `r` of a run under one cap are admitted when `r.max_rows IS NULL OR
 /// n + r.ord <= r.max_rows` (`n`: the counter, read under its row lock):
@@ -56,6 +57,10 @@ impl BatchWriter for Writer {
 
     fn backend(what: &str, e: sqlx::Error) -> StoreError {
         backend(what, e)
+    }
+
+    fn retries(&self) -> usize {
+        self.1
     }
 
     /// Runs of creates under the same cap (in practice the whole batch) go

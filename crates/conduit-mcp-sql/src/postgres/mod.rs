@@ -48,10 +48,11 @@ const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::tex
 /// (the clones share the pool).
 ///
 /// When the database drops connections (a restart, `pg_terminate_backend`,
-/// a proxy timing out idle sessions), a read retries on a fresh connection;
-/// a write fails with [`StoreError::Backend`] — whether it landed is then
-/// unknown, and nothing acknowledged earlier is affected — and the next
-/// operation reconnects.
+/// a proxy timing out idle sessions), a read and a create retry on a fresh
+/// connection (a create that had landed is found by its id and answered as
+/// written); any other write fails with [`StoreError::Backend`] — whether it
+/// landed is then unknown, and nothing acknowledged earlier is affected — and
+/// the next operation reconnects.
 pub type PostgresStore = SqlStore<PgEngine>;
 
 /// The PostgreSQL engine of a [`PostgresStore`]: its pool and statements.
@@ -73,7 +74,7 @@ impl PgEngine {
     /// a broken connection.
     fn new(pool: ConnPool<PgConnection>, retries: usize, schema: Option<String>) -> Self {
         let pool = Arc::new(pool);
-        let commits = Arc::new(GroupCommit::new(group_commit::Writer(pool.clone()), FLUSHERS));
+        let commits = Arc::new(GroupCommit::new(group_commit::Writer(pool.clone(), retries), FLUSHERS));
         let reads = Arc::new(group_read::GroupRead::new(pool.clone(), retries));
         Self { pool, commits, reads, retries, schema, node: Default::default() }
     }
