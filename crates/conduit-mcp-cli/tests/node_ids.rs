@@ -35,7 +35,7 @@ async fn default_ids_do_not_recover_a_live_nodes_work() {
     // interrupted the moment it started.
     let b = Node::start(&args).await;
     let mut stream = Events::listen(&b, None, std::slice::from_ref(&id)).await;
-    assert_eq!(stream.ack(Duration::from_secs(10)).await, [id.clone()]);
+    assert_eq!(stream.ack(Duration::from_secs(10)).await, std::slice::from_ref(&id));
     // Two recovery checks of B's (every tenth of the lease) and its start-up
     // recovery have run by now; none may touch A's task.
     assert_eq!(stream.within(Duration::from_millis(1_500)).await, None, "B changed A's live task");

@@ -52,7 +52,7 @@ async fn three_nodes_share_tasks_and_notifications() {
     assert_eq!(bob_stream.ack(Duration::from_secs(10)).await, Vec::<String>::new());
 
     let mut stream = Events::listen(&b, alice, std::slice::from_ref(&id)).await;
-    assert_eq!(stream.ack(Duration::from_secs(10)).await, [id.clone()]);
+    assert_eq!(stream.ack(Duration::from_secs(10)).await, std::slice::from_ref(&id));
 
     // A worker on node C completes it.
     let done = call(&c, alice, "complete_job", json!({ "taskId": id, "text": "42 rows" })).await;
