@@ -11,10 +11,14 @@
 #              DATABASE_URL, or postgres://postgres@127.0.0.1:5432/test when unset;
 #              its tables go in the schema conduit_bench, dropped before every run.
 #              Then scripts/bench_pg.sh: pgbench on the same database, and ours on
-#              PostgreSQL as ratios to it (appended to docs/benchmarks.md).
+#              PostgreSQL as ratios to it (appended to docs/benchmarks.md). Then the
+#              client benchmark (`conduit-mcp-bench follow`): the library client
+#              following 1 000 tasks, one listen stream against polling, 3 rounds
+#              (its section appended after that).
 #   --smoke    the CI pass: debug builds, every workload for 2 s on tiny sizes, one
 #              round, ours on memory and SQLite, and on PostgreSQL when DATABASE_URL
-#              is set; writes target/bench/smoke.md and fails if anything errored.
+#              is set; writes target/bench/smoke.md and fails if anything errored;
+#              then the client benchmark on 20 tasks, one round (target/bench/follow.md).
 #              It never touches docs/.
 # Other options go to `conduit-mcp-bench run` (e.g. --rounds 1, --stores memory,
 # --database-url URL). The SQLite file is target/bench/sqlite/bench.db (smoke:
@@ -78,6 +82,11 @@ echo "== running the $mode pass"
   --rmcp-lock "${peer_manifest%Cargo.toml}Cargo.lock" \
   --command "$recorded" \
   "${out[@]}" "$@"
+echo "== the client following tasks (listen against poll)"
+follow_flags=()
+if [[ "$mode" == smoke ]]; then follow_flags=(--smoke); fi
+"$target_dir/$dir/conduit-mcp-bench" follow --server "$target_dir/$dir/bench-server" "${follow_flags[@]}" \
+  --out target/bench/follow.md --command "$recorded"
 if [[ "$mode" == full ]]; then
   # PostgreSQL against pgbench on the same database, in the same run (issue 13);
   # its table goes at the end of the report.
@@ -85,6 +94,8 @@ if [[ "$mode" == full ]]; then
   cargo build --release -p conduit-mcp-cli --bins
   scripts/bench_pg.sh
   { echo; cat target/bench/pg.md; } >>docs/benchmarks.md
+  # The client benchmark's section, after the generated report (which would not keep it).
+  { echo; cat target/bench/follow.md; } >>docs/benchmarks.md
 fi
 end=$(date +%s)
 echo "== done: builds $((built - start)) s, benchmarks $((end - built)) s"

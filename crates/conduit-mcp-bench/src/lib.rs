@@ -8,12 +8,14 @@
 //! - [`wire`], [`client`], [`load`]: the requests, a minimal HTTP/1.1 client and
 //!   the load generator;
 //! - [`harness`]: the plan, the servers' processes, the runs;
+//! - [`follow`]: the library client following 1 000 tasks, by push and by polling;
 //! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart.
 //!
 //! `scripts/bench.sh` builds everything and runs the `conduit-mcp-bench` binary.
 
 pub mod chart;
 pub mod client;
+pub mod follow;
 pub mod harness;
 pub mod load;
 pub mod ours;

@@ -7,6 +7,7 @@
 //!     [--smoke] [--out docs/benchmarks.md] [--chart docs/benchmarks.svg] \
 //!     [--stores memory,sqlite,postgres] [--database-url postgres://…] [--sqlite-path FILE] [--pg-schema NAME]
 //! conduit-mcp-bench report --json target/bench/results.json [--out …] [--chart …]
+//! conduit-mcp-bench follow --server target/release/bench-server [--tasks 1000] [--rounds 3] [--smoke] [--out FILE]
 //! ```
 
 use clap::{Args, Parser, Subcommand};
@@ -32,6 +33,33 @@ enum Cmd {
     Report(ReportArgs),
     /// Drive one workload against a server that is already running (for profiling it).
     Load(LoadArgs),
+    /// The library client following tasks to completion, one listen stream against polling.
+    Follow(FollowArgs),
+}
+
+#[derive(Debug, Args)]
+struct FollowArgs {
+    /// The `bench-server` binary (started fresh, memory store, per mode and round).
+    #[arg(long)]
+    server: PathBuf,
+    /// Tasks followed per round (default 1000; 20 with --smoke).
+    #[arg(long)]
+    tasks: Option<usize>,
+    /// Rounds (default 3; 1 with --smoke).
+    #[arg(long)]
+    rounds: Option<usize>,
+    /// The modes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "listen,poll")]
+    modes: Vec<conduit_mcp_bench::follow::Mode>,
+    /// Tiny and strict: fails unless every follower saw its terminal event on one listen stream.
+    #[arg(long)]
+    smoke: bool,
+    /// Where the report section goes.
+    #[arg(long, default_value = "target/bench/follow.md")]
+    out: PathBuf,
+    /// The command line recorded in the section.
+    #[arg(long, default_value = "scripts/bench.sh")]
+    command: String,
 }
 
 #[derive(Debug, Args)]
@@ -371,11 +399,43 @@ fn load(args: LoadArgs) -> Result<(), String> {
     })
 }
 
+fn follow(args: FollowArgs) -> Result<(), String> {
+    use conduit_mcp_bench::follow::{self as f, Context, Options};
+    let opts = Options {
+        server: args.server,
+        tasks: args.tasks.unwrap_or(if args.smoke { 20 } else { 1000 }).max(1),
+        rounds: args.rounds.unwrap_or(if args.smoke { 1 } else { 3 }).max(1),
+        modes: args.modes,
+    };
+    let loadavg = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned();
+    let before = loadavg();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| e.to_string())?;
+    let samples = rt.block_on(f::run(&opts, |line| eprintln!("{line}")))?;
+    let ctx = Context {
+        command: args.command,
+        date: sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]).unwrap_or_default(),
+        load: (before, loadavg()),
+        profile: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),
+    };
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(&args.out, f::render(&samples, &ctx))
+        .map_err(|e| format!("cannot write {}: {e}", args.out.display()))?;
+    eprintln!("wrote {}", args.out.display());
+    if args.smoke {
+        f::check(&samples)?;
+        eprintln!("follow smoke: every task followed to its end, one listen stream");
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Cmd::Run(a) => run(*a),
         Cmd::Load(a) => load(a),
+        Cmd::Follow(a) => follow(a),
         Cmd::Report(a) => std::fs::read_to_string(&a.output.json)
             .map_err(|e| format!("cannot read {}: {e}", a.output.json.display()))
             .and_then(|j| serde_json::from_str::<Results>(&j).map_err(|e| e.to_string()))

@@ -19,7 +19,7 @@ async fn a_padded_base64_token_authenticates() {
     let node = Node::start(&["--token", "dGVzdA===alice"]).await;
     let id = create(&node, Some("dGVzdA=="), "job", json!({ "name": "padded" })).await;
     let g = get(&node, Some("dGVzdA=="), &id).await;
-    assert_eq!(g["result"]["status"], "working", "{g}");
+    assert_eq!(g["status"], "working", "{g}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,7 +38,7 @@ async fn a_misspelt_table_is_an_error_and_a_file_without_one_keeps_tasks_on() {
     let empty = temp_config("# nothing\n");
     let node = Node::start(&["--config", &empty.display().to_string()]).await;
     let id = create(&node, None, "job", json!({})).await;
-    assert_eq!(get(&node, None, &id).await["result"]["status"], "working");
+    assert_eq!(get(&node, None, &id).await["status"], "working");
     let _ = (std::fs::remove_file(bad), std::fs::remove_file(empty));
 }
 
@@ -57,9 +57,9 @@ async fn refused_creates_do_not_flood_the_log_and_it_has_no_colour() {
     let cfg = temp_config("[ext_tasks]\nmax_rows = 1\n");
     let node = Node::start(&["--config", &cfg.display().to_string()]).await;
     create(&node, None, "job", json!({})).await;
-    for i in 0..50 {
-        let r = node.send(None, &treq(i, "tools/call", json!({ "name": "job", "arguments": {} }))).await;
-        assert_eq!(r["error"]["message"], "Task limit reached", "{r}");
+    for _ in 0..50 {
+        let e = call_refused(&node, None, "job", json!({})).await;
+        assert_eq!(e.message, "Task limit reached", "{e:?}");
     }
     // Wait for the line (the log is read by another thread), then count.
     let warned = |log: &[String]| log.iter().filter(|l| l.contains("Task limit reached")).count();
@@ -107,11 +107,12 @@ async fn allow_host_extends_the_host_guard() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deploy_without_elicitation_is_refused_before_a_task_exists() {
     let node = Node::start(&[]).await;
-    let mut body = treq(1, "tools/call", json!({ "name": "deploy", "arguments": { "environment": "prod" } }));
-    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({ "extensions": { TASKS: {} } });
-    let r = node.send(None, &body).await;
-    assert_eq!(r["error"]["code"], -32021, "{r}");
-    assert_eq!(r["error"]["data"]["requiredCapabilities"], json!({ "elicitation": {} }), "{r}");
+    // A client that declares no input capability (only the Tasks extension).
+    let bare = conduit_mcp::client::ClientBuilder::http(&node.url).connect().await.expect("connect");
+    let r = bare.call_tool("deploy", json!({ "environment": "prod" })).await;
+    let e = r.as_ref().err().and_then(|e| e.rpc()).unwrap_or_else(|| panic!("not refused: {r:?}"));
+    assert_eq!(e.code, -32021, "{e:?}");
+    assert_eq!(e.data.as_ref().map(|d| &d["requiredCapabilities"]), Some(&json!({ "elicitation": {} })), "{e:?}");
     let ok = create(&node, None, "deploy", json!({ "environment": "prod" })).await;
     assert!(!ok.is_empty(), "with elicitation declared it becomes a task");
 }

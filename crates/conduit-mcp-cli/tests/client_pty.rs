@@ -83,7 +83,7 @@ async fn ctrl_c_on_sleep_cancels_the_task() {
     .unwrap();
     assert_eq!(code, 130);
     let t = get(&node, None, &id).await;
-    assert_eq!(t["result"]["status"], "cancelled", "{t}");
+    assert_eq!(t["status"], "cancelled", "{t}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

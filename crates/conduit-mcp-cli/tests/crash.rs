@@ -19,18 +19,14 @@ async fn all_terminal(node: &Node, ids: &[String]) -> Instant {
     let mut pending: HashSet<String> = ids.iter().cloned().collect();
     let mut streams = Vec::new();
     for (i, chunk) in ids.chunks(1000).enumerate() {
-        let mut s = Events::listen(node, None, &format!("crash-{i}"), chunk).await;
-        let ack = s.next(Duration::from_secs(10)).await;
-        assert_eq!(
-            ack["params"]["notifications"]["taskIds"].as_array().map(Vec::len),
-            Some(chunk.len()),
-            "every id still resolves"
-        );
+        let mut s = Events::listen(node, None, chunk).await;
+        let acked = s.ack(Duration::from_secs(10)).await;
+        assert_eq!(acked.len(), chunk.len(), "every id still resolves (stream {i})");
         streams.push(s);
     }
     for id in ids {
         let g = get(node, None, id).await;
-        let status = g["result"]["status"].as_str().unwrap_or_else(|| panic!("task lost: {g}")).to_owned();
+        let status = g["status"].as_str().unwrap_or_else(|| panic!("task lost: {g}")).to_owned();
         if matches!(status.as_str(), "completed" | "failed" | "cancelled") {
             pending.remove(id);
         }
@@ -38,10 +34,10 @@ async fn all_terminal(node: &Node, ids: &[String]) -> Instant {
     let limit = Duration::from_millis(3 * LEASE_MS);
     for s in &mut streams {
         while !pending.is_empty() {
-            let n = s.next(limit).await;
-            let status = n["params"]["status"].as_str().unwrap_or_default();
+            let (_, n) = s.notification(limit).await;
+            let status = n["status"].as_str().unwrap_or_default();
             if matches!(status, "completed" | "failed" | "cancelled") {
-                pending.remove(n["params"]["taskId"].as_str().unwrap_or_default());
+                pending.remove(n["taskId"].as_str().unwrap_or_default());
             }
             if streams_done(&pending, ids) {
                 break;
@@ -71,13 +67,13 @@ async fn start_work(node: &Node) -> (Vec<String>, Vec<String>) {
 async fn check_outcomes(node: &Node, sleepers: &[String], counters: &[String]) {
     for id in sleepers {
         let r = get(node, None, id).await;
-        assert_eq!(r["result"]["status"], "failed", "{r}");
-        assert_eq!(r["result"]["error"]["code"], -32603);
-        assert_eq!(r["result"]["error"]["message"], "interrupted: the server running this task stopped");
+        assert_eq!(r["status"], "failed", "{r}");
+        assert_eq!(r["error"]["code"], -32603);
+        assert_eq!(r["error"]["message"], "interrupted: the server running this task stopped");
     }
     for id in counters {
         let r = get(node, None, id).await;
-        assert_eq!(r["result"]["status"], "completed", "resumable work ran again: {r}");
+        assert_eq!(r["status"], "completed", "resumable work ran again: {r}");
     }
 }
 

@@ -6,11 +6,11 @@
 mod common;
 
 use common::*;
+use conduit_mcp::protocol::tools::CallToolResult;
 use serde_json::json;
 
-async fn complete_job(node: &Node, token: &str, id: &str) -> serde_json::Value {
-    let body = treq(9, "tools/call", json!({ "name": "complete_job", "arguments": { "taskId": id, "text": "out" } }));
-    node.send(Some(token), &body).await
+async fn complete_job(node: &Node, token: &str, id: &str) -> CallToolResult {
+    call(node, Some(token), "complete_job", json!({ "taskId": id, "text": "out" })).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -21,19 +21,19 @@ async fn complete_job_is_owner_scoped() {
 
     let foreign = complete_job(&node, "bob-token", &job).await;
     let missing = complete_job(&node, "bob-token", &"x".repeat(43)).await;
-    assert_eq!(foreign["result"]["isError"], true, "{foreign}");
+    assert_eq!(foreign.is_error, Some(true), "{foreign:?}");
     assert_eq!(foreign, missing, "another's task reads like a missing one");
     // Not a job: the same answer, even for its owner.
     let not_a_job = complete_job(&node, "alice-token", &sleeper).await;
-    assert_eq!(not_a_job["result"]["content"], missing["result"]["content"], "{not_a_job}");
+    assert_eq!(not_a_job.content, missing.content, "{not_a_job:?}");
     let g = get(&node, Some("alice-token"), &job).await;
-    assert_eq!(g["result"]["status"], "working", "bob did not complete it: {g}");
+    assert_eq!(g["status"], "working", "bob did not complete it: {g}");
 
     let mine = complete_job(&node, "alice-token", &job).await;
-    assert_eq!(mine["result"]["content"][0]["text"], "completed", "{mine}");
+    assert_eq!(first_text(&mine), "completed", "{mine:?}");
     let g = get(&node, Some("alice-token"), &job).await;
-    assert_eq!(g["result"]["status"], "completed");
-    assert_eq!(g["result"]["result"]["content"][0]["text"], "out");
+    assert_eq!(g["status"], "completed");
+    assert_eq!(g["result"]["content"][0]["text"], "out");
     let again = complete_job(&node, "alice-token", &job).await;
-    assert_eq!(again["result"]["isError"], true, "{again}");
+    assert_eq!(again.is_error, Some(true), "{again:?}");
 }

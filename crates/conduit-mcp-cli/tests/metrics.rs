@@ -26,14 +26,13 @@ async fn a_scrape_shows_requests_tasks_and_streams() {
     let addr = format!("127.0.0.1:{port}");
     let node = Node::start(&["--metrics", &addr]).await;
     let id = create(&node, None, "job", json!({ "name": "m" })).await;
-    let done =
-        node.send(None, &treq(2, "tools/call", json!({ "name": "complete_job", "arguments": { "taskId": id } }))).await;
-    assert_eq!(done["result"]["content"][0]["text"], "completed", "{done}");
-    let missing = get(&node, None, &"x".repeat(43)).await;
-    assert_eq!(missing["error"]["code"], -32602);
+    let done = call(&node, None, "complete_job", json!({ "taskId": id })).await;
+    assert_eq!(first_text(&done), "completed", "{done:?}");
+    let missing = get_refused(&node, None, &"x".repeat(43)).await;
+    assert_eq!(missing.code, -32602);
     let other = create(&node, None, "job", json!({ "name": "open" })).await;
-    let mut stream = Events::listen(&node, None, "m", std::slice::from_ref(&other)).await;
-    stream.next(Duration::from_secs(10)).await;
+    let mut stream = Events::listen(&node, None, std::slice::from_ref(&other)).await;
+    stream.ack(Duration::from_secs(10)).await;
 
     let text = scrape(&format!("http://{addr}/metrics")).await;
     for line in text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {

@@ -39,42 +39,35 @@ async fn three_nodes_share_tasks_and_notifications() {
     let id = create(&a, alice, "job", json!({ "name": "report" })).await;
     // At once on node B.
     let g = get(&b, alice, &id).await;
-    assert_eq!(g["result"]["status"], "working", "{g}");
-    assert_eq!(g["result"]["statusMessage"], "Queued: report");
+    assert_eq!(g["status"], "working", "{g}");
+    assert_eq!(g["statusMessage"], "Queued: report");
     // Foreign principals: refused on every node, exactly like a missing task.
     for n in [&a, &b, &c] {
-        let foreign = get(n, bob, &id).await;
-        let missing = get(n, bob, &"x".repeat(43)).await;
-        assert_eq!(foreign["error"]["code"], -32602);
+        let foreign = get_refused(n, bob, &id).await;
+        let missing = get_refused(n, bob, &"x".repeat(43)).await;
+        assert_eq!(foreign.code, -32602);
         assert_eq!(foreign, missing);
     }
-    let mut bob_stream = Events::listen(&b, bob, "bob-listen", std::slice::from_ref(&id)).await;
-    let ack = bob_stream.next(Duration::from_secs(10)).await;
-    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([]));
+    let mut bob_stream = Events::listen(&b, bob, std::slice::from_ref(&id)).await;
+    assert_eq!(bob_stream.ack(Duration::from_secs(10)).await, Vec::<String>::new());
 
-    let mut stream = Events::listen(&b, alice, "alice-listen", std::slice::from_ref(&id)).await;
-    let ack = stream.next(Duration::from_secs(10)).await;
-    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]));
+    let mut stream = Events::listen(&b, alice, std::slice::from_ref(&id)).await;
+    assert_eq!(stream.ack(Duration::from_secs(10)).await, std::slice::from_ref(&id));
 
     // A worker on node C completes it.
-    let done = c
-        .send(
-            alice,
-            &treq(3, "tools/call", json!({ "name": "complete_job", "arguments": { "taskId": id, "text": "42 rows" } })),
-        )
-        .await;
-    assert_eq!(done["result"]["content"][0]["text"], "completed", "{done}");
+    let done = call(&c, alice, "complete_job", json!({ "taskId": id, "text": "42 rows" })).await;
+    assert_eq!(first_text(&done), "completed", "{done:?}");
 
-    let n = stream.next(Duration::from_secs(10)).await;
-    assert_eq!(n["method"], "notifications/tasks");
-    assert_eq!(n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "alice-listen");
-    assert_eq!(n["params"]["status"], "completed");
-    assert_eq!(n["params"]["result"]["content"][0]["text"], "42 rows");
+    let (method, n) = stream.notification(Duration::from_secs(10)).await;
+    assert_eq!(method, "notifications/tasks");
+    assert_eq!(n["_meta"]["io.modelcontextprotocol/subscriptionId"], stream.subscription_id());
+    assert_eq!(n["status"], "completed");
+    assert_eq!(n["result"]["content"][0]["text"], "42 rows");
     let g = get(&b, alice, &id).await;
-    let mut expected = g["result"].as_object().unwrap().clone();
+    let mut expected = g.as_object().unwrap().clone();
     expected.remove("resultType");
     expected.remove("_meta");
-    let mut got = n["params"].as_object().unwrap().clone();
+    let mut got = n.as_object().unwrap().clone();
     got.remove("_meta");
     assert_eq!(got, expected, "the notification equals tasks/get on node B");
     drop((a, b, c));

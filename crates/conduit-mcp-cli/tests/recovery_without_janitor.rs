@@ -27,25 +27,25 @@ async fn a_restart_recovers_tasks_with_the_janitor_off() {
     node.kill();
     let node = Node::start(&args).await;
     let ids = vec![sleeper.clone(), counter.clone()];
-    let mut stream = Events::listen(&node, None, "nojanitor", &ids).await;
-    stream.next(Duration::from_secs(10)).await;
+    let mut stream = Events::listen(&node, None, &ids).await;
+    stream.ack(Duration::from_secs(10)).await;
     let mut pending = ids.clone();
     for id in &ids {
         let g = get(&node, None, id).await;
-        if matches!(g["result"]["status"].as_str(), Some("completed" | "failed")) {
+        if matches!(g["status"].as_str(), Some("completed" | "failed")) {
             pending.retain(|p| p != id);
         }
     }
     while !pending.is_empty() {
-        let n = stream.next(Duration::from_secs(10)).await;
-        if matches!(n["params"]["status"].as_str(), Some("completed" | "failed")) {
-            pending.retain(|p| p != n["params"]["taskId"].as_str().unwrap_or_default());
+        let (_, n) = stream.notification(Duration::from_secs(10)).await;
+        if matches!(n["status"].as_str(), Some("completed" | "failed")) {
+            pending.retain(|p| p != n["taskId"].as_str().unwrap_or_default());
         }
     }
     let s = get(&node, None, &sleeper).await;
-    assert_eq!(s["result"]["error"]["message"], "interrupted: the server running this task stopped", "{s}");
+    assert_eq!(s["error"]["message"], "interrupted: the server running this task stopped", "{s}");
     let c = get(&node, None, &counter).await;
-    assert_eq!(c["result"]["status"], "completed", "resumable work ran again: {c}");
+    assert_eq!(c["status"], "completed", "resumable work ran again: {c}");
     drop(node);
     let _ = std::fs::remove_file(&config);
     let dir = db.parent().expect("dir");

@@ -1,14 +1,16 @@
 //! The client following tasks on our server over a real socket: push over one
 //! listen stream, polling when push is off, input answered once, failed and
 //! cancelled as values, resume from a bare id, dropping does not cancel,
-//! many tasks on one stream, the TTL deadline, the stuck-input detector.
+//! many tasks on one stream (1 000 in one request, no polls), the cap of ids
+//! per stream, a listen stream of the caller's own, the TTL deadline, the
+//! stuck-input detector.
 
 mod client_support;
 mod common;
 
 use client_support::*;
 use common::{guard, start};
-use conduit_mcp::client::{CallOutcome, Client, ClientError, TaskEvent, TaskHandle, ToolOutcome};
+use conduit_mcp::client::{CallOutcome, Client, ClientError, ListenEvent, TaskEvent, TaskHandle, ToolOutcome};
 use conduit_mcp::protocol::content::Content;
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::protocol::tools::CallToolResult;
@@ -186,6 +188,79 @@ async fn many_tasks_share_one_listen_stream() {
     }
     let opened = c.listen_streams_opened();
     assert!((1..=50).contains(&opened), "{opened}");
+}
+
+/// Follows every handle at once (each to its first status), completes them all, and
+/// waits for every follower's `Finished`.
+async fn follow_all_at_once(tasks: &conduit_mcp::ext::tasks::Tasks, handles: &[TaskHandle]) {
+    let mut followers: Vec<_> = handles.iter().map(TaskHandle::follow).collect();
+    for f in &mut followers {
+        assert!(matches!(guard("first", f.next()).await, Some(Ok(TaskEvent::Status(_)))));
+    }
+    for t in handles {
+        tasks.complete(t.id(), CallToolResult::text("ok"), None).await.unwrap();
+    }
+    for f in &mut followers {
+        let mut last = None;
+        while let Some(ev) = guard("an event", f.next()).await {
+            last = Some(ev.unwrap());
+        }
+        assert!(matches!(last, Some(TaskEvent::Finished(ToolOutcome::Completed(_)))), "{last:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_thousand_tasks_followed_at_once_take_one_listen_request_and_no_polls() {
+    let tasks = tasks();
+    let h = start(server(&tasks)).await;
+    let c = client(&h.url, Recorder::new("ada")).connect().await.unwrap();
+    let mut handles = Vec::new();
+    for _ in 0..1000 {
+        handles.push(task(&c, "job").await);
+    }
+    let before = c.requests_sent();
+    follow_all_at_once(&tasks, &handles).await;
+    assert_eq!(c.listen_streams_opened(), 1);
+    // Each follower reads its task, and once more when acknowledged; then only pushes.
+    assert_eq!(c.requests_sent() - before, 2 * 1000 + 1);
+}
+
+#[tokio::test]
+async fn followers_past_the_cap_of_ids_per_stream_poll() {
+    let tasks = tasks();
+    let h = start(server(&tasks)).await;
+    let c = client(&h.url, Recorder::new("ada")).connect().await.unwrap();
+    let mut handles = Vec::new();
+    for _ in 0..1003 {
+        handles.push(task(&c, "job").await);
+    }
+    let before = c.requests_sent();
+    follow_all_at_once(&tasks, &handles).await;
+    assert_eq!(c.listen_streams_opened(), 1, "the three past the cap poll instead of reopening");
+    assert!(c.requests_sent() - before > 2 * 1000 + 1 + 3);
+}
+
+#[tokio::test]
+async fn a_listen_stream_of_ones_own_hands_over_the_ack_and_each_notification() {
+    let tasks = tasks();
+    let h = start(server(&tasks)).await;
+    let c = client(&h.url, Recorder::new("ada")).connect().await.unwrap();
+    let t = task(&c, "job").await;
+    let missing = "x".repeat(43);
+    let mut stream = guard("listen", c.listen(json!({ "taskIds": [t.id(), missing] }))).await.unwrap();
+    let Some(ListenEvent::Notification { method, params }) = guard("the ack", stream.next()).await else {
+        panic!("no acknowledgment")
+    };
+    assert_eq!(method, "notifications/subscriptions/acknowledged");
+    assert_eq!(params["notifications"]["taskIds"], json!([t.id()]), "the unknown id is not acknowledged");
+    tasks.complete(t.id(), CallToolResult::text("done"), None).await.unwrap();
+    let Some(ListenEvent::Notification { method, params }) = guard("a notification", stream.next()).await else {
+        panic!("no notification")
+    };
+    assert_eq!(method, "notifications/tasks");
+    assert_eq!((params["taskId"].as_str(), params["status"].as_str()), (Some(t.id()), Some("completed")));
+    assert_eq!(params["_meta"]["io.modelcontextprotocol/subscriptionId"], stream.subscription_id().to_value());
+    assert_eq!(c.listen_streams_opened(), 0, "the caller's own stream is not the follow hub's");
 }
 
 #[tokio::test]

@@ -3,25 +3,19 @@
 //! meanwhile the task's lease is still renewed (its work counts as running
 //! until its end is recorded) — and only that of work still running.
 
+mod client_support;
 mod common;
 
 use async_trait::async_trait;
+use client_support::{connect, create_task, listen_tasks, next_notification};
 use common::*;
 use conduit_mcp::ext::tasks::{MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn};
 use conduit_mcp::prelude::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
-
-const TASKS: &str = "io.modelcontextprotocol/tasks";
-
-fn treq(id: impl Into<Value>, method: &str, params: Value) -> Value {
-    let mut p = params;
-    p["_meta"] = meta_with(json!({ "extensions": { TASKS: {} } }));
-    req(id, method, p)
-}
 
 /// A memory store whose writes fail while `down` (an outage of the database).
 struct Flaky {
@@ -120,13 +114,10 @@ async fn a_result_that_ends_during_an_outage_lands_when_the_store_returns() {
         .build()
         .unwrap();
     let h = start(server).await;
-    let job = h.send(&treq(1, "tools/call", json!({ "name": "job" }))).await.assert_ok(&json!(1));
-    let job = job["taskId"].as_str().unwrap().to_owned();
-    let other = h.send(&treq(2, "tools/call", json!({ "name": "forever" }))).await.assert_ok(&json!(2));
-    let other = other["taskId"].as_str().unwrap().to_owned();
-    let listen = treq("l", "subscriptions/listen", json!({ "notifications": { "taskIds": [job] } }));
-    let mut stream = h.open(&listen).await;
-    stream.next().await.expect("ack");
+    let c = connect(&h.url).await;
+    let job = create_task(&c, "job").await;
+    let other = create_task(&c, "forever").await;
+    let (mut stream, _) = guard("a listen ack", listen_tasks(&c, &[&job])).await;
 
     // The database goes away; the work ends; its final write fails, twice.
     store.down.store(true, Ordering::SeqCst);
@@ -147,10 +138,10 @@ async fn a_result_that_ends_during_an_outage_lands_when_the_store_returns() {
 
     // The database returns: the result lands, exactly as the work returned it.
     store.down.store(false, Ordering::SeqCst);
-    let n = stream.next().await.expect("the completion");
-    assert_eq!(n["params"]["status"], "completed", "{n}");
-    assert_eq!(n["params"]["result"]["content"][0]["text"], "42 rows", "{n}");
-    let g = h.send(&treq(3, "tasks/get", json!({ "taskId": job }))).await.assert_ok(&json!(3));
+    let n = guard("the completion", next_notification(&mut stream)).await;
+    assert_eq!(n["status"], "completed", "{n}");
+    assert_eq!(n["result"]["content"][0]["text"], "42 rows", "{n}");
+    let g = c.request("tasks/get", json!({ "taskId": job })).await.expect("tasks/get");
     assert_eq!(g["status"], "completed");
 
     // From now on only the work still running is renewed (the second

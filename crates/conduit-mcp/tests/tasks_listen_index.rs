@@ -2,22 +2,15 @@
 //! once they close, even when the task never changes again (a leak here grew
 //! ~4 KB per closed stream, without authentication).
 
+mod client_support;
 mod common;
 
+use client_support::{connect, create_task, listen_tasks, next_notification};
 use common::*;
 use conduit_mcp::ext::tasks::{JanitorConfig, Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
-
-const TASKS: &str = "io.modelcontextprotocol/tasks";
-
-fn treq(id: impl Into<Value>, method: &str, params: Value) -> Value {
-    let mut p = params;
-    p["_meta"] = meta_with(json!({ "extensions": { TASKS: {} } }));
-    req(id, method, p)
-}
-
 /// Waits (within the guard) until the index holds `n` entries.
 async fn index_settles(tasks: &Tasks, n: usize) {
     guard("the listen index to settle", async {
@@ -39,16 +32,14 @@ async fn closed_listen_streams_leave_no_index_entries() {
         .build()
         .unwrap();
     let h = start(server).await;
-    let c = h.send(&treq(1, "tools/call", json!({ "name": "wait" }))).await.assert_ok(&json!(1));
-    let id = c["taskId"].as_str().unwrap().to_owned();
-    let listen = treq("l", "subscriptions/listen", json!({ "notifications": { "taskIds": [id] } }));
+    let c = connect(&h.url).await;
+    let id = create_task(&c, "wait").await;
 
     // Fifty open at once are fifty entries...
     let mut open = Vec::new();
     for _ in 0..50 {
-        let mut s = h.open(&listen).await;
-        let ack = s.next().await.expect("ack");
-        assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]), "{ack}");
+        let (s, acked) = guard("a listen ack", listen_tasks(&c, &[&id])).await;
+        assert_eq!(acked, json!([id]));
         open.push(s);
     }
     assert_eq!(tasks.listen_notifier().entries(), 50);
@@ -59,17 +50,15 @@ async fn closed_listen_streams_leave_no_index_entries() {
 
     // Thousands of open/close cycles: still none.
     for _ in 0..2_000 {
-        let mut s = h.open(&listen).await;
-        s.next().await.expect("ack");
+        guard("a listen ack", listen_tasks(&c, &[&id])).await;
     }
     index_settles(&tasks, 0).await;
     assert!(tasks.listen_notifier().watched().is_empty());
     // The task itself is untouched, and a new stream still gets its changes.
-    let mut s = h.open(&listen).await;
-    s.next().await.expect("ack");
+    let (mut s, _) = guard("a listen ack", listen_tasks(&c, &[&id])).await;
     tasks.complete(&id, CallToolResult::text("done"), None).await.unwrap();
-    let n = s.next().await.expect("notification");
-    assert_eq!(n["params"]["status"], "completed", "{n}");
+    let n = guard("the notification", next_notification(&mut s)).await;
+    assert_eq!(n["status"], "completed", "{n}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,11 +74,9 @@ async fn a_swept_task_leaves_the_index_while_its_stream_stays_open() {
         .build()
         .unwrap();
     let h = start(server).await;
-    let c = h.send(&treq(1, "tools/call", json!({ "name": "brief" }))).await.assert_ok(&json!(1));
-    let id = c["taskId"].as_str().unwrap().to_owned();
-    let listen = treq("l", "subscriptions/listen", json!({ "notifications": { "taskIds": [id] } }));
-    let mut s = h.open(&listen).await;
-    s.next().await.expect("ack");
+    let c = connect(&h.url).await;
+    let id = create_task(&c, "brief").await;
+    let (s, _) = guard("a listen ack", listen_tasks(&c, &[&id])).await;
     assert_eq!(tasks.listen_notifier().entries(), 1);
     clock.advance(61_000);
     assert_eq!(conduit_mcp::ext::tasks::sweep(&tasks).await.unwrap(), 1, "the expired task was swept");

@@ -1,5 +1,8 @@
 //! What the CLI client tests share: running `conduit-mcp` (piped or in a
 //! pseudo-terminal) and a misbehaving HTTP server on a raw socket.
+//!
+//! The mock is raw on purpose: it plays a broken *server* (garbage, hang-ups
+//! mid-stream, odd statuses), byte for byte, which no client library could.
 
 #![allow(dead_code)]
 

@@ -1,8 +1,18 @@
-//! Helpers for tests that run `conduit-mcp serve` as a child process.
+//! Helpers for tests that run `conduit-mcp serve` as a child process and
+//! talk to it through the library client (`conduit_mcp::client`): calls,
+//! task creates and reads, listen streams. Only [`treq`] builds a raw body,
+//! for the tests whose point is the bytes on the wire.
 
 #![allow(dead_code)]
 
+use conduit_mcp::client::{
+    Ask, CallOutcome, Client, ClientBuilder, ClientError, InputHandler, InputSupport, ListenEvent, ListenStream,
+};
+use conduit_mcp::protocol::RpcError;
+use conduit_mcp::protocol::content::Content;
+use conduit_mcp::protocol::tools::CallToolResult;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -20,6 +30,8 @@ pub struct Node {
     pub logged: std::sync::Arc<tokio::sync::Notify>,
     /// Whether stderr has closed.
     pub ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The library clients of this node, by bearer token.
+    clients: std::sync::Mutex<HashMap<Option<String>, Client>>,
 }
 
 impl Drop for Node {
@@ -92,7 +104,7 @@ impl Node {
             .await
             .expect("the node printed its address in time")
             .expect("the node started");
-        Node { child, url, log, logged, ended }
+        Node { child, url, log, logged, ended, clients: Default::default() }
     }
 
     /// Runs `conduit-mcp serve --listen 127.0.0.1:0 ARGS`, expecting it to refuse
@@ -122,38 +134,41 @@ impl Node {
         self.child.wait().expect("reaped");
     }
 
-    /// Sends a request with the standard headers and an optional bearer token; returns the JSON body.
-    pub async fn send(&self, token: Option<&str>, body: &Value) -> Value {
-        let resp = self.post(token, body).send().await.expect("request");
-        let text = resp.text().await.expect("body");
-        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
-    }
-
-    /// A POST with the MCP headers for `body`.
-    pub fn post(&self, token: Option<&str>, body: &Value) -> reqwest::RequestBuilder {
-        let method = body["method"].as_str().expect("method").to_owned();
-        let name = match method.as_str() {
-            "tools/call" => body["params"]["name"].as_str(),
-            "tasks/get" | "tasks/update" | "tasks/cancel" => body["params"]["taskId"].as_str(),
-            _ => None,
-        };
-        let mut rb = reqwest::Client::new()
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", method);
-        if let Some(n) = name {
-            rb = rb.header("mcp-name", n);
+    /// The library client of this node for `token` (connected once per token, then shared).
+    pub async fn client(&self, token: Option<&str>) -> Client {
+        let key = token.map(str::to_owned);
+        if let Some(c) = self.clients.lock().unwrap().get(&key) {
+            return c.clone();
         }
+        let mut b = ClientBuilder::http(&self.url).input_handler(DeclaresForms);
         if let Some(t) = token {
-            rb = rb.bearer_auth(t);
+            b = b.token(t);
         }
-        rb.body(body.to_string())
+        let c = b.connect().await.unwrap_or_else(|e| panic!("connect to {}: {e}", self.url));
+        self.clients.lock().unwrap().insert(key, c.clone());
+        c
     }
 }
 
-/// A request declaring the Tasks extension.
+/// Declares form elicitation on every request (a tool such as `deploy`
+/// needs it to become a task) and answers nothing: these tests never reply.
+struct DeclaresForms;
+
+#[async_trait::async_trait]
+impl InputHandler for DeclaresForms {
+    fn support(&self) -> InputSupport {
+        let mut s = InputSupport::NONE;
+        s.form = true;
+        s
+    }
+    async fn answer(&self, _key: &str, _ask: Ask<'_>) -> Result<Value, ClientError> {
+        Err(ClientError::Input("these tests answer no input".into()))
+    }
+}
+
+/// A raw request body declaring the Tasks extension, for the tests whose
+/// point is the bytes on the wire (the Host guard); everything that speaks
+/// MCP as such goes through the library client ([`Node::client`]).
 pub fn treq(id: impl Into<Value>, method: &str, mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -162,54 +177,104 @@ pub fn treq(id: impl Into<Value>, method: &str, mut params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
 }
 
-/// Creates a task with `tool` and returns its id.
+/// Calls `tool` and returns the id of the task it made.
 pub async fn create(node: &Node, token: Option<&str>, tool: &str, args: Value) -> String {
-    let r = node.send(token, &treq(1, "tools/call", json!({ "name": tool, "arguments": args }))).await;
-    r["result"]["taskId"].as_str().unwrap_or_else(|| panic!("no task: {r}")).to_owned()
+    match node.client(token).await.call_tool(tool, args).await {
+        Ok(CallOutcome::Task(t)) => t.id().to_owned(),
+        other => panic!("{tool}: no task: {other:?}"),
+    }
 }
 
-/// `tasks/get` result (or the whole error response).
+/// Calls `tool` and returns its result (it must not become a task).
+pub async fn call(node: &Node, token: Option<&str>, tool: &str, args: Value) -> CallToolResult {
+    match node.client(token).await.call_tool(tool, args).await {
+        Ok(CallOutcome::Complete(r)) => r,
+        other => panic!("{tool}: not a result: {other:?}"),
+    }
+}
+
+/// Calls `tool` and returns the JSON-RPC error the server refused it with.
+pub async fn call_refused(node: &Node, token: Option<&str>, tool: &str, args: Value) -> RpcError {
+    match node.client(token).await.call_tool(tool, args).await {
+        Err(ClientError::Rpc(e)) => e,
+        other => panic!("{tool}: not refused: {other:?}"),
+    }
+}
+
+/// The text of a result's first content block.
+pub fn first_text(r: &CallToolResult) -> String {
+    match r.content.first() {
+        Some(Content::Text { text, .. }) => text.clone(),
+        other => panic!("no text content: {other:?}"),
+    }
+}
+
+/// The raw `tasks/get` result (the task as the server wrote it, `_meta` and
+/// `resultType` included); fails the test on an error.
 pub async fn get(node: &Node, token: Option<&str>, id: &str) -> Value {
-    node.send(token, &treq(2, "tasks/get", json!({ "taskId": id }))).await
+    node.client(token)
+        .await
+        .request("tasks/get", json!({ "taskId": id }))
+        .await
+        .unwrap_or_else(|e| panic!("tasks/get: task lost: {e}"))
 }
 
-/// An open SSE response, read event by event.
+/// The JSON-RPC error `tasks/get` answers (a missing or foreign task).
+pub async fn get_refused(node: &Node, token: Option<&str>, id: &str) -> RpcError {
+    match node.client(token).await.request("tasks/get", json!({ "taskId": id })).await {
+        Err(ClientError::Rpc(e)) => e,
+        other => panic!("tasks/get was not refused: {other:?}"),
+    }
+}
+
+/// A `subscriptions/listen` stream opened through the library client.
 pub struct Events {
-    resp: reqwest::Response,
-    buf: String,
+    stream: ListenStream,
 }
 
 impl Events {
-    /// Opens a listen stream for `ids`.
-    pub async fn listen(node: &Node, token: Option<&str>, id: &str, ids: &[String]) -> Events {
-        let body = treq(id, "subscriptions/listen", json!({ "notifications": { "taskIds": ids } }));
-        let resp = node.post(token, &body).send().await.expect("listen");
-        assert_eq!(resp.status(), 200);
-        Events { resp, buf: String::new() }
+    /// Opens a listen stream for `ids` as `token`.
+    pub async fn listen(node: &Node, token: Option<&str>, ids: &[String]) -> Events {
+        let stream = node.client(token).await.listen(json!({ "taskIds": ids })).await.expect("listen");
+        Events { stream }
     }
 
-    /// The next event (fails after `limit`).
-    pub async fn next(&mut self, limit: Duration) -> Value {
-        self.within(limit).await.expect("an event in time")
+    /// The listen request's id, as notifications carry it in `_meta`.
+    pub fn subscription_id(&self) -> Value {
+        self.stream.subscription_id().to_value()
     }
 
-    /// The next event, or `None` when none comes within `limit`.
-    pub async fn within(&mut self, limit: Duration) -> Option<Value> {
-        loop {
-            if let Some(end) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..end + 2).collect();
-                let data: Vec<&str> = block.lines().filter_map(|l| l.strip_prefix("data:")).map(str::trim).collect();
-                if !data.is_empty() {
-                    return Some(serde_json::from_str(&data.join("\n")).expect("event JSON"));
-                }
-                continue;
-            }
-            let chunk = tokio::time::timeout(limit, self.resp.chunk())
-                .await
-                .ok()?
-                .expect("stream read")
-                .expect("stream still open");
-            self.buf.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+    /// The next message (fails after `limit`).
+    pub async fn next(&mut self, limit: Duration) -> ListenEvent {
+        self.within(limit).await.expect("a message in time")
+    }
+
+    /// The next message, or `None` when none comes within `limit`.
+    pub async fn within(&mut self, limit: Duration) -> Option<ListenEvent> {
+        tokio::time::timeout(limit, self.stream.next()).await.ok().map(|m| m.expect("the stream is still open"))
+    }
+
+    /// The acknowledgment, which must come next: the task ids the server acknowledged.
+    pub async fn ack(&mut self, limit: Duration) -> Vec<String> {
+        let (method, params) = self.notification(limit).await;
+        assert_eq!(method, "notifications/subscriptions/acknowledged", "{params}");
+        let ids = params["notifications"]["taskIds"].as_array().unwrap_or_else(|| panic!("no taskIds: {params}"));
+        ids.iter().map(|v| v.as_str().expect("a task id").to_owned()).collect()
+    }
+
+    /// The next notification, which must come within `limit`: its method and `params`.
+    pub async fn notification(&mut self, limit: Duration) -> (String, Value) {
+        match self.next(limit).await {
+            ListenEvent::Notification { method, params } => (method, params),
+            other => panic!("not a notification: {other:?}"),
+        }
+    }
+
+    /// The listen request's closing result, which must come next.
+    pub async fn closing(&mut self, limit: Duration) -> Result<Value, RpcError> {
+        match self.next(limit).await {
+            ListenEvent::Closed(r) => r,
+            other => panic!("not the closing result: {other:?}"),
         }
     }
 }

@@ -41,7 +41,8 @@ async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError
     let mut idle_polls = 0u32;
     let mut interval = s.default_poll;
     let mut push: Option<Subscription> = None;
-    let mut push_tried = !s.push;
+    // Register for push before the first read: followers started together share one listen request.
+    let mut pending = if s.push { inner.hub.register(&inner, h.id()) } else { None };
     let mut snapshot = h.get().await?;
     loop {
         let base =
@@ -112,9 +113,8 @@ async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError
             return Err(ClientError::Expired);
         }
         let until_deadline = deadline.map(|d| Duration::from_millis(u64::try_from(d - now).unwrap_or(0)));
-        if !push_tried {
-            push_tried = true;
-            push = inner.hub.subscribe(&inner, h.id()).await;
+        if let Some(p) = pending.take() {
+            push = p.acknowledged().await;
             if push.is_some() {
                 // Catch a change made between the last read and the acknowledgment.
                 snapshot = h.get().await?;

@@ -18,7 +18,7 @@ use crate::protocol::routing::{
 use futures_util::StreamExt;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -43,6 +43,8 @@ struct Shared {
     legacy: AtomicBool,
     pending: Mutex<HashMap<RequestId, mpsc::UnboundedSender<Incoming>>>,
     server_requests: mpsc::UnboundedSender<Request>,
+    /// HTTP requests sent.
+    sent: AtomicU64,
 }
 
 impl HttpWire {
@@ -63,6 +65,7 @@ impl HttpWire {
             legacy: AtomicBool::new(false),
             pending: Mutex::default(),
             server_requests,
+            sent: AtomicU64::new(0),
         };
         Ok(Self { shared: Arc::new(shared) })
     }
@@ -70,6 +73,8 @@ impl HttpWire {
 
 impl Shared {
     fn request(&self, method: reqwest::Method, version: &str) -> reqwest::RequestBuilder {
+        // Counted when built: every request built here is sent at once.
+        self.sent.fetch_add(1, Ordering::Relaxed);
         let mut rb = self
             .http
             .request(method, &self.url)
@@ -178,6 +183,10 @@ impl Wire for HttpWire {
             s @ (401 | 403) => Err(ClientError::Unauthorized { status: s }),
             s => Err(ClientError::Transport(format!("HTTP {s} for a notification"))),
         }
+    }
+
+    fn sent(&self) -> u64 {
+        self.shared.sent.load(Ordering::Relaxed)
     }
 
     fn reset_session(&self) {

@@ -6,6 +6,11 @@
 //! acknowledged its id, and routes each `notifications/tasks` to the
 //! followers of that task. A server without listen, or one that does not
 //! acknowledge an id, leaves that follower polling.
+//!
+//! Followers register before their first `tasks/get`, and the hub waits
+//! while registrations keep arriving (5 ms steps, at most 100 ms) before it
+//! opens: 1 000 tasks followed at once share one listen request. A stream
+//! names at most 1 000 ids (the server's cap); followers past it poll.
 
 use super::client::Inner;
 use super::wire::{Outgoing, Replies};
@@ -23,6 +28,11 @@ use tokio::task::AbortHandle;
 const MAX_IDS: usize = 1000;
 /// How long to wait for an acknowledgment.
 const ACK_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the hub waits for more subscriptions before it opens a stream:
+/// it waits in steps of [`GATHER`] while more keep arriving, up to this.
+const MAX_GATHER: Duration = Duration::from_millis(100);
+/// One step of the gathering wait.
+const GATHER: Duration = Duration::from_millis(5);
 
 type Follower = (u64, mpsc::UnboundedSender<DetailedTask>);
 
@@ -61,6 +71,36 @@ impl Drop for Subscription {
                     st.followers.remove(&self.id);
                 }
             }
+            // A follower that left before its acknowledgment no longer waits for one.
+            if let Some(w) = st.waiting.get_mut(&self.id) {
+                w.retain(|tx| !tx.is_closed());
+                if w.is_empty() {
+                    st.waiting.remove(&self.id);
+                }
+            }
+        }
+    }
+}
+
+/// A subscription the hub has taken but the server has not yet acknowledged.
+///
+/// Registering is synchronous, so followers started together (say 1 000 of
+/// them) all join the same listen request; the follower reads the task while
+/// the hub gathers and opens the stream, then waits here.
+pub(crate) struct Pending {
+    // Declared first so it closes before `sub` unsubscribes (see `Subscription::drop`).
+    ack: oneshot::Receiver<bool>,
+    sub: Subscription,
+}
+
+impl Pending {
+    /// The subscription once the server acknowledged its task; `None` when it
+    /// did not (or the server does not push): the follower polls.
+    pub(crate) async fn acknowledged(self) -> Option<Subscription> {
+        let Self { ack, sub } = self;
+        match tokio::time::timeout(ACK_TIMEOUT + MAX_GATHER + Duration::from_secs(1), ack).await {
+            Ok(Ok(true)) => Some(sub),
+            _ => None,
         }
     }
 }
@@ -71,8 +111,9 @@ impl Hub {
         self.opened.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Subscribes to pushes for `id`; `None` when the server does not push for it.
-    pub(crate) async fn subscribe(&self, inner: &Arc<Inner>, id: &str) -> Option<Subscription> {
+    /// Registers for pushes on `id` (the stream is opened or replaced shortly
+    /// after); `None` when this server is known not to push.
+    pub(crate) fn register(&self, inner: &Arc<Inner>, id: &str) -> Option<Pending> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (ack_tx, ack_rx) = oneshot::channel();
         let key = {
@@ -92,10 +133,7 @@ impl Hub {
         };
         let sub = Subscription { rx, id: id.to_owned(), key, state: Arc::downgrade(&self.state) };
         self.wake.notify_one();
-        match tokio::time::timeout(ACK_TIMEOUT + Duration::from_secs(1), ack_rx).await {
-            Ok(Ok(true)) => Some(sub),
-            _ => None,
-        }
+        Some(Pending { ack: ack_rx, sub })
     }
 }
 
@@ -128,6 +166,20 @@ fn route(state: &Mutex<State>, msg: Incoming) {
     if let Some(v) = st.followers.get_mut(&task.task.task_id) {
         v.retain(|(_, tx)| tx.send(task.clone()).is_ok());
     }
+}
+
+/// How many subscriptions wait for an acknowledgment.
+fn waiting(state: &Mutex<State>) -> usize {
+    state.lock().unwrap_or_else(|p| p.into_inner()).waiting.values().map(Vec::len).sum()
+}
+
+/// The ids the next stream asks for (those the live stream carries first, at
+/// most [`MAX_IDS`]) and the followed ids left out.
+fn choose<'a>(followed: impl Iterator<Item = &'a String>, live: &HashSet<String>) -> (Vec<String>, HashSet<String>) {
+    let (mut ids, fresh): (Vec<String>, Vec<String>) = followed.cloned().partition(|id| live.contains(id));
+    ids.extend(fresh);
+    let left_out = if ids.len() > MAX_IDS { ids.split_off(MAX_IDS).into_iter().collect() } else { HashSet::new() };
+    (ids, left_out)
 }
 
 /// Opens a listen request for `ids` and waits for its acknowledgment.
@@ -203,11 +255,20 @@ async fn manage(inner: Weak<Inner>, state: Arc<Mutex<State>>, wake: Arc<Notify>)
             st.waiting.keys().any(|id| !requested.contains(id))
         };
         if reopen {
-            // Let a burst of subscriptions gather into one request.
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            let ids: Vec<String> = {
+            // Let a burst of subscriptions gather into one request: wait while more arrive.
+            let began = tokio::time::Instant::now();
+            let mut seen = waiting(&state);
+            loop {
+                tokio::time::sleep(GATHER).await;
+                let now = waiting(&state);
+                if now == seen || began.elapsed() >= MAX_GATHER {
+                    break;
+                }
+                seen = now;
+            }
+            let (ids, left_out) = {
                 let st = state.lock().unwrap_or_else(|p| p.into_inner());
-                st.followers.keys().take(MAX_IDS).cloned().collect()
+                choose(st.followers.keys(), &requested)
             };
             let Some(client) = inner.upgrade() else { return };
             let opened = open(&client, &ids).await;
@@ -227,6 +288,8 @@ async fn manage(inner: Weak<Inner>, state: Arc<Mutex<State>>, wake: Arc<Notify>)
                     acked = ack;
                     let mut st = state.lock().unwrap_or_else(|p| p.into_inner());
                     resolve(&mut st, &requested, &acked);
+                    // Past the server's cap of ids per stream: those followers poll.
+                    resolve(&mut st, &left_out, &HashSet::new());
                 }
                 Err(()) => {
                     // No push from this server: everyone polls from now on.

@@ -16,6 +16,8 @@
 //!   `createdAt + ttlMs` deadline and when a task stays `input_required` with
 //!   nothing new to answer. Dropping it never cancels the task;
 //!   [`TaskHandle::cancel`] does. [`Client::task`] resumes from a bare id.
+//! - [`Client::listen`] opens a `subscriptions/listen` stream of the caller's
+//!   own and hands over every message on it ([`ListenEvent`]).
 //! - One [`InputHandler`] answers elicitation (form and URL), sampling and
 //!   roots for MRTR rounds, task input and legacy server requests alike.
 //!
@@ -45,6 +47,7 @@ mod http;
 mod input;
 mod legacy;
 mod listen;
+mod notifications;
 mod sse;
 mod stdio;
 mod task;
@@ -57,12 +60,22 @@ pub use error::ClientError;
 pub use input::{
     Ask, InputHandler, InputSupport, NoInput, elicit_accept, elicit_cancel, elicit_decline, schema_defaults,
 };
+pub use notifications::{ListenEvent, ListenStream};
 pub use task::{TaskEvent, TaskEvents, TaskHandle, ToolOutcome};
 
 impl Client {
     /// How many `subscriptions/listen` requests this client has opened so far
-    /// (one per change of the followed set, not one per task).
+    /// to follow tasks (one per change of the followed set, not one per task;
+    /// streams opened with [`Client::listen`] are not counted).
     pub fn listen_streams_opened(&self) -> u64 {
         self.inner.hub.streams_opened()
+    }
+
+    /// How many messages this client has sent so far: HTTP requests (each
+    /// POST, and the legacy event stream's GETs), or lines written to a stdio
+    /// server. With push, following a task costs no request while it runs;
+    /// polling costs one `tasks/get` per interval.
+    pub fn requests_sent(&self) -> u64 {
+        self.inner.wire.sent()
     }
 }

@@ -12,6 +12,7 @@ use crate::protocol::meta::{PROGRESS_TOKEN_KEY, SUBSCRIPTION_ID_KEY};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
@@ -24,6 +25,8 @@ type Pending = Arc<Mutex<HashMap<RequestId, mpsc::UnboundedSender<Incoming>>>>;
 pub(crate) struct StdioWire {
     out: mpsc::UnboundedSender<String>,
     pending: Pending,
+    /// Lines written to the child.
+    sent: AtomicU64,
     _child: Mutex<Child>,
 }
 
@@ -55,7 +58,7 @@ impl StdioWire {
         });
         let pending: Pending = Arc::default();
         tokio::spawn(read_loop(BufReader::new(stdout), pending.clone(), out.clone(), server_requests));
-        Ok(Self { out, pending, _child: Mutex::new(child) })
+        Ok(Self { out, pending, sent: AtomicU64::new(0), _child: Mutex::new(child) })
     }
 }
 
@@ -116,6 +119,7 @@ impl Wire for StdioWire {
     async fn send(&self, req: Outgoing) -> Result<Replies, ClientError> {
         let (tx, rx) = mpsc::unbounded_channel();
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(req.id.clone(), tx);
+        self.sent.fetch_add(1, Ordering::Relaxed);
         if self.out.send(req.to_value().to_string()).is_err() {
             self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&req.id);
             return Err(ClientError::Transport("the server process has exited".into()));
@@ -124,6 +128,11 @@ impl Wire for StdioWire {
     }
 
     async fn post(&self, message: Value, _version: &str) -> Result<(), ClientError> {
+        self.sent.fetch_add(1, Ordering::Relaxed);
         self.out.send(message.to_string()).map_err(|_| ClientError::Transport("the server process has exited".into()))
+    }
+
+    fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 }

@@ -51,4 +51,6 @@ pub(crate) trait Wire: Send + Sync + std::fmt::Debug {
     fn reset_session(&self) {}
     /// Legacy era: opens the server's own event stream (HTTP GET), if it has one.
     async fn open_events(&self, _version: &str) {}
+    /// How many messages went out so far: HTTP requests (POST and GET), or lines written to a child.
+    fn sent(&self) -> u64;
 }

@@ -1,11 +1,15 @@
 //! What the client tests share: a server with inline, MRTR and task tools
 //! (external tasks driven by the test through the `Tasks` handle), and an
-//! input handler that counts what it was asked.
+//! input handler that counts what it was asked; and the library-client
+//! helpers the server tests use to create tasks and listen to them.
 
 #![allow(dead_code)]
 
 use async_trait::async_trait;
-use conduit_mcp::client::{Ask, ClientBuilder, ClientError, InputHandler, InputSupport, elicit_accept};
+use conduit_mcp::client::{
+    Ask, CallOutcome, Client, ClientBuilder, ClientError, InputHandler, InputSupport, ListenEvent, ListenStream,
+    elicit_accept,
+};
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
 use serde_json::{Value, json};
@@ -186,4 +190,39 @@ pub fn discover() -> Value {
 pub fn mock_task(status: &str) -> Value {
     json!({ "taskId": "t-1", "status": status, "createdAt": "2026-08-01T10:30:00Z",
             "lastUpdatedAt": "2026-08-01T10:30:00Z", "ttlMs": null, "pollIntervalMs": 10 })
+}
+
+/// The library client on `url`, for the server tests that speak MCP as such
+/// (it declares the Tasks extension on every request). Tests whose point is
+/// the bytes, headers or status codes on the wire use `common`'s raw harness.
+pub async fn connect(url: &str) -> Client {
+    ClientBuilder::http(url).connect().await.expect("connect")
+}
+
+/// Calls `tool` without arguments and returns the id of the task it made.
+pub async fn create_task(c: &Client, tool: &str) -> String {
+    match c.call_tool(tool, json!({})).await.expect("tools/call") {
+        CallOutcome::Task(t) => t.id().to_owned(),
+        other => panic!("{tool}: no task: {other:?}"),
+    }
+}
+
+/// Opens a listen stream for `ids`; returns it and the ids the server acknowledged.
+pub async fn listen_tasks(c: &Client, ids: &[&str]) -> (ListenStream, Value) {
+    let mut s = c.listen(json!({ "taskIds": ids })).await.expect("listen");
+    match s.next().await {
+        Some(ListenEvent::Notification { method, params }) if method == "notifications/subscriptions/acknowledged" => {
+            let acked = params["notifications"]["taskIds"].clone();
+            (s, acked)
+        }
+        other => panic!("no acknowledgment: {other:?}"),
+    }
+}
+
+/// The `params` of the stream's next notification (failing if it ends instead).
+pub async fn next_notification(s: &mut ListenStream) -> Value {
+    match s.next().await {
+        Some(ListenEvent::Notification { params, .. }) => params,
+        other => panic!("not a notification: {other:?}"),
+    }
 }

@@ -1,6 +1,14 @@
 //! Shared helpers for the integration tests: a real server on `127.0.0.1:0`,
 //! request builders that set the standard MCP headers, an SSE reader and a
 //! raw-socket client for the cases reqwest normalises away.
+//!
+//! This harness is raw on purpose. The tests that use it check the server's
+//! own wire: exact bodies and bytes (a foreign task answers byte for byte
+//! like a missing one), headers, HTTP statuses, bad input, limits and
+//! timeouts, and raw output against the JSON Schema — things a client
+//! library hides or normalises. Tests that only need to speak MCP (create a
+//! task, listen to it, read it) use the library client through
+//! `client_support` (`connect`, `create_task`, `listen_tasks`).
 
 #![allow(dead_code)]
 

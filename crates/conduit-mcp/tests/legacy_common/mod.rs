@@ -1,6 +1,12 @@
 //! A small 2025-11-25 client for the legacy-era tests: `initialize`, requests
 //! inside the session, SSE events with their ids, and validation of every
 //! message the server sends against the official 2025-11-25 JSON Schema.
+//!
+//! It stays raw on purpose: these tests check the legacy wire itself —
+//! `Mcp-Session-Id` handling, SSE event ids and `retry`, resumption with
+//! `Last-Event-ID`, HTTP statuses, and every message validated against the
+//! official schema — which the library client (`conduit_mcp::client`, whose
+//! legacy side the conformance suite's client leg runs) hides.
 
 #![allow(dead_code)]
 
