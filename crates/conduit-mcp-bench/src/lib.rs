@@ -8,7 +8,8 @@
 //! - [`wire`], [`client`], [`load`]: the requests, a minimal HTTP/1.1 client and
 //!   the load generator;
 //! - [`harness`]: the plan, the servers' processes, the runs;
-//! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart.
+//! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart;
+//! - [`soak`]: the reference server's soak drivers (`scripts/soak.sh`).
 //!
 //! `scripts/bench.sh` builds everything and runs the `conduit-mcp-bench` binary.
 
@@ -19,6 +20,7 @@ pub mod load;
 pub mod ours;
 pub mod procfs;
 pub mod report;
+pub mod soak;
 pub mod stats;
 pub mod sweep;
 pub mod wire;
