@@ -115,7 +115,7 @@ pub async fn poller(s: Shared) {
     let mut c = Client::new(s.addr);
     while !s.stopped() {
         let pick = rand::random::<u64>();
-        if let Some(e) = s.ledger.pick(pick, pick % 5 != 0) {
+        if let Some(e) = s.ledger.pick(pick, !pick.is_multiple_of(5)) {
             let id = c.id();
             if let Some(v) = call_ok(&mut c, &s.ledger, &rpc::on_task(id, "tasks/get", &e.id), "tasks/get").await {
                 s.ledger.saw(&e.id, v["status"].as_str().unwrap_or_default());
