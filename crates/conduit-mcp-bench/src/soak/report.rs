@@ -162,3 +162,46 @@ impl Outcome {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn passing() -> Outcome {
+        let minute = |m, rss| Sample { minute: m, rss_kib: rss, refused: 10, kills: 2, ..Sample::default() };
+        let fds = Fds { total: 20, clients: 1, database: 4 };
+        Outcome {
+            store: "postgres".into(),
+            cap: 10,
+            samples: vec![minute(1, 20_000), minute(2, 21_000)],
+            fds_baseline: fds,
+            fds_end: Fds { total: 26, database: 10, ..fds },
+            resolution: Resolution { acknowledged: 10, completed: 10, ..Resolution::default() },
+            errors: vec![(true, "create: cap".into(), 10)],
+            clean_exit: true,
+        }
+    }
+
+    #[test]
+    fn each_check_fails_the_verdict_by_name() {
+        assert!(passing().problems().is_empty(), "{:?}", passing().problems());
+        assert!(passing().render().contains("Verdict: PASS"));
+        let cases: Vec<(fn(&mut Outcome), &str)> = vec![
+            (|o| o.errors.push((false, "tasks/get: HTTP 500".into(), 1)), "1 unexpected errors"),
+            (|o| o.resolution.lost = 1, "1 acknowledged tasks lost"),
+            (|o| o.samples.iter_mut().for_each(|s| s.refused = 0), "the cap was never reached"),
+            (|o| o.samples[1].rss_kib = 22_500, "RSS after the last minute is 112.5%"),
+            (|o| o.fds_end.clients = 3, "2 client sockets still open"),
+            (|o| o.fds_end.total = 27, "fds other than database connections: 17"),
+            (|o| o.samples[0].kills = 0, "without a database connection killed"),
+            (|o| o.clean_exit = false, "did not exit 0"),
+        ];
+        for (break_it, named) in cases {
+            let mut o = passing();
+            break_it(&mut o);
+            let problems = o.problems().join("; ");
+            assert!(problems.contains(named), "{named:?} not in {problems:?}");
+            assert!(o.render().contains("Verdict: FAIL"));
+        }
+    }
+}
