@@ -182,11 +182,14 @@ mod tests {
         }
     }
 
+    /// A change that breaks one check, and the words its problem must contain.
+    type Case = (fn(&mut Outcome), &'static str);
+
     #[test]
     fn each_check_fails_the_verdict_by_name() {
         assert!(passing().problems().is_empty(), "{:?}", passing().problems());
         assert!(passing().render().contains("Verdict: PASS"));
-        let cases: Vec<(fn(&mut Outcome), &str)> = vec![
+        let cases: Vec<Case> = vec![
             (|o| o.errors.push((false, "tasks/get: HTTP 500".into(), 1)), "1 unexpected errors"),
             (|o| o.resolution.lost = 1, "1 acknowledged tasks lost"),
             (|o| o.samples.iter_mut().for_each(|s| s.refused = 0), "the cap was never reached"),
