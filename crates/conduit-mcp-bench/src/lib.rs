@@ -9,7 +9,8 @@
 //!   the load generator;
 //! - [`harness`]: the plan, the servers' processes, the runs;
 //! - [`follow`]: the library client following 1 000 tasks, by push and by polling;
-//! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart.
+//! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart;
+//! - [`soak`]: the reference server's soak drivers (`scripts/soak.sh`).
 //!
 //! `scripts/bench.sh` builds everything and runs the `conduit-mcp-bench` binary.
 
@@ -21,6 +22,7 @@ pub mod load;
 pub mod ours;
 pub mod procfs;
 pub mod report;
+pub mod soak;
 pub mod stats;
 pub mod sweep;
 pub mod wire;
