@@ -26,6 +26,13 @@ use tokio::sync::mpsc;
 /// How long to wait before resuming a legacy stream that named no `retry`.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
+/// Requests that wait for their answer at once on one client; more wait for a
+/// turn, so a program following a thousand tasks holds a few dozen
+/// connections, not one per task. An answer streamed as SSE frees its turn
+/// once its headers arrive (it may wait long on the server, for a legacy
+/// `tasks/result` or a server-to-client request).
+const MAX_IN_FLIGHT: usize = 32;
+
 /// The HTTP side of a connection.
 #[derive(Debug)]
 pub(crate) struct HttpWire {
@@ -45,6 +52,8 @@ struct Shared {
     server_requests: mpsc::UnboundedSender<Request>,
     /// HTTP requests sent.
     sent: AtomicU64,
+    /// Turns for requests awaiting their answer ([`MAX_IN_FLIGHT`]).
+    turns: tokio::sync::Semaphore,
 }
 
 impl HttpWire {
@@ -66,6 +75,7 @@ impl HttpWire {
             pending: Mutex::default(),
             server_requests,
             sent: AtomicU64::new(0),
+            turns: tokio::sync::Semaphore::new(MAX_IN_FLIGHT),
         };
         Ok(Self { shared: Arc::new(shared) })
     }
@@ -145,6 +155,7 @@ impl Wire for HttpWire {
         for (k, v) in &req.headers {
             rb = rb.header(k.as_str(), v.as_str());
         }
+        let turn = sh.turns.acquire().await.map_err(|_| ClientError::Transport("the client is closed".into()))?;
         let resp = rb.body(req.to_value().to_string()).send().await.map_err(transport)?;
         sh.remember_session(&resp);
         let status = resp.status().as_u16();
@@ -155,10 +166,12 @@ impl Wire for HttpWire {
                 sh.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(req.id.clone(), tx.clone());
             }
             let weak = legacy.then(|| Arc::downgrade(sh));
+            drop(turn);
             tokio::spawn(read_request_stream(resp, tx, weak, req.version.clone()));
             return Ok(rx);
         }
         let body = resp.bytes().await.map_err(transport)?;
+        drop(turn);
         // A JSON-RPC error in the body counts whatever the status (400 for
         // header, meta and version errors, 404 for unknown methods).
         match parse(&body) {
