@@ -126,3 +126,61 @@ pub(super) fn targets(out: &mut String, r: &Results) {
         verdict(w9.map(|s| s.median <= W9_TARGET))
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::harness::{Peer, Plan, Results, Sample, SessionMemSample, Store, Workload};
+
+    fn sample(workload: Workload, peer: Peer, rps: f64) -> Sample {
+        Sample {
+            workload,
+            peer,
+            conns: 50,
+            round: 0,
+            requests: 100,
+            errors: 0,
+            secs: 1.0,
+            rps,
+            p50_us: 1.0,
+            p99_us: 2.0,
+            cpu_us_per_req: 3.0,
+            peak_rss_kib: 1_024,
+            table: None,
+            buckets: Vec::new(),
+            capped: false,
+            bytes_per_task: None,
+            first_error: None,
+        }
+    }
+
+    #[test]
+    fn w8_and_w9_get_tables_and_verdicts() {
+        let ours = Peer::Ours(Store::Memory);
+        let mut r = Results { plan: Some(Plan::smoke()), ..Results::default() };
+        r.samples.push(sample(Workload::W1, ours, 10_000.0));
+        r.samples.push(sample(Workload::W8, ours, 9_500.0));
+        r.samples.push(sample(Workload::W8, Peer::Rmcp, 5_000.0));
+        for (peer, bytes) in [(ours, 1_500.0), (Peer::Rmcp, 9_000.0)] {
+            r.sessions.push(SessionMemSample {
+                peer,
+                round: 0,
+                sessions: 200,
+                rss_before_kib: 1_000,
+                rss_after_kib: 1_300,
+                bytes_per_session: bytes,
+            });
+        }
+        let doc = super::super::render(&r, None, "c.svg");
+        assert!(
+            doc.contains("| W8 at 50 conns (greet inside a legacy session): ≥ 0.9× our W1 | 0.95× | **met** |"),
+            "{doc}"
+        );
+        assert!(
+            doc.contains("| W8 at 50 conns: ≥ 2× rmcp 3.11 in its stateful session mode | 1.90× | **missed** |"),
+            "{doc}"
+        );
+        assert!(doc.contains("| W9 ≤ 2 KiB per idle legacy session (200 sessions) | 1500 B | **met** |"), "{doc}");
+        assert!(doc.contains("| rmcp 3.11 (stateful sessions) | 50 | 5,000 |"), "{doc}");
+        assert!(doc.contains("| rmcp 3.11 (stateful sessions) | 200 | 1000 → 1300 | 9000 |"), "{doc}");
+    }
+}
