@@ -5,7 +5,8 @@
 # (conduit-mcp-conformance) served by the library's default path, http::serve.
 #
 # Usage: scripts/bench.sh [--smoke] [HARNESS OPTIONS...]
-#   (no flag)  the full pass: release builds, 3 rounds, W1-W7, ours on the memory,
+#   (no flag)  the full pass: release builds, 3 rounds, W1-W9 (W8/W9: 2025-11-25
+#              sessions, rmcp in its stateful mode), ours on the memory,
 #              SQLite and PostgreSQL stores; run it by hand on an otherwise idle
 #              machine (under 20 minutes once the builds are cached). PostgreSQL is
 #              DATABASE_URL, or postgres://postgres@127.0.0.1:5432/test when unset;

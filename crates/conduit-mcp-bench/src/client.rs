@@ -146,13 +146,33 @@ impl Conn {
     pub async fn roundtrip(&mut self, request: &[u8]) -> io::Result<u16> {
         self.stream.write_all(request).await?;
         let head = self.read_head().await?;
+        self.read_body(head).await?;
+        Ok(head.status)
+    }
+
+    /// Like [`Conn::roundtrip`], and also returns the value of the response header `name`
+    /// (case-insensitive), e.g. the `Mcp-Session-Id` an `initialize` answers with.
+    pub async fn roundtrip_header(&mut self, request: &[u8], name: &str) -> io::Result<(u16, Option<String>)> {
+        self.stream.write_all(request).await?;
+        let head = self.read_head().await?;
+        // The head is still in the buffer, just before `start`.
+        let text = String::from_utf8_lossy(&self.buf[self.start - head.len..self.start]);
+        let value = text.split("\r\n").find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        });
+        self.read_body(head).await?;
+        Ok((head.status, value))
+    }
+
+    async fn read_body(&mut self, head: Head) -> io::Result<()> {
         self.body.clear();
         if head.chunked {
             while self.read_chunk().await? {}
         } else {
             self.read_exact_body(head.content_length.unwrap_or(0)).await?;
         }
-        Ok(head.status)
+        Ok(())
     }
 
     /// The body of the last response.

@@ -18,6 +18,7 @@ pub mod chart;
 pub mod client;
 pub mod follow;
 pub mod harness;
+pub mod legacy_wire;
 pub mod load;
 pub mod ours;
 pub mod procfs;

@@ -126,14 +126,21 @@ async fn conn_loop(
 
 /// Runs `load`, building each request with `build`.
 pub async fn run(load: &Load, build: Builder) -> io::Result<LoadResult> {
+    run_each(load, vec![build; load.conns.max(1)]).await
+}
+
+/// Runs `load` with one builder per connection (connection `i` builds with `builds[i]`,
+/// e.g. each in its own legacy session); `load.conns` is ignored.
+pub async fn run_each(load: &Load, builds: Vec<Builder>) -> io::Result<LoadResult> {
     if load.duration.is_none() && load.max_requests.is_none() {
         return Err(io::Error::other("a load needs a duration or a request count"));
     }
     let issued = Arc::new(AtomicU64::new(0));
     let t0 = Instant::now();
     let deadline = load.duration.map(|d| t0 + d);
-    let handles: Vec<_> = (0..load.conns.max(1))
-        .map(|_| tokio::spawn(conn_loop(load.clone(), build.clone(), issued.clone(), t0, deadline)))
+    let handles: Vec<_> = builds
+        .into_iter()
+        .map(|build| tokio::spawn(conn_loop(load.clone(), build, issued.clone(), t0, deadline)))
         .collect();
     let mut res = LoadResult::default();
     for h in handles {

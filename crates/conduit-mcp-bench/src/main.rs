@@ -133,7 +133,7 @@ struct RunArgs {
     /// when a database URL is given by --database-url or DATABASE_URL).
     #[arg(long, value_delimiter = ',')]
     stores: Vec<StoreKind>,
-    /// Run only these workloads (W1 … W7, comma-separated; W3, W4 and W7 run together).
+    /// Run only these workloads (W1 … W9, comma-separated; W3, W4 and W7 run together).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
     /// Length of each measured phase, ms (overrides the plan's).
@@ -279,6 +279,9 @@ fn smoke_check(r: &Results, fixture: bool) -> Result<(), String> {
                 s.result.getters, s.result.removed, s.result.expired, s.result.during_samples
             ));
         }
+    }
+    for s in r.sessions.iter().filter(|s| s.sessions < plan.sessions) {
+        problems.push(format!("W9 {}: {} of {} sessions opened", s.peer.label(), s.sessions, plan.sessions));
     }
     if (plan.runs("W6") && r.sweep.is_empty()) || (plan.runs("W5") && r.notify.is_empty()) {
         problems.push("W5 or W6 produced no result".into());

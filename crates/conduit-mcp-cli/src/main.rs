@@ -109,6 +109,10 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     if let Some(store) = &chosen.sessions {
         sessions.store = store.clone();
     }
+    // A client's response that reaches another node is forwarded on the legacy channel.
+    if let Some(n) = &chosen.legacy_notifier {
+        sessions.relay = Some(Arc::new(n.clone()));
+    }
     let serving = demo::Serving { eras: args.era, sessions };
     let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
     tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;

@@ -2,12 +2,13 @@
 //! `LISTEN`/`NOTIFY`.
 
 use conduit_mcp::ext::tasks::{ListenNotifier, Notifier, Owner, TaskRecord, Tasks};
+use conduit_mcp::session::{ForwardedResponse, RelayError, RelaySink, ResponseRelay};
 use serde_json::{Value, json};
 use sqlx::ConnectOptions;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
@@ -17,6 +18,9 @@ pub const DEFAULT_CHANNEL: &str = "conduit_tasks";
 
 const BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// The largest payload published: PostgreSQL refuses a `NOTIFY` payload of 8000 bytes or more.
+pub const MAX_PAYLOAD: usize = 7999;
 
 /// A [`Notifier`] for many nodes on one PostgreSQL database.
 ///
@@ -36,6 +40,13 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// channel of its own, e.g. `conduit_legacy_tasks`) to the
 /// [`LegacyTasks`](conduit_mcp::ext::tasks::legacy::LegacyTasks) handle, and a
 /// `tasks/result` waiting on one node wakes when another node finishes the task.
+///
+/// The same channel carries legacy sessions' client responses between nodes:
+/// as the [`ResponseRelay`] of a `SessionConfig` (`.relay(notifier.clone())`),
+/// a response to an `elicitation/create` (or sampling, roots) POSTed to a node
+/// that does not hold the waiting call is published here and delivered by the
+/// node that does. A response whose payload would exceed [`MAX_PAYLOAD`] bytes
+/// is refused (the POST gets 413 and the waiting call an error saying why).
 ///
 /// The listener reconnects after the database drops its connection and then
 /// re-reads every watched or awaited task, so the streams and waiters it
@@ -65,9 +76,13 @@ pub struct PgNotifier {
 struct Inner {
     channel: String,
     options: PgConnectOptions,
-    publish: UnboundedSender<(String, u64)>,
-    pending: Mutex<Option<UnboundedReceiver<(String, u64)>>>,
+    publish: UnboundedSender<String>,
+    pending: Mutex<Option<UnboundedReceiver<String>>>,
     tasks: OnceLock<Tasks>,
+    sink: OnceLock<RelaySink>,
+    started: Once,
+    /// Whether the listener's `LISTEN` is in place.
+    listening: tokio::sync::watch::Sender<bool>,
     delivered: Mutex<HashMap<String, u64>>,
     shutdown: CancellationToken,
 }
@@ -120,6 +135,9 @@ impl PgNotifier {
                 publish: tx,
                 pending: Mutex::new(Some(rx)),
                 tasks: OnceLock::new(),
+                sink: OnceLock::new(),
+                started: Once::new(),
+                listening: tokio::sync::watch::Sender::new(false),
                 delivered: Mutex::new(HashMap::new()),
                 shutdown: CancellationToken::new(),
             }),
@@ -134,14 +152,28 @@ impl PgNotifier {
 
     /// Starts the publisher and the listener for this node's `Tasks` handle (once).
     pub fn attach(&self, tasks: &Tasks) {
-        if self.inner.tasks.set(tasks.clone()).is_err() {
-            return;
+        if self.inner.tasks.set(tasks.clone()).is_ok() {
+            self.start();
         }
-        let rx = self.inner.pending.lock().ok().and_then(|mut p| p.take());
-        if let Some(rx) = rx {
-            tokio::spawn(publisher(self.inner.clone(), rx));
-        }
-        tokio::spawn(listener(self.inner.clone()));
+    }
+
+    /// Starts the publisher and the listener, once (whichever of `attach` and
+    /// `attach_sink` comes first).
+    fn start(&self) {
+        self.inner.started.call_once(|| {
+            let rx = self.inner.pending.lock().ok().and_then(|mut p| p.take());
+            if let Some(rx) = rx {
+                tokio::spawn(publisher(self.inner.clone(), rx));
+            }
+            tokio::spawn(listener(self.inner.clone()));
+        });
+    }
+
+    /// Returns once the listener's `LISTEN` is in place (after `attach` or
+    /// `attach_sink`): from then on, what any node publishes reaches this one.
+    pub async fn listening(&self) {
+        let mut rx = self.inner.listening.subscribe();
+        let _ = rx.wait_for(|on| *on).await;
     }
 
     /// Stops publishing and listening.
@@ -164,7 +196,26 @@ impl Notifier for PgNotifier {
             self.inner.mark_delivered(&task.task_id, task.version, task.is_terminal());
             listen.task_changed(task);
         }
-        let _ = self.inner.publish.send((task.task_id.clone(), task.version));
+        let _ = self.inner.publish.send(json!({ "id": task.task_id, "v": task.version }).to_string());
+    }
+}
+
+impl ResponseRelay for PgNotifier {
+    fn forward(&self, response: &ForwardedResponse) -> Result<(), RelayError> {
+        let payload = format!("{{\"fwd\":{}}}", response.encode());
+        if payload.len() > MAX_PAYLOAD {
+            return Err(RelayError::TooLarge(MAX_PAYLOAD));
+        }
+        if self.inner.shutdown.is_cancelled() {
+            return Err(RelayError::Unavailable);
+        }
+        self.inner.publish.send(payload).map_err(|_| RelayError::Unavailable)
+    }
+
+    fn attach_sink(&self, sink: RelaySink) {
+        if self.inner.sink.set(sink).is_ok() {
+            self.start();
+        }
     }
 }
 
@@ -177,24 +228,24 @@ async fn pause(inner: &Inner, backoff: &mut Duration) -> bool {
     true
 }
 
-/// Changes published by one statement at most.
+/// Payloads published by one statement at most.
 const PUBLISH_BATCH: usize = 256;
 
-/// Publishes queued changes, those queued together in one statement; while
+/// Publishes queued payloads, those queued together in one statement; while
 /// the database is unreachable it retries, keeping them.
-async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<(String, u64)>) {
+async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<String>) {
     let pool = PgPoolOptions::new().max_connections(2).connect_lazy_with(inner.options.clone());
     let mut backoff = BACKOFF;
-    let mut batch: Vec<(String, u64)> = Vec::new();
+    let mut payloads: Vec<String> = Vec::new();
     loop {
+        payloads.clear();
         let received = tokio::select! {
-            n = rx.recv_many(&mut batch, PUBLISH_BATCH) => n,
+            n = rx.recv_many(&mut payloads, PUBLISH_BATCH) => n,
             _ = inner.shutdown.cancelled() => 0,
         };
         if received == 0 {
             return;
         }
-        let payloads: Vec<String> = batch.drain(..).map(|(id, v)| json!({ "id": id, "v": v }).to_string()).collect();
         loop {
             let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
                 .bind(&inner.channel)
@@ -207,7 +258,7 @@ async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<(String, u64)>) 
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "could not publish task changes; retrying");
+                    tracing::warn!(error = %e, "could not publish a task change; retrying");
                     if !pause(&inner, &mut backoff).await {
                         return;
                     }
@@ -219,7 +270,6 @@ async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<(String, u64)>) 
 
 /// Listens for changes and delivers them locally; reconnects and catches up after a drop.
 async fn listener(inner: Arc<Inner>) {
-    let Some(tasks) = inner.tasks.get().cloned() else { return };
     let mut backoff = BACKOFF;
     loop {
         let pool = PgPoolOptions::new().max_connections(1).connect_lazy_with(inner.options.clone());
@@ -241,7 +291,8 @@ async fn listener(inner: Arc<Inner>) {
             continue;
         }
         backoff = BACKOFF;
-        catch_up(&inner, &tasks).await;
+        inner.listening.send_replace(true);
+        catch_up(&inner).await;
         loop {
             let got = tokio::select! {
                 r = l.try_recv() => r,
@@ -250,14 +301,21 @@ async fn listener(inner: Arc<Inner>) {
             match got {
                 Ok(Some(n)) => {
                     let Ok(v) = serde_json::from_str::<Value>(n.payload()) else { continue };
-                    if let (Some(id), Some(version)) = (v["id"].as_str(), v["v"].as_u64()) {
-                        deliver(&inner, &tasks, id, version).await;
+                    if let Some(fwd) = v.get("fwd") {
+                        let fwd = ForwardedResponse::decode(&fwd.to_string());
+                        if let (Some(fwd), Some(sink)) = (fwd, inner.sink.get()) {
+                            sink(fwd);
+                        }
+                    } else if let (Some(id), Some(version), Some(tasks)) =
+                        (v["id"].as_str(), v["v"].as_u64(), inner.tasks.get())
+                    {
+                        deliver(&inner, tasks, id, version).await;
                     }
                 }
                 // The connection dropped and was re-established: catch up on what we missed.
                 Ok(None) => {
                     tracing::info!("task notifier reconnected");
-                    catch_up(&inner, &tasks).await;
+                    catch_up(&inner).await;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "task notifier lost its connection");
@@ -273,7 +331,8 @@ async fn listener(inner: Arc<Inner>) {
 
 /// Re-reads every watched or awaited task and delivers the ones that changed
 /// since they were last delivered.
-async fn catch_up(inner: &Inner, tasks: &Tasks) {
+async fn catch_up(inner: &Inner) {
+    let Some(tasks) = inner.tasks.get() else { return };
     let mut ids = tasks.listen_notifier().watched();
     ids.extend(tasks.awaited());
     ids.sort_unstable();

@@ -7,9 +7,11 @@
 //! - `runner.rs`: [`Harness::run`], the order of a pass, and the W1–W4 drivers
 //!   (W7 rides on W4);
 //! - `notify.rs`: the W5 driver (notification latency);
-//! - `janitor.rs`: the W6 driver (the janitor sweep, in a process of its own).
+//! - `janitor.rs`: the W6 driver (the janitor sweep, in a process of its own);
+//! - `legacy.rs`: the W8 and W9 drivers (2025-11-25 sessions; rmcp in its stateful mode).
 
 mod janitor;
+mod legacy;
 mod notify;
 mod plan;
 mod process;
@@ -18,7 +20,7 @@ mod runner;
 
 pub use plan::{Peer, Plan, Store, Workload};
 pub use process::Binaries;
-pub use results::{Meta, NotifySample, Results, Sample, SweepSample, notify_label};
+pub use results::{Meta, NotifySample, Results, Sample, SessionMemSample, SweepSample, notify_label};
 
 use crate::load;
 use crate::procfs;

@@ -16,6 +16,8 @@ pub enum Workload {
     W3,
     /// Task creation from 0 to the table size.
     W4,
+    /// `tools/call greet` inside a 2025-11-25 session (one per connection).
+    W8,
 }
 
 impl Workload {
@@ -26,6 +28,7 @@ impl Workload {
             Self::W2 => "W2",
             Self::W3 => "W3",
             Self::W4 => "W4",
+            Self::W8 => "W8",
         }
     }
 }
@@ -122,9 +125,12 @@ pub struct Plan {
     pub stores: Vec<Store>,
     /// Whether this is the CI smoke pass.
     pub smoke: bool,
-    /// Run only these workloads (`W1` … `W7`); empty runs all. W3, W4 and W7 run together.
+    /// Run only these workloads (`W1` … `W9`); empty runs all. W3, W4 and W7 run together.
     #[serde(default)]
     pub only: Vec<String>,
+    /// Idle legacy sessions W9 opens.
+    #[serde(default = "default_sessions")]
+    pub sessions: usize,
 }
 
 impl Plan {
@@ -146,6 +152,7 @@ impl Plan {
             stores: vec![Store::Memory],
             smoke: false,
             only: Vec::new(),
+            sessions: default_sessions(),
         }
     }
 
@@ -167,6 +174,7 @@ impl Plan {
             stores: vec![Store::Memory],
             smoke: true,
             only: Vec::new(),
+            sessions: 200,
         }
     }
 
@@ -178,7 +186,7 @@ impl Plan {
         }
     }
 
-    /// Whether workload `name` (`W1` … `W7`) is part of this pass.
+    /// Whether workload `name` (`W1` … `W9`) is part of this pass.
     pub fn runs(&self, name: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|w| w.eq_ignore_ascii_case(name))
     }
@@ -192,6 +200,10 @@ impl Plan {
     pub fn measure(&self) -> Duration {
         Duration::from_millis(self.measure_ms)
     }
+}
+
+fn default_sessions() -> usize {
+    10_000
 }
 
 fn default_sql_create_cap_ms() -> u64 {

@@ -109,6 +109,12 @@ impl Proc {
 }
 
 impl Harness {
+    /// Starts the rmcp peer in rmcp's default stateful session mode (W8, W9).
+    pub(super) fn start_rmcp_stateful(&self) -> Result<Proc, String> {
+        let args = ["--listen".to_owned(), "127.0.0.1:0".to_owned(), "--stateful".to_owned()];
+        Proc::start(self.bins.rmcp.as_ref().ok_or("no rmcp peer binary")?, &args, &[])
+    }
+
     /// Starts `peer` on an empty store.
     pub(super) fn start(&self, peer: Peer) -> Result<Proc, String> {
         self.start_node(peer, true)

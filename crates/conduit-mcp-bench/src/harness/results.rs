@@ -1,5 +1,6 @@
-//! What a pass measured: one [`Sample`] per run of W1–W4 (W7 rides on W4), one
-//! [`NotifySample`] per W5 run, one [`SweepSample`] per W6 run, and the [`Meta`]
+//! What a pass measured: one [`Sample`] per run of W1–W4 and W8 (W7 rides on W4), one
+//! [`NotifySample`] per W5 run, one [`SweepSample`] per W6 run, one
+//! [`SessionMemSample`] per W9 run, and the [`Meta`]
 //! of the machine, all gathered in [`Results`] (saved as JSON, read back by
 //! `conduit-mcp-bench report`).
 
@@ -142,6 +143,26 @@ pub struct Results {
     pub notify: Vec<NotifySample>,
     /// W6.
     pub sweep: Vec<SweepSample>,
+    /// W9.
+    #[serde(default)]
+    pub sessions: Vec<SessionMemSample>,
+}
+
+/// One W9 run: resident memory per idle legacy session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionMemSample {
+    /// Which server (rmcp: its stateful session mode).
+    pub peer: Peer,
+    /// Round (0-based).
+    pub round: usize,
+    /// Sessions opened (`initialize` then `notifications/initialized`), all left idle.
+    pub sessions: usize,
+    /// `VmRSS` before the first session, KiB.
+    pub rss_before_kib: u64,
+    /// `VmRSS` a second after the last, KiB.
+    pub rss_after_kib: u64,
+    /// (after − before) / sessions, bytes.
+    pub bytes_per_session: f64,
 }
 
 #[cfg(test)]

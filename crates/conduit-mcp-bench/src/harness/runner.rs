@@ -106,7 +106,7 @@ impl Harness {
     pub(super) fn expect(peer: Peer, workload: Workload) -> &'static [u8] {
         match (peer, workload) {
             (Peer::Echo, _) => b"\"result\"",
-            (_, Workload::W1) => b"Hello, bench-",
+            (_, Workload::W1 | Workload::W8) => b"Hello, bench-",
             (_, Workload::W4) => b"\"taskId\"",
             (_, Workload::W2) => b"\"status\":\"working\"",
             // A few W4 tasks may have been failed by the janitor's start-up recovery (see the report).
@@ -115,7 +115,7 @@ impl Harness {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn sample(
+    pub(super) fn sample(
         &self,
         workload: Workload,
         peer: Peer,
@@ -147,7 +147,7 @@ impl Harness {
         }
     }
 
-    fn report_line(&self, s: &Sample) {
+    pub(super) fn report_line(&self, s: &Sample) {
         let mut line = format!(
             "{} {:>2} conns round {} {:<33} {:>9.0} req/s  p50 {:>7.1} µs  p99 {:>8.1} µs  cpu {:>6.1} µs/req  hwm {:>7} KiB",
             s.workload.name(),
@@ -300,6 +300,7 @@ impl Harness {
                 }
             }
         }
+        self.legacy(&mut res).await?;
         let table = ["W3", "W4", "W7"].iter().any(|w| self.plan.runs(w));
         for &conns in self.plan.conns.iter().filter(|_| table) {
             for round in 0..self.plan.rounds {

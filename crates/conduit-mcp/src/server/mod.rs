@@ -158,6 +158,7 @@ impl Server {
             }
             if self.serves(Era::Legacy) {
                 self.inner.sessions.spawn_sweeper(SESSION_SWEEP, self.inner.shutdown.clone());
+                self.inner.sessions.attach_relay();
             }
         });
     }

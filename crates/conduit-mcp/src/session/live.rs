@@ -3,6 +3,7 @@
 //! flight (for `notifications/cancelled`).
 
 use super::events::EventLog;
+use super::relay::{ASK_PREFIX, session_key};
 use super::store::SessionRecord;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{Message, Request, RequestId};
@@ -10,8 +11,8 @@ use crate::protocol::meta::ClientCapabilities;
 use crate::subscriptions::Registration;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
@@ -29,6 +30,10 @@ pub struct LegacySession {
     /// stdio: the one output every message goes to.
     local_out: Option<UnboundedSender<Message>>,
     waiting: Mutex<HashMap<RequestId, Waiter>>,
+    /// The tag of this node, in every request id it sends (so another node can forward the answer).
+    node: Arc<str>,
+    /// The SHA-256 of the id (how a forwarded response names the session); empty on stdio.
+    key: String,
     next_request: AtomicU64,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     pub(crate) changes: Mutex<Option<Registration>>,
@@ -48,13 +53,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl LegacySession {
     /// A session served over HTTP (its record is in the store).
-    pub(crate) fn http(record: SessionRecord, replay: usize) -> Self {
-        Self::build(record, true, None, replay)
+    pub(crate) fn http(record: SessionRecord, replay: usize, node: Arc<str>) -> Self {
+        let key = session_key(&record.id);
+        Self::build(record, true, None, replay, node, key)
     }
 
     /// A session bound to one stdio process: everything goes to `out`.
     pub(crate) fn local(record: SessionRecord, out: UnboundedSender<Message>) -> Self {
-        Self::build(record, false, Some(out), 1)
+        Self::build(record, false, Some(out), 1, Arc::from("local"), String::new())
     }
 
     fn build(
@@ -62,6 +68,8 @@ impl LegacySession {
         persisted: bool,
         local_out: Option<UnboundedSender<Message>>,
         replay: usize,
+        node: Arc<str>,
+        key: String,
     ) -> Self {
         Self {
             record: Mutex::new(record),
@@ -69,6 +77,8 @@ impl LegacySession {
             events: EventLog::new(replay),
             local_out,
             waiting: Mutex::default(),
+            node,
+            key,
             next_request: AtomicU64::new(1),
             in_flight: Mutex::default(),
             changes: Mutex::new(None),
@@ -91,6 +101,11 @@ impl LegacySession {
     /// The session id (a capability: do not log it).
     pub fn id(&self) -> String {
         lock(&self.record).id.clone()
+    }
+
+    /// The SHA-256 of the id, as a forwarded response names the session.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
     }
 
     /// The capabilities the client declared at `initialize`.
@@ -121,7 +136,11 @@ impl LegacySession {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
-        let id = RequestId::String(format!("conduit-{}", self.next_request.fetch_add(1, Ordering::Relaxed)));
+        let id = RequestId::String(format!(
+            "{ASK_PREFIX}{}-{}",
+            self.node,
+            self.next_request.fetch_add(1, Ordering::Relaxed)
+        ));
         let (tx, rx) = oneshot::channel();
         lock(&self.waiting).insert(id.clone(), tx);
         let sent = out.send(Message::Request(Request::new(id.clone(), method, params)));
@@ -140,9 +159,20 @@ impl LegacySession {
 
     /// Hands the client's response to the request waiting for it; `false` when nobody waits on `id`.
     pub fn deliver(&self, id: &RequestId, outcome: Result<Value, RpcError>) -> bool {
-        match lock(&self.waiting).remove(id) {
-            Some(w) => w.send(outcome).is_ok(),
-            None => false,
+        matches!(self.offer(id, outcome), Ok(true))
+    }
+
+    /// Like [`deliver`](Self::deliver), but hands the outcome back when no request of this
+    /// node waits on `id` (so it can be forwarded); `Ok(false)`: the waiter just gave up.
+    pub(crate) fn offer(
+        &self,
+        id: &RequestId,
+        outcome: Result<Value, RpcError>,
+    ) -> Result<bool, Result<Value, RpcError>> {
+        let waiter = lock(&self.waiting).remove(id);
+        match waiter {
+            Some(w) => Ok(w.send(outcome).is_ok()),
+            None => Err(outcome),
         }
     }
 

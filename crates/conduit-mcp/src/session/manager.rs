@@ -1,6 +1,7 @@
 //! `Sessions`: the store plus the sessions this node is serving.
 
 use super::live::LegacySession;
+use super::relay::ResponseRelay;
 use super::store::{SessionError, SessionLimits, SessionRecord, SessionStore};
 use super::{MemorySessionStore, events::DEFAULT_REPLAY};
 use crate::clock::Clock;
@@ -18,6 +19,9 @@ pub struct SessionConfig {
     pub store: Arc<dyn SessionStore>,
     /// Events kept per session for `Last-Event-ID` replay.
     pub replay_events: usize,
+    /// Carries a client's response to the node holding the call that waits for it, when the
+    /// store is shared by several nodes (`None`: one node, or sticky routing).
+    pub relay: Option<Arc<dyn ResponseRelay>>,
 }
 
 impl Default for SessionConfig {
@@ -26,6 +30,7 @@ impl Default for SessionConfig {
             limits: SessionLimits::default(),
             store: Arc::new(MemorySessionStore::new()),
             replay_events: DEFAULT_REPLAY,
+            relay: None,
         }
     }
 }
@@ -36,6 +41,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("limits", &self.limits)
             .field("store", &self.store)
             .field("replay_events", &self.replay_events)
+            .field("relay", &self.relay)
             .finish()
     }
 }
@@ -65,6 +71,13 @@ impl SessionConfig {
         self
     }
 
+    /// Sets the relay that forwards a client's response to the node holding the call
+    /// (with a store shared by several nodes; see `conduit_mcp_sql::PgNotifier`).
+    pub fn relay(mut self, relay: impl ResponseRelay) -> Self {
+        self.relay = Some(Arc::new(relay));
+        self
+    }
+
     /// Sets the per-session replay buffer size.
     pub fn replay_events(mut self, n: usize) -> Self {
         self.replay_events = n;
@@ -77,15 +90,18 @@ impl SessionConfig {
 pub(crate) struct Sessions {
     pub(crate) config: SessionConfig,
     clock: Arc<dyn Clock>,
+    /// This node's tag in the request ids it sends (random per server).
+    pub(super) node: Arc<str>,
     live: Mutex<HashMap<String, Arc<LegacySession>>>,
 }
 
 impl Sessions {
     pub(crate) fn new(config: SessionConfig, clock: Arc<dyn Clock>) -> Self {
-        Self { config, clock, live: Mutex::default() }
+        let node = Arc::from(format!("{:016x}", rand::random::<u64>()));
+        Self { config, clock, node, live: Mutex::default() }
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
+    pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
         self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -98,7 +114,7 @@ impl Sessions {
         self.config.store.create(record.clone(), self.config.limits).await?;
         let now = self.now();
         let idle = self.config.limits.idle_ms;
-        let s = Arc::new(LegacySession::http(record.clone(), self.config.replay_events));
+        let s = Arc::new(LegacySession::http(record.clone(), self.config.replay_events, self.node.clone()));
         let mut live = self.live();
         live.retain(|_, s| {
             let keep = s.record().is_live(now, idle);
@@ -132,7 +148,9 @@ impl Sessions {
         let mut live = self.live();
         let s = live
             .entry(id.to_owned())
-            .or_insert_with(|| Arc::new(LegacySession::http(record.clone(), self.config.replay_events)))
+            .or_insert_with(|| {
+                Arc::new(LegacySession::http(record.clone(), self.config.replay_events, self.node.clone()))
+            })
             .clone();
         s.edit(|r| r.last_seen_ms = record.last_seen_ms);
         Ok(s)

@@ -1,7 +1,9 @@
 //! Legacy (2025-11-25) sessions: the record, the [`SessionStore`] trait, the
 //! in-memory default, the id minted on `initialize`, and what a node holds
 //! while it serves a session (its SSE streams and replay buffer, the
-//! server→client requests awaiting answers).
+//! server→client requests awaiting answers), and the relay that carries a
+//! client's response to the node holding the call when several nodes share
+//! the store.
 //!
 //! A session is bound to the principal that opened it: another principal
 //! presenting its id is answered exactly like an unknown id. Idle sessions
@@ -10,18 +12,22 @@
 
 mod config_toml;
 mod events;
+mod forward;
 mod live;
 mod manager;
 mod memory;
+mod relay;
 mod store;
 
 pub use config_toml::SessionConfigError;
 pub use events::{DEFAULT_REPLAY, Event, EventLog};
+pub(crate) use forward::Routed;
 pub use live::LegacySession;
 pub(crate) use live::{lock_changes, lock_uris, strip_subscription_meta};
 pub use manager::SessionConfig;
 pub(crate) use manager::Sessions;
 pub use memory::MemorySessionStore;
+pub use relay::{ForwardedResponse, RelayError, RelaySink, ResponseRelay, session_key};
 pub use store::{SessionError, SessionLimits, SessionRecord, SessionStore};
 
 /// A new session id: 32 random bytes as 64 lowercase hex digits (visible ASCII,

@@ -2,7 +2,7 @@
 //! serving the conformance fixture's `greet` and `slow_compute` tools.
 //!
 //! ```text
-//! rmcp-peer [--listen 127.0.0.1:PORT]
+//! rmcp-peer [--listen 127.0.0.1:PORT] [--stateful]
 //! ```
 //!
 //! Serves MCP at `http://ADDR/mcp` in rmcp's fastest configuration: stateless
@@ -12,6 +12,11 @@
 //! server info). `slow_compute` called with the tasks extension declared becomes a
 //! task in rmcp's `TaskManager`; `tasks/get`, `tasks/update` and `tasks/cancel` go
 //! to it. Prints `listening on http://ADDR/mcp` to stderr once it accepts.
+//!
+//! With `--stateful` it runs rmcp's default configuration instead: stateful
+//! sessions (`initialize` mints `Mcp-Session-Id`, each session a service of its
+//! own in the `LocalSessionManager`), SSE responses, the default keep-alive — what
+//! a 2025-11-25 client meets (benchmarks W8 and W9).
 
 use axum::serve::ListenerExt;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -163,16 +168,18 @@ impl ServerHandler for Peer {
     }
 }
 
-const USAGE: &str = "usage: rmcp-peer [--listen 127.0.0.1:PORT]";
+const USAGE: &str = "usage: rmcp-peer [--listen 127.0.0.1:PORT] [--stateful]";
 
-/// Parses `--listen ADDR` (default `127.0.0.1:0`, any free port); loopback only.
-fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<SocketAddr>, String> {
+/// Parses `--listen ADDR` (default `127.0.0.1:0`, any free port; loopback only) and `--stateful`.
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<(SocketAddr, bool)>, String> {
     let mut listen = "127.0.0.1:0".to_owned();
+    let mut stateful = false;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
             "--listen" => listen = args.next().ok_or("--listen needs an address")?,
+            "--stateful" => stateful = true,
             other => return Err(format!("unexpected argument {other:?}")),
         }
     }
@@ -180,12 +187,12 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Option<SocketAdd
     if !addr.ip().is_loopback() {
         return Err(format!("refusing to bind {addr}: the benchmark peers bind loopback addresses only"));
     }
-    Ok(Some(addr))
+    Ok(Some((addr, stateful)))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let addr = match parse_args(std::env::args().skip(1)) {
+    let (addr, stateful) = match parse_args(std::env::args().skip(1)) {
         Ok(Some(a)) => a,
         Ok(None) => {
             println!("{USAGE}");
@@ -198,11 +205,15 @@ async fn main() -> ExitCode {
     };
     let peer = Peer::new();
     let ct = CancellationToken::new();
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(true)
-        .with_sse_keep_alive(None)
-        .with_cancellation_token(ct.child_token());
+    let config = if stateful {
+        StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token())
+    } else {
+        StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            .with_sse_keep_alive(None)
+            .with_cancellation_token(ct.child_token())
+    };
     let service: StreamableHttpService<Peer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(peer.clone()), Default::default(), config);
     let app = axum::Router::new().nest_service("/mcp", service);

@@ -17,7 +17,7 @@ use crate::protocol::legacy::{SERVED_LEGACY_VERSIONS, SESSION_ID_HEADER};
 use crate::protocol::routing::PROTOCOL_VERSION_HEADER;
 use crate::protocol::version::Era;
 use crate::server::{RequestEnv, SessionSlot};
-use crate::session::{Event as LogEvent, LegacySession, SessionError};
+use crate::session::{Event as LogEvent, LegacySession, Routed, SessionError};
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -64,15 +64,32 @@ pub(super) async fn session_of(
     }
 }
 
-/// A client's response POSTed into its session: handed to the request waiting for it (202).
-pub(super) fn legacy_response(_cfg: &super::HttpConfig, session: &LegacySession, r: RpcResponse) -> Response {
-    match r.id {
-        Some(id) if session.deliver(&id, r.outcome) => StatusCode::ACCEPTED.into_response(),
-        _ => refuse(
+/// A client's response POSTed into its session: handed to the request waiting for it, here
+/// or (through the session relay) on the node that sent the request (202).
+pub(super) fn legacy_response(
+    st: &AppState,
+    session: &LegacySession,
+    principal: Option<&Principal>,
+    r: RpcResponse,
+) -> Response {
+    let owner = principal.map(|p| p.id.as_str());
+    match st.server.inner.sessions.route_response(session, owner, r.id, r.outcome) {
+        Routed::Delivered | Routed::Forwarded => StatusCode::ACCEPTED.into_response(),
+        Routed::NobodyWaits => refuse(
             StatusCode::BAD_REQUEST,
             ErrorCode::InvalidRequest,
             "No request of this session awaits this response",
         ),
+        Routed::TooLarge(limit) => refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::InvalidRequest,
+            &format!(
+                "The response is larger than the {limit} bytes that can be forwarded to the node holding the call"
+            ),
+        ),
+        Routed::RelayDown => {
+            refuse(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::InternalError, "response relay unavailable")
+        }
     }
 }
 

@@ -66,7 +66,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
             return StatusCode::ACCEPTED.into_response();
         }
         (Ok(Incoming::Notification { .. }), None) => return StatusCode::ACCEPTED.into_response(),
-        (Ok(Incoming::Response(r)), Some(s)) => return legacy_response(cfg, s, r),
+        (Ok(Incoming::Response(r)), Some(s)) => return legacy_response(&st, s, principal.as_ref(), r),
         (Ok(Incoming::Response(r)), None) => {
             return error_response(cfg, r.id, RpcError::invalid_request("clients may not send responses"));
         }
