@@ -9,8 +9,8 @@
 use super::{backend, decode_row, read_rows};
 use crate::pool::ConnPool;
 use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
-use sqlx::postgres::PgConnection;
 use sqlx::Row;
+use sqlx::postgres::PgConnection;
 use sqlx::postgres::PgRow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
