@@ -235,3 +235,71 @@ async fn two_nodes_share_tasks_and_the_row_cap() {
     a.close().await;
     b.close().await;
 }
+
+/// The soak's finding (issue 11): connections killed while idle in the pool
+/// failed the next creates that picked them up, long after the database was
+/// back. A create now writes again on a fresh connection, alone and in a batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creates_after_idle_connections_were_killed_land() {
+    let Some(url) = support::pg_url("creates_after_idle_connections_were_killed_land") else {
+        return;
+    };
+    let schemas = support::Schemas::new(&url);
+    let schema = schemas.fresh();
+    let app = format!("conduit-idle-kill-{schema}");
+    let clock = ManualClock::new(START);
+    let store = node(&url, &schema, &app, &clock).await;
+    // Fill the pool with idle connections: a burst of creates and reads at once.
+    let warm: Vec<TaskRecord> = (0..16).map(|_| task(&clock)).collect();
+    let mut burst = Vec::new();
+    for t in &warm {
+        let (store, t) = (store.clone(), t.clone());
+        burst.push(tokio::spawn(async move { store.create(t, None).await }));
+    }
+    for b in burst {
+        b.await.expect("join").expect("warm-up create");
+    }
+
+    let mut admin = sqlx::PgConnection::connect(&url).await.expect("admin connection");
+    let killed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t",
+    )
+    .bind(&app)
+    .fetch_one(&mut admin)
+    .await
+    .expect("terminate");
+    assert!(killed >= 1, "the store's idle sessions were terminated");
+    // pg_terminate_backend only signals: wait until the sessions are gone.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
+            .bind(&app)
+            .fetch_one(&mut admin)
+            .await
+            .expect("pg_stat_activity");
+        if left == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the killed sessions never ended");
+        tokio::task::yield_now().await;
+    }
+
+    // One create alone, then a batch of concurrent ones: every one lands.
+    let alone = task(&clock);
+    store.create(alone.clone(), None).await.expect("a create after the kill lands");
+    let batch: Vec<TaskRecord> = (0..32).map(|_| task(&clock)).collect();
+    let mut running = Vec::new();
+    for t in &batch {
+        let (store, t) = (store.clone(), t.clone());
+        running.push(tokio::spawn(async move { store.create(t, None).await }));
+    }
+    for r in running {
+        r.await.expect("join").expect("a batched create after the kill lands");
+    }
+    for t in std::iter::once(&alone).chain(&batch).chain(&warm) {
+        let got = store.get(&t.task_id, Owner::Any).await.expect("every create is stored");
+        assert_eq!(got.task_id, t.task_id);
+    }
+    // A real duplicate is still refused.
+    assert!(matches!(store.create(alone.clone(), None).await, Err(StoreError::Duplicate)));
+}
