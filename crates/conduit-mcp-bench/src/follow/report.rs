@@ -75,10 +75,10 @@ pub fn render(samples: &[Sample], ctx: &Context) -> String {
          read just before `Tasks::complete` (stamped in the result) to the client's stream yielding \
          the terminal event (the same machine clock). Listen streams count every `subscriptions/listen` \
          the client opened in the round; TCP connections are those it held to the server at the end; \
-         HTTP requests are those it sent during the phase. The client opens one TCP connection per \
-         concurrent request (HTTP/1.1): the followers' first reads go out together, and the pool keeps \
-         those connections idle afterwards; in listen mode only the listen stream carries anything \
-         during the phase. The wall time is bounded below by the server's pacing of the completions.\n"
+         HTTP requests are those it sent during the phase. At most 32 requests of one client await \
+         their answer at once (HTTP/1.1, one connection each; the rest wait for a turn), so the \
+         followers' first reads open at most 32 connections, which the pool keeps idle afterwards; \
+         in listen mode only the listen stream carries anything during the phase. The wall time is bounded below by the server's pacing of the completions.\n"
     );
     if let Some(note) = loaded(&ctx.load.0) {
         let _ = writeln!(o, "{note}\n");
