@@ -7,7 +7,8 @@
 //! - [`sweep`]: W6, the janitor measured in process (`bench-server sweep`);
 //! - [`wire`], [`client`], [`load`]: the requests, a minimal HTTP/1.1 client and
 //!   the load generator;
-//! - [`harness`]: the plan, the servers' processes, the runs;
+//! - [`harness`]: the plan, the servers' processes, the runs; [`child`]: a server
+//!   child process and the address it prints;
 //! - [`follow`]: the library client following 1 000 tasks, by push and by polling;
 //! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart;
 //! - [`soak`]: the reference server's soak drivers (`scripts/soak.sh`).
@@ -15,6 +16,7 @@
 //! `scripts/bench.sh` builds everything and runs the `conduit-mcp-bench` binary.
 
 pub mod chart;
+pub mod child;
 pub mod client;
 pub mod follow;
 pub mod harness;

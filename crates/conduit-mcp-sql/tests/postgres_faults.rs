@@ -42,6 +42,34 @@ async fn node(url: &str, schema: &str, app: &str, clock: &ManualClock) -> Postgr
         .expect("connect")
 }
 
+/// Terminates every session named `app`; how many there were.
+async fn terminate(admin: &mut sqlx::PgConnection, app: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t",
+    )
+    .bind(app)
+    .fetch_one(admin)
+    .await
+    .expect("terminate")
+}
+
+/// Waits (up to 10 s) until no session named `app` is left on the server.
+async fn sessions_gone(admin: &mut sqlx::PgConnection, app: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
+            .bind(app)
+            .fetch_one(&mut *admin)
+            .await
+            .expect("pg_stat_activity");
+        if left == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the terminated sessions never ended");
+        tokio::task::yield_now().await;
+    }
+}
+
 /// The store's sessions are terminated while a write is in flight (blocked
 /// on a row lock held by an admin session): that write fails with
 /// `Backend` and is not applied, nothing acknowledged is lost, and the next
@@ -89,14 +117,7 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
         assert!(Instant::now() < deadline, "the write never reached the row lock");
         tokio::task::yield_now().await;
     }
-    let killed: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t",
-    )
-    .bind(&app)
-    .fetch_one(&mut admin)
-    .await
-    .expect("terminate");
-    assert!(killed >= 1, "the store's sessions were terminated");
+    assert!(terminate(&mut admin, &app).await >= 1, "the store's sessions were terminated");
     let failed = in_flight.await.expect("join");
     assert!(matches!(failed, Err(StoreError::Backend { .. })), "the in-flight write fails: {failed:?}");
     let cause = failed.as_ref().err().and_then(std::error::Error::source);
@@ -113,25 +134,9 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
 
     // Kill the idle sessions too: every later operation still ends well
     // (reads retry; a write may fail once per dead connection, with Backend).
-    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1")
-        .bind(&app)
-        .execute(&mut admin)
-        .await
-        .expect("terminate idle");
+    terminate(&mut admin, &app).await;
     // Wait until the terminated sessions are gone from the server.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
-            .bind(&app)
-            .fetch_one(&mut admin)
-            .await
-            .expect("pg_stat_activity");
-        if left == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the idle sessions were never terminated");
-        tokio::task::yield_now().await;
-    }
+    sessions_gone(&mut admin, &app).await;
     assert_eq!(store.get(&b.task_id, Owner::Is(Some("alice"))).await.expect("read"), b_acked);
     let c = task(&clock);
     let mut failures = 0;
@@ -261,28 +266,9 @@ async fn creates_after_idle_connections_were_killed_land() {
     }
 
     let mut admin = sqlx::PgConnection::connect(&url).await.expect("admin connection");
-    let killed: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t",
-    )
-    .bind(&app)
-    .fetch_one(&mut admin)
-    .await
-    .expect("terminate");
-    assert!(killed >= 1, "the store's idle sessions were terminated");
+    assert!(terminate(&mut admin, &app).await >= 1, "the store's idle sessions were terminated");
     // pg_terminate_backend only signals: wait until the sessions are gone.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let left: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1")
-            .bind(&app)
-            .fetch_one(&mut admin)
-            .await
-            .expect("pg_stat_activity");
-        if left == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the killed sessions never ended");
-        tokio::task::yield_now().await;
-    }
+    sessions_gone(&mut admin, &app).await;
 
     // One create alone, then a batch of concurrent ones: every one lands.
     let alone = task(&clock);

@@ -1,58 +1,30 @@
 //! A fresh `bench-server` child on the memory store, killed when dropped,
 //! and its admin route `POST /bench/complete`.
 
+use crate::child::Listening;
 use crate::client::Conn;
 use crate::wire;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// A running bench server.
 pub(super) struct BenchServer {
-    child: Child,
+    _server: Listening,
     /// Its process id.
     pub(super) pid: u32,
     /// Where it listens.
     pub(super) addr: SocketAddr,
 }
 
-impl Drop for BenchServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl BenchServer {
     /// Starts `program --listen 127.0.0.1:0 --store memory` and reads its address.
     pub(super) fn start(program: &Path) -> Result<Self, String> {
-        let mut child = Command::new(program)
-            .args(["--listen", "127.0.0.1:0", "--store", "memory"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-        let pid = child.id();
-        let stderr = child.stderr.take().ok_or("no stderr")?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            // Keep reading to the end so the server never blocks on a full pipe.
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("listening on http://")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(rest.split('/').next().unwrap_or_default().to_owned());
-                }
-            }
-        });
-        let mut s = Self { child, pid, addr: SocketAddr::from(([127, 0, 0, 1], 0)) };
-        let addr = rx.recv_timeout(Duration::from_secs(20)).map_err(|_| "bench-server did not start listening")?;
-        s.addr = addr.parse().map_err(|e| format!("bench-server printed a bad address {addr:?}: {e}"))?;
-        Ok(s)
+        let mut cmd = Command::new(program);
+        cmd.args(["--listen", "127.0.0.1:0", "--store", "memory"]);
+        let server = Listening::spawn(cmd, "bench-server", Duration::from_secs(20))?;
+        Ok(Self { pid: server.pid, addr: server.addr, _server: server })
     }
 
     /// The MCP endpoint.

@@ -5,14 +5,12 @@
 
 use super::Harness;
 use super::plan::{Peer, Store};
+use crate::child::Listening;
 use crate::ours::StoreKind;
 use crate::procfs;
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::Duration;
 
 /// Where the server binaries are.
@@ -37,64 +35,19 @@ pub struct Binaries {
 
 /// A server process, killed when dropped.
 pub(super) struct Proc {
-    child: Child,
+    _server: Listening,
     /// Its process id.
     pub(super) pid: u32,
     /// Where it accepts connections.
     pub(super) addr: SocketAddr,
-    tail: Arc<Mutex<VecDeque<String>>>,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Proc {
     fn start(program: &PathBuf, args: &[String], env: &[(&str, &str)]) -> Result<Self, String> {
-        let mut child = Command::new(program)
-            .args(args)
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", program.display()))?;
-        let pid = child.id();
-        let stderr = child.stderr.take().ok_or("no stderr")?;
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let t2 = tail.clone();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("listening on http://")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(rest.split('/').next().unwrap_or_default().to_owned());
-                }
-                if let Ok(mut t) = t2.lock() {
-                    t.push_back(line);
-                    if t.len() > 20 {
-                        t.pop_front();
-                    }
-                }
-            }
-        });
-        let mut p = Self { child, pid, addr: SocketAddr::from(([127, 0, 0, 1], 0)), tail };
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(a) => {
-                p.addr = a.parse().map_err(|e| format!("{} printed a bad address {a:?}: {e}", program.display()))?;
-                Ok(p)
-            }
-            Err(_) => Err(format!("{} did not start listening: {}", program.display(), p.tail())),
-        }
-    }
-
-    fn tail(&self) -> String {
-        self.tail.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join(" | ")).unwrap_or_default()
+        let mut cmd = Command::new(program);
+        cmd.args(args).envs(env.iter().copied());
+        let server = Listening::spawn(cmd, &program.display().to_string(), Duration::from_secs(20))?;
+        Ok(Self { pid: server.pid, addr: server.addr, _server: server })
     }
 
     /// CPU time used so far (user + system), in clock ticks.

@@ -3,13 +3,12 @@
 //! on stderr), measured through `/proc` (RSS, open fds, which of its sockets are
 //! client connections and which go to the database), stopped with SIGTERM.
 
+use crate::child::Listening;
 use crate::procfs;
-use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader};
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::Duration;
 
 /// The PostgreSQL port: sockets of the server to it are its database connections.
@@ -17,12 +16,11 @@ pub const PG_PORT: u16 = 5432;
 
 /// A running reference server, killed when dropped.
 pub struct ServerProc {
-    child: Child,
+    server: Listening,
     /// Its process id.
     pub pid: u32,
     /// Where it accepts connections.
     pub addr: SocketAddr,
-    tail: Arc<Mutex<VecDeque<String>>>,
     db_file: Option<String>,
 }
 
@@ -37,60 +35,18 @@ pub struct Fds {
     pub database: u64,
 }
 
-impl Drop for ServerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl ServerProc {
     /// Starts `bin serve --listen 127.0.0.1:0 ARGS…` and waits (up to 30 s) for its address.
     pub fn start(bin: &Path, args: &[String]) -> Result<Self, String> {
-        let mut child = Command::new(bin)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(args)
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        let pid = child.id();
-        let stderr = child.stderr.take().ok_or("no stderr")?;
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let lines = tail.clone();
-        // Drains stderr for the whole run, so the server never blocks on a full pipe.
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("listening on http://")
-                    && let Some(tx) = tx.take()
-                {
-                    let _ = tx.send(rest.split('/').next().unwrap_or_default().to_owned());
-                }
-                if let Ok(mut t) = lines.lock() {
-                    t.push_back(line);
-                    if t.len() > 30 {
-                        t.pop_front();
-                    }
-                }
-            }
-        });
-        let mut p = Self { child, pid, addr: SocketAddr::from(([127, 0, 0, 1], 0)), tail, db_file: None };
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(a) => {
-                p.addr = a.parse().map_err(|e| format!("the server printed a bad address {a:?}: {e}"))?;
-                Ok(p)
-            }
-            Err(_) => Err(format!("the server did not start listening: {}", p.tail())),
-        }
+        let mut cmd = Command::new(bin);
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args).env("NO_COLOR", "1");
+        let server = Listening::spawn(cmd, "the server", Duration::from_secs(30))?;
+        Ok(Self { pid: server.pid, addr: server.addr, server, db_file: None })
     }
 
     /// The last lines the server wrote to stderr.
     pub fn tail(&self) -> String {
-        self.tail.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join(" | ")).unwrap_or_default()
+        self.server.tail()
     }
 
     /// Resident memory, KiB (`VmRSS`).
@@ -130,14 +86,14 @@ impl ServerProc {
 
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        matches!(self.server.child.try_wait(), Ok(None))
     }
 
     /// SIGTERM, then the exit status (within 30 s; killed after that).
     pub fn stop(mut self) -> Result<std::process::ExitStatus, String> {
         let _ = Command::new("kill").args(["-TERM", &self.pid.to_string()]).status();
         for _ in 0..300 {
-            if let Ok(Some(s)) = self.child.try_wait() {
+            if let Ok(Some(s)) = self.server.child.try_wait() {
                 return Ok(s);
             }
             std::thread::sleep(Duration::from_millis(100));

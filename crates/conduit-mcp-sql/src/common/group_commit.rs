@@ -193,15 +193,16 @@ fn fail_all(batch: Vec<Pending>, err: &StoreError) {
     }
 }
 
-/// Counts the creates under way while it lives (also when its future is dropped).
-struct InFlight<'a> {
+/// Counts the operations under way (creates here, grouped reads on
+/// PostgreSQL) while it lives, also when its future is dropped.
+pub(crate) struct InFlight<'a> {
     count: &'a AtomicUsize,
-    /// No other create was under way when this one began.
-    alone: bool,
+    /// No other operation was under way when this one began.
+    pub(crate) alone: bool,
 }
 
 impl<'a> InFlight<'a> {
-    fn enter(count: &'a AtomicUsize) -> Self {
+    pub(crate) fn enter(count: &'a AtomicUsize) -> Self {
         Self { count, alone: count.fetch_add(1, Ordering::AcqRel) == 0 }
     }
 }

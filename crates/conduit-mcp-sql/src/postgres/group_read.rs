@@ -7,13 +7,14 @@
 //! statement costs.
 
 use super::{backend, decode_row, read_rows};
+use crate::common::InFlight;
 use crate::pool::ConnPool;
 use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
 use sqlx::Row;
 use sqlx::postgres::PgConnection;
 use sqlx::postgres::PgRow;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Semaphore, oneshot};
 
@@ -123,24 +124,5 @@ impl GroupRead {
 fn fail_all(batch: Vec<(String, oneshot::Sender<Answer>)>, err: &StoreError) {
     for (_, done) in batch {
         let _ = done.send(Err(err.clone()));
-    }
-}
-
-/// Counts the reads under way while it lives (also when its future is dropped).
-struct InFlight<'a> {
-    count: &'a AtomicUsize,
-    /// No other read was under way when this one began.
-    alone: bool,
-}
-
-impl<'a> InFlight<'a> {
-    fn enter(count: &'a AtomicUsize) -> Self {
-        Self { count, alone: count.fetch_add(1, Ordering::AcqRel) == 0 }
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.count.fetch_sub(1, Ordering::AcqRel);
     }
 }
