@@ -37,7 +37,7 @@ async fn a_session_outlives_a_reopen_and_its_id_is_not_in_the_file() {
     {
         let store = SqliteStore::open(db.path(), Arc::new(SystemClock)).await.expect("open");
         let mut r = SessionRecord::new(id.clone(), Some("alice".into()), "2025-11-25", t0);
-        r.client_info = serde_json::json!({"name": "probe", "version": "1"});
+        r.client_info = serde_json::json!({"name": "probe", "version": "1"}).to_string();
         store.sessions().create(r, SessionLimits::default()).await.expect("create");
         store.close().await;
     }
@@ -45,5 +45,6 @@ async fn a_session_outlives_a_reopen_and_its_id_is_not_in_the_file() {
     assert!(!bytes.windows(id.len()).any(|w| w == id.as_bytes()), "the session id is not stored in clear");
     let store = SqliteStore::open(db.path(), Arc::new(SystemClock)).await.expect("reopen");
     let got = store.sessions().touch(&id, Some("alice"), t0 + 1, 60_000).await.expect("still there");
-    assert_eq!(got.client_info["name"], "probe");
+    let info: serde_json::Value = serde_json::from_str(&got.client_info).expect("clientInfo is JSON");
+    assert_eq!(info["name"], "probe");
 }

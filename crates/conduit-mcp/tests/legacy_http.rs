@@ -194,16 +194,17 @@ async fn handshake_negotiates_down_and_legacy_results_carry_no_modern_stamps() {
     assert_eq!(c.result(7, "resources/read", json!({ "uri": "test://watched" })).await["contents"][0]["text"], "hello");
     assert_eq!(c.error(8, "server/discover", json!({})).await["code"], -32601, "no discover inside a session");
     assert_eq!(c.error(9, "subscriptions/listen", json!({})).await["code"], -32601);
-    // initialize twice in one session.
-    let e = c
-        .error(
-            10,
-            "initialize",
-            json!({ "protocolVersion": LV, "capabilities": {},
-        "clientInfo": { "name": "x", "version": "1" } }),
-        )
-        .await;
-    assert_eq!(e["code"], -32600);
+    // initialize twice in one session: an invalid request, answered at once as a JSON 400.
+    let again = rpc(
+        10,
+        "initialize",
+        json!({ "protocolVersion": LV, "capabilities": {}, "clientInfo": { "name": "x", "version": "1" } }),
+    );
+    let r = c.post(&again).await;
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST, "initialize inside a session is a 400");
+    let e: Value = serde_json::from_str(&r.text().await.expect("body")).expect("JSON");
+    assert_message(&e);
+    assert_eq!(e["error"]["code"], -32600);
     assert_eq!(c.result(11, "ping", json!({})).await, json!({}), "the session still serves");
 }
 
@@ -274,8 +275,13 @@ async fn post_streams_have_ids_a_priming_event_and_request_scoped_messages() {
     let h = start(server(&sig)).await;
     let mut c = Legacy::new(&h.url);
     c.initialize(json!({})).await;
-    c.result(1, "logging/setLevel", json!({ "level": "info" })).await;
+    // A request answered at once, with nothing sent before its answer, is plain JSON:
+    // no stream, so nothing to resume.
+    let quick = c.open(1, "logging/setLevel", json!({ "level": "info" })).await;
+    assert!(quick.json, "an immediate answer is application/json: {:?}", quick.headers);
+    assert!(quick.headers.get("mcp-session-id").is_none());
     let mut ev = c.open(2, "tools/call", json!({ "name": "progress", "_meta": { "progressToken": "p" } })).await;
+    assert!(!ev.json, "a request that sends before its answer streams");
     let first = ev.next().await.expect("the priming event");
     assert!(first.id.is_some() && first.msg.is_none(), "priming: an id and empty data");
     assert!(first.retry.is_some(), "with a retry field");

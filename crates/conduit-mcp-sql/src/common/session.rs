@@ -21,9 +21,7 @@ pub(crate) fn session_backend(engine: &str, what: &str, e: impl std::fmt::Displa
 pub(crate) fn json_columns(engine: &str, record: &SessionRecord) -> Result<(String, String), SessionError> {
     let caps = serde_json::to_string(&record.client_capabilities)
         .map_err(|e| session_backend(engine, "encode capabilities", e))?;
-    let info =
-        serde_json::to_string(&record.client_info).map_err(|e| session_backend(engine, "encode clientInfo", e))?;
-    Ok((caps, info))
+    Ok((caps, record.client_info.clone()))
 }
 
 /// The columns a session read selects, in the order [`decode_session`] reads them.
@@ -49,7 +47,7 @@ where
     let mut r = SessionRecord::new(id.to_owned(), owner, version, u64::try_from(created).unwrap_or(0));
     r.client_capabilities = serde_json::from_str::<Map<String, Value>>(&caps)
         .map_err(|e| session_backend(engine, "decode capabilities", e))?;
-    r.client_info = serde_json::from_str(&info).map_err(|e| session_backend(engine, "decode clientInfo", e))?;
+    r.client_info = info;
     r.log_level = row.try_get(4).map_err(get)?;
     r.initialized = row.try_get(5).map_err(get)?;
     r.last_seen_ms = u64::try_from(row.try_get::<i64, _>(7).map_err(get)?).unwrap_or(0);

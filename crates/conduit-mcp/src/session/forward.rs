@@ -46,7 +46,7 @@ impl Sessions {
         }
         let mut fwd = ForwardedResponse {
             node: node.to_owned(),
-            session_key: session.key().to_owned(),
+            session_key: session.key(),
             owner: owner.map(str::to_owned),
             id,
             outcome,
@@ -71,12 +71,12 @@ impl Sessions {
         if fwd.node != *self.node {
             return;
         }
-        let session = self.live().values().find(|s| s.key() == fwd.session_key).cloned();
+        let session = self.live().values().find(|s| s.has_key(&fwd.session_key)).cloned();
         let Some(session) = session else {
             tracing::debug!("a forwarded response names no session held here; dropped");
             return;
         };
-        if session.record().owner != fwd.owner {
+        if !session.owned_by(fwd.owner.as_deref()) {
             tracing::warn!("a forwarded response names another principal than its session's; dropped");
             return;
         }

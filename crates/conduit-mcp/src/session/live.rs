@@ -3,7 +3,7 @@
 //! flight (for `notifications/cancelled`).
 
 use super::events::EventLog;
-use super::relay::{ASK_PREFIX, session_key};
+use super::relay::{ASK_PREFIX, hex, session_digest};
 use super::store::SessionRecord;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{Message, Request, RequestId};
@@ -12,7 +12,7 @@ use crate::subscriptions::Registration;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
@@ -32,8 +32,8 @@ pub struct LegacySession {
     waiting: Mutex<HashMap<RequestId, Waiter>>,
     /// The tag of this node, in every request id it sends (so another node can forward the answer).
     node: Arc<str>,
-    /// The SHA-256 of the id (how a forwarded response names the session); empty on stdio.
-    key: String,
+    /// The SHA-256 of the id (how a forwarded response names the session); zeros on stdio.
+    key: [u8; 32],
     next_request: AtomicU64,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     pub(crate) changes: Mutex<Option<Registration>>,
@@ -54,13 +54,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl LegacySession {
     /// A session served over HTTP (its record is in the store).
     pub(crate) fn http(record: SessionRecord, replay: usize, node: Arc<str>) -> Self {
-        let key = session_key(&record.id);
+        let key = session_digest(&record.id);
         Self::build(record, true, None, replay, node, key)
     }
 
     /// A session bound to one stdio process: everything goes to `out`.
     pub(crate) fn local(record: SessionRecord, out: UnboundedSender<Message>) -> Self {
-        Self::build(record, false, Some(out), 1, Arc::from("local"), String::new())
+        Self::build(record, false, Some(out), 1, Arc::from("local"), [0; 32])
     }
 
     fn build(
@@ -69,7 +69,7 @@ impl LegacySession {
         local_out: Option<UnboundedSender<Message>>,
         replay: usize,
         node: Arc<str>,
-        key: String,
+        key: [u8; 32],
     ) -> Self {
         Self {
             record: Mutex::new(record),
@@ -92,10 +92,18 @@ impl LegacySession {
     }
 
     /// Changes the record (the caller writes it to the store when persisted).
-    pub(crate) fn edit(&self, f: impl FnOnce(&mut SessionRecord)) -> SessionRecord {
-        let mut g = lock(&self.record);
-        f(&mut g);
-        g.clone()
+    pub(crate) fn edit(&self, f: impl FnOnce(&mut SessionRecord)) {
+        f(&mut lock(&self.record));
+    }
+
+    /// Whether the session is still live at `now_ms` with this idle timeout.
+    pub(crate) fn is_live(&self, now_ms: u64, idle_ms: u64) -> bool {
+        lock(&self.record).is_live(now_ms, idle_ms)
+    }
+
+    /// Whether `owner` is the principal that opened the session.
+    pub(crate) fn owned_by(&self, owner: Option<&str>) -> bool {
+        lock(&self.record).owner.as_deref() == owner
     }
 
     /// The session id (a capability: do not log it).
@@ -103,9 +111,14 @@ impl LegacySession {
         lock(&self.record).id.clone()
     }
 
-    /// The SHA-256 of the id, as a forwarded response names the session.
-    pub(crate) fn key(&self) -> &str {
-        &self.key
+    /// The SHA-256 of the id in hex, as a forwarded response names the session.
+    pub(crate) fn key(&self) -> String {
+        hex(&self.key)
+    }
+
+    /// Whether `key` (hex, as [`key`](Self::key) gives it) names this session.
+    pub(crate) fn has_key(&self, key: &str) -> bool {
+        key.len() == 64 && key.eq_ignore_ascii_case(&hex(&self.key))
     }
 
     /// The capabilities the client declared at `initialize`.
@@ -201,15 +214,30 @@ impl LegacySession {
     }
 }
 
-/// The params of a message sent to a legacy client: modern stamps removed.
-pub(crate) fn strip_subscription_meta(mut params: Map<String, Value>) -> Map<String, Value> {
-    if let Some(Value::Object(m)) = params.get_mut("_meta") {
-        m.remove(crate::protocol::meta::SUBSCRIPTION_ID_KEY);
-        if m.is_empty() {
-            params.remove("_meta");
+/// Delivers what the change hub announces (list changes, updates of subscribed URIs) to a
+/// session as unsolicited messages, in place: a session holds no channel and no task for it.
+pub(crate) struct UnsolicitedSink(Weak<LegacySession>);
+
+impl UnsolicitedSink {
+    pub(crate) fn new(session: &Arc<LegacySession>) -> Self {
+        Self(Arc::downgrade(session))
+    }
+}
+
+impl crate::subscriptions::Sink for UnsolicitedSink {
+    fn deliver(&self, method: &str, params: Map<String, Value>) -> bool {
+        match self.0.upgrade() {
+            Some(s) => {
+                s.send_unsolicited(Message::notification(method, Value::Object(params)));
+                true
+            }
+            None => false,
         }
     }
-    params
+
+    fn is_closed(&self) -> bool {
+        self.0.strong_count() == 0
+    }
 }
 
 /// The subscribed URIs of a session, locked.

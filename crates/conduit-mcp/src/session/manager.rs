@@ -117,7 +117,7 @@ impl Sessions {
         let s = Arc::new(LegacySession::http(record.clone(), self.config.replay_events, self.node.clone()));
         let mut live = self.live();
         live.retain(|_, s| {
-            let keep = s.record().is_live(now, idle);
+            let keep = s.is_live(now, idle);
             if !keep {
                 s.end();
             }
@@ -128,32 +128,35 @@ impl Sessions {
     }
 
     /// The live session `id` of `owner`, touched; `NotFound` for unknown, expired and foreign ones.
+    ///
+    /// A session this node already holds is only touched in the store (its record is here);
+    /// one it does not (opened on another node, or before a restart) is read from the store.
     pub(crate) async fn resolve(&self, id: &str, owner: Option<&str>) -> Result<Arc<LegacySession>, SessionError> {
-        let touched = self.config.store.touch(id, owner, self.now(), self.config.limits.idle_ms).await;
-        let record = match touched {
-            Ok(r) => r,
-            Err(e) => {
-                let removed = self.live().remove(id);
-                if let Some(s) = removed {
-                    // Expired or deleted elsewhere; a foreign principal never removes it.
-                    if matches!(e, SessionError::NotFound) && s.record().owner.as_deref() != owner {
-                        self.live().insert(id.to_owned(), s);
-                    } else {
+        let (now, idle) = (self.now(), self.config.limits.idle_ms);
+        let held = self.live().get(id).cloned();
+        let store = &self.config.store;
+        match held {
+            // Another principal presenting the id: unknown to it, and nothing changes.
+            Some(s) if !s.owned_by(owner) => Err(SessionError::NotFound),
+            Some(s) => match store.touch_seen(id, owner, now, idle).await {
+                Ok(seen) => {
+                    s.edit(|r| r.last_seen_ms = seen);
+                    Ok(s)
+                }
+                Err(e) => {
+                    // Expired, or deleted by another node: this node's half goes too.
+                    if self.live().remove(id).is_some() {
                         s.end();
                     }
+                    Err(e)
                 }
-                return Err(e);
+            },
+            None => {
+                let record = store.touch(id, owner, now, idle).await?;
+                let s = Arc::new(LegacySession::http(record, self.config.replay_events, self.node.clone()));
+                Ok(self.live().entry(id.to_owned()).or_insert(s).clone())
             }
-        };
-        let mut live = self.live();
-        let s = live
-            .entry(id.to_owned())
-            .or_insert_with(|| {
-                Arc::new(LegacySession::http(record.clone(), self.config.replay_events, self.node.clone()))
-            })
-            .clone();
-        s.edit(|r| r.last_seen_ms = record.last_seen_ms);
-        Ok(s)
+        }
     }
 
     /// Drops expired sessions: from the store, and the runtime half this node holds.
@@ -164,7 +167,7 @@ impl Sessions {
         let expired: Vec<Arc<LegacySession>> = {
             let mut live = self.live();
             let ids: Vec<String> =
-                live.iter().filter(|(_, s)| !s.record().is_live(now, idle)).map(|(id, _)| id.clone()).collect();
+                live.iter().filter(|(_, s)| !s.is_live(now, idle)).map(|(id, _)| id.clone()).collect();
             ids.iter().filter_map(|id| live.remove(id)).collect()
         };
         expired.iter().for_each(|s| s.end());

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 /// when the cap is reached, so its cost is paid by the request that needs room.
 #[derive(Debug, Default)]
 pub struct MemorySessionStore {
-    sessions: Mutex<HashMap<String, SessionRecord>>,
+    sessions: Mutex<HashMap<String, Box<SessionRecord>>>,
 }
 
 impl MemorySessionStore {
@@ -20,9 +20,31 @@ impl MemorySessionStore {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionRecord>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Box<SessionRecord>>> {
         self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Session `id` of `owner` with `last_seen_ms` moved to `now_ms`; an expired one is removed.
+fn touched<'a>(
+    m: &'a mut HashMap<String, Box<SessionRecord>>,
+    id: &str,
+    owner: Option<&str>,
+    now_ms: u64,
+    idle_ms: u64,
+) -> Result<&'a mut SessionRecord, SessionError> {
+    let live = match m.get(id) {
+        None => return Err(SessionError::NotFound),
+        Some(s) if s.owner.as_deref() != owner => return Err(SessionError::NotFound),
+        Some(s) => s.is_live(now_ms, idle_ms),
+    };
+    if !live {
+        m.remove(id);
+        return Err(SessionError::NotFound);
+    }
+    let s = m.get_mut(id).ok_or(SessionError::NotFound)?;
+    s.last_seen_ms = s.last_seen_ms.max(now_ms);
+    Ok(s)
 }
 
 #[async_trait]
@@ -49,7 +71,7 @@ impl SessionStore for MemorySessionStore {
                 None => return Err(SessionError::LimitReached),
             }
         }
-        m.insert(record.id.clone(), record);
+        m.insert(record.id.clone(), Box::new(record));
         Ok(())
     }
 
@@ -60,17 +82,11 @@ impl SessionStore for MemorySessionStore {
         now_ms: u64,
         idle_ms: u64,
     ) -> Result<SessionRecord, SessionError> {
-        let mut m = self.lock();
-        let Some(s) = m.get_mut(id) else { return Err(SessionError::NotFound) };
-        if s.owner.as_deref() != owner {
-            return Err(SessionError::NotFound);
-        }
-        if !s.is_live(now_ms, idle_ms) {
-            m.remove(id);
-            return Err(SessionError::NotFound);
-        }
-        s.last_seen_ms = s.last_seen_ms.max(now_ms);
-        Ok(s.clone())
+        touched(&mut self.lock(), id, owner, now_ms, idle_ms).map(|s| SessionRecord::clone(s))
+    }
+
+    async fn touch_seen(&self, id: &str, owner: Option<&str>, now_ms: u64, idle_ms: u64) -> Result<u64, SessionError> {
+        touched(&mut self.lock(), id, owner, now_ms, idle_ms).map(|s| s.last_seen_ms)
     }
 
     async fn update(&self, record: &SessionRecord) -> Result<(), SessionError> {

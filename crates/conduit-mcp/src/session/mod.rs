@@ -23,7 +23,7 @@ pub use config_toml::SessionConfigError;
 pub use events::{DEFAULT_REPLAY, Event, EventLog};
 pub(crate) use forward::Routed;
 pub use live::LegacySession;
-pub(crate) use live::{lock_changes, lock_uris, strip_subscription_meta};
+pub(crate) use live::{UnsolicitedSink, lock_changes, lock_uris};
 pub use manager::SessionConfig;
 pub(crate) use manager::Sessions;
 pub use memory::MemorySessionStore;

@@ -79,7 +79,16 @@ pub trait ResponseRelay: Send + Sync + fmt::Debug + 'static {
 
 /// Hex SHA-256 of a session id: how a session is named outside the node holding it.
 pub fn session_key(session_id: &str) -> String {
-    let digest = Sha256::digest(session_id.as_bytes());
+    hex(&session_digest(session_id))
+}
+
+/// The SHA-256 of a session id.
+pub(crate) fn session_digest(session_id: &str) -> [u8; 32] {
+    Sha256::digest(session_id.as_bytes()).into()
+}
+
+/// Lower-case hex of a digest.
+pub(crate) fn hex(digest: &[u8; 32]) -> String {
     let mut s = String::with_capacity(64);
     for b in digest {
         s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));

@@ -20,8 +20,9 @@ pub struct SessionRecord {
     pub protocol_version: String,
     /// The capabilities the client declared at `initialize`.
     pub client_capabilities: Map<String, Value>,
-    /// The client's `clientInfo`.
-    pub client_info: Value,
+    /// The client's `clientInfo` as compact JSON text (`null` when it sent none): kept for
+    /// operators and stored as is; the server never reads it back.
+    pub client_info: String,
     /// The level set by `logging/setLevel` (`None`: no log messages are sent).
     pub log_level: Option<String>,
     /// Whether `notifications/initialized` arrived.
@@ -52,7 +53,7 @@ impl SessionRecord {
             owner,
             protocol_version: protocol_version.into(),
             client_capabilities: Map::new(),
-            client_info: Value::Null,
+            client_info: "null".to_owned(),
             log_level: None,
             initialized: false,
             created_ms: now_ms,
@@ -130,6 +131,13 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
         now_ms: u64,
         idle_ms: u64,
     ) -> Result<SessionRecord, SessionError>;
+
+    /// Like [`touch`](Self::touch), for a caller that already holds the session's record
+    /// (the node serving it) and needs only the new `last_seen_ms`. The default calls
+    /// `touch`; a store overrides it to skip building the record on every request.
+    async fn touch_seen(&self, id: &str, owner: Option<&str>, now_ms: u64, idle_ms: u64) -> Result<u64, SessionError> {
+        self.touch(id, owner, now_ms, idle_ms).await.map(|r| r.last_seen_ms)
+    }
 
     /// Writes the mutable fields of `record` (capabilities, log level, initialized,
     /// last seen) to the session with its id and owner; `NotFound` when it is gone.

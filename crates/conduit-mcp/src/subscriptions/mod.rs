@@ -42,9 +42,26 @@ struct SubInner {
     id: RequestId,
     principal: Option<Principal>,
     filter: CoreFilter,
-    tx: UnboundedSender<Message>,
+    outlet: Outlet,
     /// Run once when the stream closes (see [`Subscription::on_close`]).
     on_close: Mutex<OnClose>,
+}
+
+/// Where a stream's notifications go.
+enum Outlet {
+    /// A listen stream: the notification, tagged with the subscription id, onto its channel.
+    Channel(UnboundedSender<Message>),
+    /// A receiver called in place with the untagged notification (a legacy session, which
+    /// needs no channel and no task of its own to forward what the hub announces).
+    Sink(Arc<dyn Sink>),
+}
+
+/// A receiver of the hub's announcements that is not a listen stream.
+pub(crate) trait Sink: Send + Sync {
+    /// Delivers one notification; `false` once the receiver is gone.
+    fn deliver(&self, method: &str, params: Map<String, Value>) -> bool;
+    /// Whether the receiver is gone.
+    fn is_closed(&self) -> bool;
 }
 
 /// The close hooks of a stream, or `Closed` once they ran.
@@ -83,12 +100,18 @@ impl Subscription {
     /// Sends a notification on this stream, tagging it with the subscription id.
     /// Returns `false` once the stream is closed.
     pub fn send(&self, method: &str, params: Map<String, Value>) -> bool {
-        self.inner.tx.send(tagged(&self.inner.id, method, params)).is_ok()
+        match &self.inner.outlet {
+            Outlet::Channel(tx) => tx.send(tagged(&self.inner.id, method, params)).is_ok(),
+            Outlet::Sink(sink) => sink.deliver(method, params),
+        }
     }
 
     /// Whether the stream is gone.
     pub fn is_closed(&self) -> bool {
-        self.inner.tx.is_closed()
+        match &self.inner.outlet {
+            Outlet::Channel(tx) => tx.is_closed(),
+            Outlet::Sink(sink) => sink.is_closed(),
+        }
     }
 
     /// Runs `f` once when the stream closes (at once if it already has):
@@ -156,9 +179,24 @@ impl Hub {
         filter: CoreFilter,
         tx: UnboundedSender<Message>,
     ) -> (Subscription, Registration) {
+        self.add(id, principal, filter, Outlet::Channel(tx))
+    }
+
+    /// Registers a receiver called in place (no channel, no task) for the changes `filter` asks for.
+    pub(crate) fn register_sink(self: &Arc<Self>, filter: CoreFilter, sink: Arc<dyn Sink>) -> Registration {
+        self.add(RequestId::String(String::new()), None, filter, Outlet::Sink(sink)).1
+    }
+
+    fn add(
+        self: &Arc<Self>,
+        id: RequestId,
+        principal: Option<Principal>,
+        filter: CoreFilter,
+        outlet: Outlet,
+    ) -> (Subscription, Registration) {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         let on_close = Mutex::new(OnClose::Open(Vec::new()));
-        let sub = Subscription { inner: Arc::new(SubInner { key, id, principal, filter, tx, on_close }) };
+        let sub = Subscription { inner: Arc::new(SubInner { key, id, principal, filter, outlet, on_close }) };
         if let Ok(mut s) = self.subs.lock() {
             s.insert(key, sub.clone());
             crate::metrics::listen_streams(1.0);

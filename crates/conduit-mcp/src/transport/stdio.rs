@@ -15,7 +15,7 @@
 
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{Incoming, Message, RequestId, parse_incoming};
-use crate::protocol::methods::{CANCELLED, LISTEN};
+use crate::protocol::methods::{CANCELLED, INITIALIZE, LISTEN};
 use crate::server::{RequestEnv, Server, SessionSlot};
 use serde_json::json;
 use std::collections::HashMap;
@@ -108,16 +108,27 @@ where
                     server.handle_legacy_notification(&session, &method, params.as_ref()).await;
                 }
             }
+            Ok(Incoming::Request(req)) if req.method == INITIALIZE => {
+                // In the read loop, not a task of its own: the messages read after it see
+                // the session it opens, those read before it (a discover probe) do not.
+                let env = RequestEnv::new(None, CancellationToken::new(), Some(tx.clone())).with_session(slot.clone());
+                let _ = tx.send(server.handle_request(req, env).await);
+            }
             Ok(Incoming::Request(req)) => {
                 let cancel = CancellationToken::new();
                 let is_listen = req.method == LISTEN;
                 if let Ok(mut m) = in_flight.lock() {
                     m.insert(req.id.clone(), (cancel.clone(), is_listen));
                 }
-                let (server, tx, in_flight, slot) = (server.clone(), tx.clone(), in_flight.clone(), slot.clone());
+                // The era is the one in force when the request was read.
+                let session = slot.get().is_some().then(|| slot.clone());
+                let (server, tx, in_flight) = (server.clone(), tx.clone(), in_flight.clone());
                 tasks.spawn(async move {
                     let id = req.id.clone();
-                    let env = RequestEnv::new(None, cancel.clone(), Some(tx.clone())).with_session(slot);
+                    let mut env = RequestEnv::new(None, cancel.clone(), Some(tx.clone()));
+                    if let Some(slot) = session {
+                        env = env.with_session(slot);
+                    }
                     let msg = server.handle_request(req, env).await;
                     if let Ok(mut m) = in_flight.lock() {
                         m.remove(&id);

@@ -76,9 +76,12 @@ pub struct Ev {
 type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>;
 
 /// Reads SSE events (with ids) from a live response; every message is schema-checked.
+/// A plain JSON response (a request answered at once) reads as one event without an id.
 pub struct Events {
     pub status: StatusCode,
     pub headers: HeaderMap,
+    /// The response is `application/json`, not a stream.
+    pub json: bool,
     stream: ByteStream,
     buf: String,
     ready: VecDeque<Ev>,
@@ -86,9 +89,15 @@ pub struct Events {
 
 impl Events {
     pub fn new(resp: reqwest::Response) -> Self {
+        let json = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
         Self {
             status: resp.status(),
             headers: resp.headers().clone(),
+            json,
             stream: Box::pin(resp.bytes_stream()),
             buf: String::new(),
             ready: VecDeque::new(),
@@ -97,6 +106,9 @@ impl Events {
 
     /// The next event, or `None` when the server closed the stream.
     pub async fn next(&mut self) -> Option<Ev> {
+        if self.json {
+            return self.whole_json().await;
+        }
         loop {
             if let Some(e) = self.ready.pop_front() {
                 return Some(e);
@@ -137,6 +149,20 @@ impl Events {
                 None => return None,
             }
         }
+    }
+
+    /// A JSON response's one message, once.
+    async fn whole_json(&mut self) -> Option<Ev> {
+        let mut body = Vec::new();
+        while let Some(chunk) = guard("the JSON body", self.stream.next()).await {
+            body.extend_from_slice(&chunk.expect("body read"));
+        }
+        if body.is_empty() {
+            return None;
+        }
+        let m: Value = serde_json::from_slice(&body).expect("the body is JSON");
+        assert_message(&m);
+        Some(Ev { id: None, retry: None, msg: Some(m) })
     }
 
     /// The next event carrying a message.

@@ -13,11 +13,10 @@ use crate::protocol::methods::{
     RESOURCES_UNSUBSCRIBE,
 };
 use crate::protocol::version::Era;
-use crate::session::{LegacySession, SessionError, SessionRecord, new_session_id, strip_subscription_meta};
+use crate::session::{LegacySession, SessionError, SessionRecord, new_session_id};
 use crate::subscriptions::CoreFilter;
 use serde_json::{Map, Value, json};
-use std::sync::{Arc, Weak};
-use tokio::sync::mpsc::unbounded_channel;
+use std::sync::Arc;
 
 impl Server {
     pub(super) async fn dispatch_legacy(
@@ -96,7 +95,10 @@ impl Server {
             None => Map::new(),
             Some(_) => return Err(RpcError::invalid_params("capabilities must be an object")),
         };
-        record.client_info = params.get("clientInfo").cloned().unwrap_or(Value::Null);
+        if let Some(info) = params.get("clientInfo") {
+            record.client_info = info.to_string();
+            record.client_info.shrink_to_fit();
+        }
         let session = match &slot.local_out {
             Some(out) => Arc::new(LegacySession::local(record, out.clone())),
             None => sessions.open(record).await.map_err(|e| match e {
@@ -127,18 +129,8 @@ impl Server {
             resources_list_changed: !self.inner.resources.is_empty() || !self.inner.templates.is_empty(),
             resource_subscriptions: crate::session::lock_uris(session).clone(),
         };
-        let (tx, mut rx) = unbounded_channel();
-        let (_, registration) = self.inner.changes.hub().register(RequestId::String(String::new()), None, filter, tx);
-        let weak: Weak<LegacySession> = Arc::downgrade(session);
-        tokio::spawn(async move {
-            while let Some(m) = rx.recv().await {
-                let Some(s) = weak.upgrade() else { return };
-                if let crate::protocol::jsonrpc::Message::Notification { method, params: Value::Object(p) } = m {
-                    let params = Value::Object(strip_subscription_meta(p));
-                    s.send_unsolicited(crate::protocol::jsonrpc::Message::Notification { method, params });
-                }
-            }
-        });
+        let sink = Arc::new(crate::session::UnsolicitedSink::new(session));
+        let registration = self.inner.changes.hub().register_sink(filter, sink);
         *crate::session::lock_changes(session) = Some(registration);
     }
 

@@ -1,7 +1,8 @@
 //! The legacy (2025-11-25) lane of Streamable HTTP: requests inside a session
 //! (`Mcp-Session-Id`), the session's stand-alone GET stream, `DELETE`.
 //!
-//! Every message of a session travels on one of its SSE streams
+//! A request answered on its first poll, with nothing sent before its answer, gets
+//! plain JSON. Every other message of a session travels on one of its SSE streams
 //! ([`EventLog`](crate::session::EventLog)): a priming event with `retry` first,
 //! event ids on everything, replay after `Last-Event-ID`. Unlike the modern
 //! lane, a request keeps running when its connection drops (only
@@ -22,7 +23,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream;
+use futures_util::{FutureExt, stream};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -99,6 +100,11 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 
 /// A request inside a session: run detached from the connection; the answer is an SSE
 /// stream (when the client accepts one) or the JSON response.
+///
+/// Most requests answer on their first poll without sending anything before the answer:
+/// those get a plain JSON response at once, with no stream opened, no task spawned and
+/// nothing buffered (there is no stream to resume). The others run in their own task and
+/// answer on a request stream of the session's [`EventLog`](crate::session::EventLog).
 pub(super) async fn legacy_request(
     st: &Arc<AppState>,
     session: Arc<LegacySession>,
@@ -113,10 +119,10 @@ pub(super) async fn legacy_request(
             return json_body(StatusCode::BAD_REQUEST, &Message::Error { id: Some(req.id), error: e });
         }
     }
-    let (stream_id, conn) = session.events.open_request_stream();
+    let id = req.id.clone();
     let cancel = CancellationToken::new();
     let close = CancellationToken::new();
-    session.track(req.id.clone(), cancel.clone());
+    session.track(id.clone(), cancel.clone());
     let (tx, mut rx) = unbounded_channel::<Message>();
     // Without an SSE stream nothing but the answer can reach the client: no outlet, so a
     // handler that needs to ask the client fails at once instead of waiting for an answer.
@@ -125,10 +131,29 @@ pub(super) async fn legacy_request(
         .with_session(Arc::new(SessionSlot::http(Some(session.clone()))))
         .with_close_stream(close.clone());
     let server = st.server.clone();
+    let mut handler = Box::pin(async move { server.handle_request(req, env).await });
+    if let Some(answer) = (&mut handler).now_or_never() {
+        session.untrack(&id);
+        let sent_first = rx.try_recv().ok();
+        if sent_first.is_none() && !close.is_cancelled() {
+            return if cancel.is_cancelled() { StatusCode::ACCEPTED.into_response() } else { json_answer_now(answer) };
+        }
+        // It sent something first, or closed its stream: the stream carries it all, as below.
+        let (stream_id, conn) = session.events.open_request_stream();
+        if close.is_cancelled() {
+            session.events.detach(stream_id);
+        }
+        for m in sent_first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            session.events.send(stream_id, m);
+        }
+        if !cancel.is_cancelled() {
+            session.events.send(stream_id, answer);
+        }
+        return if sse_ok { sse(conn, st.config.keep_alive) } else { json_answer(conn).await };
+    }
+    let (stream_id, conn) = session.events.open_request_stream();
     let s = session.clone();
     tokio::spawn(async move {
-        let id = req.id.clone();
-        let mut handler = Box::pin(server.handle_request(req, env));
         let (mut closed, mut drained) = (false, false);
         let answer = loop {
             tokio::select! {
@@ -161,16 +186,21 @@ pub(super) async fn legacy_request(
     if sse_ok { sse(conn, st.config.keep_alive) } else { json_answer(conn).await }
 }
 
+/// A response as JSON: legacy clients read JSON-RPC errors from 200s; a request that is
+/// invalid as such is a 400.
+fn json_answer_now(m: Message) -> Response {
+    let status = match &m {
+        Message::Error { error, .. } if error.class() == ErrorClass::InvalidRequest => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    };
+    json_body(status, &m)
+}
+
 /// Waits for the response on a stream and answers it as JSON (what came before it is dropped).
 async fn json_answer(mut conn: UnboundedReceiver<LogEvent>) -> Response {
     while let Some((_, m)) = conn.recv().await {
         if let Some(m) = m.filter(Message::is_response) {
-            // Legacy clients read JSON-RPC errors from 200s; a request that is invalid as such is a 400.
-            let status = match &m {
-                Message::Error { error, .. } if error.class() == ErrorClass::InvalidRequest => StatusCode::BAD_REQUEST,
-                _ => StatusCode::OK,
-            };
-            return json_body(status, &m);
+            return json_answer_now(m);
         }
     }
     StatusCode::ACCEPTED.into_response()
