@@ -5,7 +5,6 @@
 
 use axum::extract::State;
 use axum::routing::post;
-use axum::serve::ListenerExt;
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{NotifierConfig, TaskStore, Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
@@ -280,18 +279,19 @@ async fn complete(State(tasks): State<Tasks>, axum::Json(req): axum::Json<Comple
     axum::Json(json!({ "accepted": accepted }))
 }
 
-/// The bench server's routes: MCP at `/mcp`, the admin route at `/bench/complete`.
-pub fn app(server: Server, tasks: Tasks) -> axum::Router {
-    let admin = axum::Router::new().route("/complete", post(complete)).with_state(tasks);
-    axum::Router::new().nest("/mcp", http::router(server, HttpConfig::default())).nest("/bench", admin)
+/// The admin route beside the MCP endpoint: `POST /bench/complete` (see [`complete`]).
+pub fn admin(tasks: Tasks) -> axum::Router {
+    axum::Router::new().route("/bench/complete", post(complete)).with_state(tasks)
 }
 
-/// Serves `app` on `listener` with `TCP_NODELAY` on every accepted socket (as the peers do).
-pub async fn serve(listener: tokio::net::TcpListener, app: axum::Router) -> std::io::Result<()> {
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await
+/// Serves `server` at `/mcp` and the admin route on `addr` through the library's own
+/// `http::serve` path (`Bound::serve_with`, `TCP_NODELAY` and the default limits), printing
+/// where it listens; runs until the process is stopped.
+pub async fn serve(addr: std::net::SocketAddr, server: Server, tasks: Tasks) -> Result<(), String> {
+    let bound = http::bind(addr).await.map_err(|e| format!("cannot bind {addr}: {e}"))?;
+    eprintln!("listening on http://{}/mcp", bound.local_addr());
+    let forever = std::future::pending::<()>();
+    bound.serve_with(server, HttpConfig::default(), admin(tasks), forever).await.map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -347,7 +347,8 @@ mod tests {
         let opened = open_store(&opts, Arc::new(SystemClock)).await.expect("fresh sqlite");
         let store = opened.store.expect("a store");
         let t = tasks_on(OpenedStore { store: Some(store), notifier: None }, Arc::new(SystemClock)).expect("tasks");
-        let _ = app(server(&t).expect("server"), t);
+        let _ = server(&t).expect("server");
+        let _ = admin(t);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -361,7 +362,7 @@ mod tests {
     #[tokio::test]
     async fn the_server_builds_with_both_tools() {
         let t = tasks(None).expect("tasks");
-        let s = server(&t).expect("server");
-        let _ = app(s, t);
+        let _ = server(&t).expect("server");
+        let _ = admin(t);
     }
 }

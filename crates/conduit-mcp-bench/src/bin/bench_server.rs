@@ -94,11 +94,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let opened = ours::open_store(&opts, clock.clone()).await?;
     let tasks = ours::tasks_on(opened, clock)?;
     let server = ours::server(&tasks)?;
-    let listener =
-        tokio::net::TcpListener::bind(args.listen).await.map_err(|e| format!("cannot bind {}: {e}", args.listen))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    eprintln!("listening on http://{local}/mcp");
-    ours::serve(listener, ours::app(server, tasks)).await.map_err(|e| e.to_string())
+    ours::serve(args.listen, server, tasks).await
 }
 
 async fn sweep(args: SweepArgs) -> Result<(), String> {

@@ -34,6 +34,7 @@ mod guard;
 mod headers;
 mod legacy;
 mod post;
+mod route;
 mod serve;
 mod status;
 
@@ -187,14 +188,19 @@ pub(super) struct AppState {
 ///
 /// Starts the server's extensions (see [`Server::start`]).
 pub fn router(server: Server, config: HttpConfig) -> Router {
-    server.start();
-    let state = Arc::new(AppState { server, config });
+    let state = started(server, config);
     Router::new()
         .route(
             "/",
             post(post::handle_post).get(legacy::handle_get).delete(legacy::handle_delete).fallback(method_not_allowed),
         )
         .with_state(state)
+}
+
+/// Starts the server's extensions and wraps it for the handlers.
+fn started(server: Server, config: HttpConfig) -> Arc<AppState> {
+    server.start();
+    Arc::new(AppState { server, config })
 }
 
 async fn method_not_allowed() -> Response {

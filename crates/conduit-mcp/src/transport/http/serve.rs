@@ -1,13 +1,13 @@
-//! Serving the router on a TCP listener: `TCP_NODELAY` on every accepted
-//! socket, the router at `/mcp`, the connection limit and the timeouts of
+//! Serving the endpoint on a TCP listener: `TCP_NODELAY` on every accepted
+//! socket, the handlers at `/mcp` (routed by hand: see `route`), the connection limit and the timeouts of
 //! [`HttpConfig`], and a graceful shutdown with a deadline that closes
 //! listen streams and stops the extensions.
 
 use super::body::{Deadline, Guarded};
 use super::conn::{InFlight, Watched};
-use super::{HttpConfig, router};
+use super::route::dispatch;
+use super::{AppState, HttpConfig, started};
 use crate::Server;
-use axum::Router;
 use axum::body::Body;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -18,7 +18,6 @@ use std::sync::Arc;
 use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tower_service::Service;
 
 /// A bound listener, not yet serving: read its address, then [`Bound::serve`].
 #[derive(Debug)]
@@ -59,8 +58,31 @@ impl Bound {
         config: HttpConfig,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        self.serve_inner(server, config, None, shutdown).await
+    }
+
+    /// Like [`serve`](Self::serve), with the application's own `routes` (a health check,
+    /// an admin route) answering every path other than `/mcp`, on the same connections,
+    /// limits and timeouts.
+    pub async fn serve_with(
+        self,
+        server: Server,
+        config: HttpConfig,
+        routes: axum::Router,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        self.serve_inner(server, config, Some(routes), shutdown).await
+    }
+
+    async fn serve_inner(
+        self,
+        server: Server,
+        config: HttpConfig,
+        routes: Option<axum::Router>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         let limits = Limits::of(&config);
-        let app = Router::new().nest("/mcp", router(server.clone(), config));
+        let app = started(server.clone(), config);
         let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
         let conns = TaskTracker::new();
         let (closing, closed) = watch::channel(false);
@@ -87,11 +109,11 @@ impl Bound {
             };
             // Small answers must not wait for Nagle's algorithm.
             let _ = tcp.set_nodelay(true);
-            let (app, mut closed, abort) = (app.clone(), closed.clone(), abort.clone());
+            let (app, routes, mut closed, abort) = (app.clone(), routes.clone(), closed.clone(), abort.clone());
             conns.spawn(async move {
                 let _permit = permit;
                 tokio::select! {
-                    () = serve_connection(tcp, app, limits, &mut closed) => {}
+                    () = serve_connection(tcp, app, routes, limits, &mut closed) => {}
                     // Dropping the connection closes its socket.
                     () = abort.cancelled() => {}
                 }
@@ -138,18 +160,21 @@ impl Limits {
 
 /// Serves one connection until it closes, or until shutdown asks it to
 /// finish (it then ends once its requests have).
-async fn serve_connection(tcp: tokio::net::TcpStream, app: Router, limits: Limits, closed: &mut watch::Receiver<bool>) {
+async fn serve_connection(
+    tcp: tokio::net::TcpStream,
+    app: Arc<AppState>,
+    routes: Option<axum::Router>,
+    limits: Limits,
+    closed: &mut watch::Receiver<bool>,
+) {
     let in_flight = Arc::new(InFlight::default());
     let io = TokioIo::new(Watched::new(tcp, in_flight.clone(), limits.header, limits.idle));
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let guard = in_flight.enter();
         let req = req.map(|b| Body::new(Deadline::new(b, limits.body)));
-        let mut app = app.clone();
+        let (app, routes) = (app.clone(), routes.clone());
         async move {
-            let resp = match app.call(req).await {
-                Ok(r) => r,
-                Err(never) => match never {},
-            };
+            let resp = dispatch(app, routes, req).await;
             Ok::<_, Infallible>(resp.map(|b| Body::new(Guarded::new(b, guard))))
         }
     });

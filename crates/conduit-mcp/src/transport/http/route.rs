@@ -1,0 +1,60 @@
+//! The endpoint's one path, routed by hand for [`serve`](super::serve): the
+//! same handlers and answers as [`router`](super::router) nested at `/mcp`,
+//! without a router's per-request work (path matching, prefix stripping, boxed
+//! services), which `serve` does not need for a single path.
+
+use super::{AppState, legacy, method_not_allowed, post};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
+use tower_service::Service;
+
+/// The path `serve` answers at.
+pub(super) const MCP_PATH: &str = "/mcp";
+
+/// Whether `path` is the endpoint (with or without a trailing slash, as a nested router takes it).
+fn is_endpoint(path: &str) -> bool {
+    path.strip_prefix(MCP_PATH).is_some_and(|rest| rest.is_empty() || rest == "/")
+}
+
+/// Answers one request: the endpoint's handler for its method, 405 for other methods
+/// there; any other path goes to the caller's `other` routes, or is a 404.
+pub(super) async fn dispatch(st: Arc<AppState>, other: Option<axum::Router>, req: Request) -> Response {
+    if !is_endpoint(req.uri().path()) {
+        return match other {
+            Some(mut routes) => match routes.call(req).await {
+                Ok(r) => r,
+                Err(never) => match never {},
+            },
+            None => StatusCode::NOT_FOUND.into_response(),
+        };
+    }
+    match *req.method() {
+        Method::POST => post::handle_post(State(st), req).await,
+        Method::GET => legacy::handle_get(State(st), req.into_parts().0.headers).await,
+        // As a router's GET route does: the GET answer without its body.
+        Method::HEAD => {
+            let r = legacy::handle_get(State(st), req.into_parts().0.headers).await;
+            let (parts, _) = r.into_parts();
+            Response::from_parts(parts, Body::empty())
+        }
+        Method::DELETE => legacy::handle_delete(State(st), req.into_parts().0.headers).await,
+        _ => method_not_allowed().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_endpoint;
+
+    #[test]
+    fn only_the_endpoint_path_is_routed() {
+        assert!(is_endpoint("/mcp"));
+        assert!(is_endpoint("/mcp/"));
+        for p in ["/", "/mcpx", "/mcp/x", "/other", ""] {
+            assert!(!is_endpoint(p), "{p}");
+        }
+    }
+}
