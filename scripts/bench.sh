@@ -15,7 +15,8 @@
 #              PostgreSQL as ratios to it (appended to docs/benchmarks.md). Then the
 #              client benchmark (`conduit-mcp-bench follow`): the library client
 #              following 1 000 tasks, one listen stream against polling, 3 rounds
-#              (its section appended after that).
+#              (its section appended after that). Then scripts/bench_wrk.sh: W1 and
+#              W2 under wrk against the fixture, the bench server, rmcp and the echo.
 #   --smoke    the CI pass: debug builds, every workload for 2 s on tiny sizes, one
 #              round, ours on memory and SQLite, and on PostgreSQL when DATABASE_URL
 #              is set; writes target/bench/smoke.md and fails if anything errored;
@@ -95,6 +96,11 @@ if [[ "$mode" == full ]]; then
   cargo build --release -p conduit-mcp-cli --bins
   scripts/bench_pg.sh
   { echo; cat target/bench/pg.md; } >>docs/benchmarks.md
+  # W1 and W2 under wrk, an external load generator, against the fixture, the bench
+  # server, rmcp and the echo (issue 13).
+  echo "== W1 and W2 under wrk"
+  scripts/bench_wrk.sh
+  { echo; cat target/bench/wrk.md; } >>docs/benchmarks.md
   # The client benchmark's section, after the generated report (which would not keep it).
   { echo; cat target/bench/follow.md; } >>docs/benchmarks.md
 fi
