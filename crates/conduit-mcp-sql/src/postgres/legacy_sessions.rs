@@ -68,6 +68,40 @@ fn delete_counted(condition: &str) -> String {
 type Scalar<'q> = sqlx::query::QueryScalar<'q, sqlx::Postgres, i64, sqlx::postgres::PgArguments>;
 
 impl PostgresSessionStore {
+    /// Moves `last_seen_ms` of live session `id` of `owner` to `now_ms` and returns the
+    /// columns `returning` names; an expired session is deleted and `NotFound`.
+    async fn touched(
+        &self,
+        id: &str,
+        owner: Option<&str>,
+        now_ms: u64,
+        idle_ms: u64,
+        returning: &str,
+    ) -> Result<PgRow, SessionError> {
+        let sql = format!(
+            "UPDATE conduit_legacy_sessions SET last_seen_ms = GREATEST(last_seen_ms, $3) \
+             WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2 AND last_seen_ms + $4 > $3 RETURNING {returning}"
+        );
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let row = sqlx::query(&sql)
+            .bind(hash(id))
+            .bind(owner)
+            .bind(ms(now_ms))
+            .bind(ms(idle_ms))
+            .fetch_optional(c.conn())
+            .await;
+        match c.finish(row, is_connection_error).map_err(|e| backend("touch a session", e))? {
+            Some(row) => Ok(row),
+            None => {
+                // Expired: gone for good (its owner is not checked: nobody may use it any more).
+                let bound = ms(now_ms).saturating_sub(ms(idle_ms));
+                let sql = delete_counted("id_hash = $1 AND last_seen_ms <= $2");
+                self.delete_where("drop an expired session", &sql, |q| q.bind(hash(id)).bind(bound)).await?;
+                Err(SessionError::NotFound)
+            }
+        }
+    }
+
     /// Runs a [`delete_counted`] statement with its parameters bound by `bind`.
     async fn delete_where<'q>(
         &self,
@@ -167,29 +201,16 @@ impl SessionStore for PostgresSessionStore {
         now_ms: u64,
         idle_ms: u64,
     ) -> Result<SessionRecord, SessionError> {
-        let sql = "UPDATE conduit_legacy_sessions SET last_seen_ms = GREATEST(last_seen_ms, $3) \
-                   WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2 AND last_seen_ms + $4 > $3 \
-                   RETURNING owner, protocol_version, client_capabilities::text, client_info::text, log_level, \
-                   initialized, created_ms, last_seen_ms";
-        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
-        let row = sqlx::query(sql)
-            .bind(hash(id))
-            .bind(owner)
-            .bind(ms(now_ms))
-            .bind(ms(idle_ms))
-            .fetch_optional(c.conn())
-            .await;
-        let row = c.finish(row, is_connection_error).map_err(|e| backend("touch a session", e))?;
-        match row {
-            Some(row) => decode(id, &row),
-            None => {
-                // Expired: gone for good (its owner is not checked: nobody may use it any more).
-                let bound = ms(now_ms).saturating_sub(ms(idle_ms));
-                let sql = delete_counted("id_hash = $1 AND last_seen_ms <= $2");
-                self.delete_where("drop an expired session", &sql, |q| q.bind(hash(id)).bind(bound)).await?;
-                Err(SessionError::NotFound)
-            }
-        }
+        let returning = "owner, protocol_version, client_capabilities::text, client_info::text, log_level, \
+                         initialized, created_ms, last_seen_ms";
+        let row = self.touched(id, owner, now_ms, idle_ms, returning).await?;
+        decode(id, &row)
+    }
+
+    async fn touch_seen(&self, id: &str, owner: Option<&str>, now_ms: u64, idle_ms: u64) -> Result<u64, SessionError> {
+        let row = self.touched(id, owner, now_ms, idle_ms, "last_seen_ms").await?;
+        let seen: i64 = row.try_get(0).map_err(|e| backend("read a touched session", e))?;
+        Ok(u64::try_from(seen).unwrap_or(0))
     }
 
     async fn update(&self, record: &SessionRecord) -> Result<(), SessionError> {

@@ -23,6 +23,7 @@ where
     round_trip(&make().await).await;
     owner_binding(&make().await).await;
     idle_expiry(&make().await).await;
+    touch_seen_matches_touch(&make().await).await;
     delete_ends_it(&make().await).await;
     cap_evicts_oldest_idle(&make().await).await;
     sweep_removes_idle(&make().await).await;
@@ -66,6 +67,26 @@ async fn idle_expiry<S: SessionStore>(s: &S) {
     // Idle counts from the last touch.
     s.touch(&r.id, None, T0 + 2 * IDLE - 2, IDLE).await.expect("live: touched recently");
     assert!(matches!(s.touch(&r.id, None, T0 + 3 * IDLE, IDLE).await, Err(SessionError::NotFound)), "expired");
+}
+
+/// `touch_seen` (a node that holds the record) moves and answers `last_seen_ms` exactly as
+/// `touch` does, with the same owner and expiry rules, and keeps the clientInfo text.
+async fn touch_seen_matches_touch<S: SessionStore>(s: &S) {
+    let mut r = SessionRecord::new(new_session_id(), Some("alice".into()), "2025-11-25", T0);
+    r.client_info = json!({"name": "probe", "version": "1"}).to_string();
+    s.create(r.clone(), limits(10)).await.expect("create");
+    assert_eq!(s.touch_seen(&r.id, Some("alice"), T0 + 7, IDLE).await.expect("touch_seen"), T0 + 7);
+    assert_eq!(s.touch_seen(&r.id, Some("alice"), T0 + 3, IDLE).await.expect("never backwards"), T0 + 7);
+    let got = s.touch(&r.id, Some("alice"), T0 + 8, IDLE).await.expect("touch");
+    assert_eq!(got.last_seen_ms, T0 + 8);
+    let info: serde_json::Value = serde_json::from_str(&got.client_info).expect("clientInfo is JSON text");
+    assert_eq!(info["name"], "probe");
+    assert!(matches!(s.touch_seen(&r.id, Some("mallory"), T0 + 9, IDLE).await, Err(SessionError::NotFound)));
+    assert!(matches!(s.touch_seen(&r.id, Some("alice"), T0 + 9 + IDLE, IDLE).await, Err(SessionError::NotFound)));
+    assert!(
+        matches!(s.touch(&r.id, Some("alice"), T0 + 9, IDLE).await, Err(SessionError::NotFound)),
+        "expired is gone"
+    );
 }
 
 async fn delete_ends_it<S: SessionStore>(s: &S) {
