@@ -50,11 +50,7 @@ pub(crate) trait BatchWriter: std::fmt::Debug + Send + Sync + 'static {
     /// Writes `rows` (one or more, queue order) and commits them: one result
     /// per row (`TaskLimitReached`, `Duplicate` fail that row alone), or
     /// `Err` when nothing was committed.
-    async fn write(
-        &self,
-        conn: &mut Self::Conn,
-        rows: &[&NewRow],
-    ) -> Result<Vec<Result<(), StoreError>>, sqlx::Error>;
+    async fn write(&self, conn: &mut Self::Conn, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error>;
 }
 
 /// The queue of creates in front of one engine's writer.

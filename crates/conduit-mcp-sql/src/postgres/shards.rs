@@ -132,7 +132,10 @@ pub(super) async fn claim(
     start: i16,
 ) -> Result<Option<Vec<String>>, sqlx::Error> {
     let n = i64::try_from(todo.len()).unwrap_or(i64::MAX);
-    let q = bind_rows::<(Option<i16>, Vec<String>)>(sqlx::query_as(CLAIM.as_str()), rows, todo).bind(max_rows).bind(start).bind(n);
+    let q = bind_rows::<(Option<i16>, Vec<String>)>(sqlx::query_as(CLAIM.as_str()), rows, todo)
+        .bind(max_rows)
+        .bind(start)
+        .bind(n);
     let (shard, ids) = q.fetch_one(conn).await?;
     Ok(shard.map(|_| ids))
 }
@@ -147,7 +150,9 @@ pub(super) async fn rebalance(
     max_rows: Option<i64>,
     shard: i16,
 ) -> Result<(i64, Vec<String>), sqlx::Error> {
-    let q = bind_rows::<(Option<i64>, Vec<String>)>(sqlx::query_as(REBALANCE.as_str()), rows, todo).bind(max_rows).bind(shard);
+    let q = bind_rows::<(Option<i64>, Vec<String>)>(sqlx::query_as(REBALANCE.as_str()), rows, todo)
+        .bind(max_rows)
+        .bind(shard);
     let (n, ids) = q.fetch_one(conn).await?;
     Ok((n.unwrap_or(0), ids))
 }
