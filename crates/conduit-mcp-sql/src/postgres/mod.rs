@@ -29,8 +29,10 @@ use std::sync::Arc;
 const ENGINE: &str = "postgres";
 
 /// Batches of creates one node writes at once: they take room from
-/// different shards of the row counter, so they commit side by side.
-const FLUSHERS: usize = 4;
+/// different shards of the row counter, so they commit side by side. Two:
+/// on a machine whose CPUs PostgreSQL shares, more flushers only make smaller
+/// batches (more commits, more CPU per create; measured in docs/benchmarks.md).
+const FLUSHERS: usize = 2;
 
 /// Task ids per lease-renewal statement.
 const RENEW_CHUNK: usize = 1000;
