@@ -191,9 +191,11 @@ impl Drop for Inner {
 impl Notifier for PgNotifier {
     fn task_changed(&self, task: &TaskRecord, listen: &ListenNotifier) {
         // This node's streams get the change now (the write path wakes its
-        // workers); its own echo through LISTEN is then already delivered.
+        // workers); its own echo through LISTEN is then already delivered —
+        // also when nothing here cares yet (a create, whose work starts after
+        // it is stored): the echo must not cost a read of the row.
+        self.inner.mark_delivered(&task.task_id, task.version, task.is_terminal());
         if self.inner.tasks.get().is_some_and(|t| t.cares_about(&task.task_id)) {
-            self.inner.mark_delivered(&task.task_id, task.version, task.is_terminal());
             listen.task_changed(task);
         }
         let _ = self.inner.publish.send(json!({ "id": task.task_id, "v": task.version }).to_string());

@@ -50,7 +50,7 @@ pub(crate) trait BatchWriter: std::fmt::Debug + Send + Sync + 'static {
     /// Writes `rows` (one or more, queue order) and commits them: one result
     /// per row (`TaskLimitReached`, `Duplicate` fail that row alone), or
     /// `Err` when nothing was committed.
-    async fn write(conn: &mut Self::Conn, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error>;
+    async fn write(&self, conn: &mut Self::Conn, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error>;
 }
 
 /// The queue of creates in front of one engine's writer.
@@ -63,7 +63,7 @@ pub(crate) struct GroupCommit<W> {
     /// on its own, without the queue.
     in_flight: AtomicUsize,
     /// Flushes that may write at once: one batch commits while the next one
-    /// gathers (and, on PostgreSQL, waits for the counter row's lock).
+    /// gathers (on PostgreSQL, several commit side by side).
     flushers: Semaphore,
 }
 
@@ -165,7 +165,7 @@ impl<W: BatchWriter> GroupCommit<W> {
         let mut attempt = 0;
         loop {
             let mut conn = self.writer.pool().get().await?;
-            let ran = W::write(conn.conn(), rows).await;
+            let ran = self.writer.write(conn.conn(), rows).await;
             match conn.finish(ran, W::broken) {
                 Ok(mut results) => {
                     if attempt > 0 {

@@ -1,11 +1,14 @@
 //! PostgreSQL's side of group commit (the queue is `common::group_commit`):
 //! a batch of creates — one or many — is one statement, so one round trip
-//! and one commit. The statement locks the row counter (which orders every
-//! node's batches), admits the rows that fit under their cap, inserts them
-//! with `ON CONFLICT DO NOTHING` (a duplicate id fails alone), and raises the
-//! counter by the rows it inserted. Its shape does not depend on the batch
-//! size (the rows travel as arrays), so it is prepared once per connection.
+//! and one commit. The statement takes room under the row cap from one shard
+//! of the sharded counter (`shards`), so batches of this node and of others
+//! commit side by side; only a batch that finds no shard with room locks them
+//! all and hands the room out again. Rows go in with `ON CONFLICT DO
+//! NOTHING` (a duplicate id fails alone). The statements' shapes do not
+//! depend on the batch size (the rows travel as arrays), so each is prepared
+//! once per connection.
 
+use super::shards::{self, Cursor};
 use super::{backend, is_connection_error};
 use crate::common::{BatchWriter, NewRow};
 use crate::pool::ConnPool;
@@ -16,28 +19,20 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Writes batches of creates on connections of the store's pool; a batch
-/// that meets a broken connection is written again up to `.1` times.
+/// that meets a broken connection is written again up to `retries` times.
 #[derive(Debug)]
-pub(super) struct Writer(pub(super) Arc<ConnPool<PgConnection>>, pub(super) usize);
+pub(super) struct Writer {
+    pool: Arc<ConnPool<PgConnection>>,
+    retries: usize,
+    /// Where the next batch starts looking for a shard.
+    cursor: Cursor,
+}
 
-/// Rows `r` of a run under one cap are admitted when `r.max_rows IS NULL OR
-/// n + r.ord <= r.max_rows` (`n`: the counter, read under its row lock):
-/// exactly the first rows that fit. Answers the counter as read and
-/// the ids inserted.
-const INSERT_BATCH: &str = "\
-WITH cur AS (SELECT n FROM conduit_task_count WHERE id = 1 FOR UPDATE), \
-new AS (SELECT r.* FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
-                               $7::bigint[], $8::text[], $9::bigint[], $10::text[], $11::bigint[]) \
-        WITH ORDINALITY AS r(task_id, owner, status, version, created_at_ms, expires_at_ms, terminal_at_ms, \
-                             lease_node, lease_expires_ms, doc, max_rows, ord), cur \
-        WHERE r.max_rows IS NULL OR cur.n + r.ord <= r.max_rows), \
-ins AS (INSERT INTO conduit_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-                                   terminal_at_ms, lease_node, lease_expires_ms, doc) \
-        SELECT task_id, owner, status, version, created_at_ms, expires_at_ms, terminal_at_ms, \
-               lease_node, lease_expires_ms, doc::json FROM new ORDER BY ord \
-        ON CONFLICT (task_id) DO NOTHING RETURNING task_id), \
-bump AS (UPDATE conduit_task_count SET n = n + (SELECT count(*) FROM ins) WHERE id = 1) \
-SELECT (SELECT n FROM cur), ARRAY(SELECT task_id FROM ins)";
+impl Writer {
+    pub(super) fn new(pool: Arc<ConnPool<PgConnection>>, retries: usize) -> Self {
+        Self { pool, retries, cursor: Cursor::new() }
+    }
+}
 
 /// Rounds of one batch at most: a round after the first runs only when a
 /// duplicate id freed a slot that a row refused by the cap may now take.
@@ -48,7 +43,7 @@ impl BatchWriter for Writer {
     type Conn = PgConnection;
 
     fn pool(&self) -> &ConnPool<PgConnection> {
-        &self.0
+        &self.pool
     }
 
     fn broken(e: &sqlx::Error) -> bool {
@@ -60,32 +55,50 @@ impl BatchWriter for Writer {
     }
 
     fn retries(&self) -> usize {
-        self.1
+        self.retries
     }
 
     /// Runs of creates under the same cap (in practice the whole batch) go
     /// in one statement each, in queue order, so each create is judged
     /// against the counter its predecessors left.
-    async fn write(conn: &mut PgConnection, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
+    async fn write(
+        &self,
+        conn: &mut PgConnection,
+        rows: &[&NewRow],
+    ) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
         let mut results = Vec::with_capacity(rows.len());
         for run in rows.chunk_by(|a, b| a.max_rows == b.max_rows && a.max_per_owner == b.max_per_owner) {
+            let shard = self.cursor.next();
             if run.iter().any(|r| r.max_per_owner.is_some()) {
-                results.extend(write_owned_run(conn, run).await?);
+                results.extend(write_owned_run(conn, run, shard).await?);
             } else {
-                results.extend(write_run(conn, run).await?);
+                results.extend(write_run(conn, run, shard).await?);
             }
         }
         Ok(results)
     }
 }
 
-/// Creates under one cap: [`INSERT_BATCH`], again for the rows the cap
-/// refused when a duplicate id left its slot free.
-async fn write_run(conn: &mut PgConnection, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
+/// Creates under one cap: a claim on one shard (starting at `shard`) when
+/// one has room for them all, else rounds of a rebalance, again for the rows
+/// the cap refused when a duplicate id left its slot free.
+async fn write_run(
+    conn: &mut PgConnection,
+    rows: &[&NewRow],
+    shard: i16,
+) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
+    let max_rows = rows.first().and_then(|r| r.max_rows);
+    let all: Vec<usize> = (0..rows.len()).collect();
+    if let Some(inserted) = shards::claim(conn, rows, &all, max_rows, shard).await? {
+        // Every row was admitted: one that is not in is a duplicate.
+        let inserted: HashSet<String> = inserted.into_iter().collect();
+        let written = |r: &&NewRow| if inserted.contains(&r.task_id) { Ok(()) } else { Err(StoreError::Duplicate) };
+        return Ok(rows.iter().map(written).collect());
+    }
     let mut results: Vec<Option<Result<(), StoreError>>> = vec![None; rows.len()];
-    let mut todo: Vec<usize> = (0..rows.len()).collect();
+    let mut todo = all;
     for _ in 0..MAX_ROUNDS {
-        let (n, inserted) = insert_round(conn, rows, &todo).await?;
+        let (n, inserted) = shards::rebalance(conn, rows, &todo, max_rows, shard).await?;
         let mut inserted: HashSet<String> = inserted.into_iter().collect();
         let mut refused = Vec::new();
         let mut duplicates = false;
@@ -122,6 +135,7 @@ const OWNER_LOCK_CLASS: i32 = 0x636f_6e64;
 async fn write_owned_run(
     conn: &mut PgConnection,
     rows: &[&NewRow],
+    shard: i16,
 ) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
     let owner = |r: &NewRow| r.max_per_owner.and(r.columns.owner.clone());
     let mut owners: Vec<String> = rows.iter().filter_map(|r| owner(r)).collect();
@@ -153,36 +167,10 @@ async fn write_owned_run(
         kept.push(i);
     }
     let written: Vec<&NewRow> = kept.iter().map(|&i| rows[i]).collect();
-    let done = if written.is_empty() { Vec::new() } else { write_run(&mut tx, &written).await? };
+    let done = if written.is_empty() { Vec::new() } else { write_run(&mut tx, &written, shard).await? };
     for (&i, r) in kept.iter().zip(done) {
         results[i] = Some(r);
     }
     tx.commit().await?;
     Ok(results.into_iter().map(|r| r.unwrap_or(Err(StoreError::TaskLimitReached))).collect())
-}
-
-/// One run of [`INSERT_BATCH`] over the rows `todo` (queue order): the counter
-/// as it was, and the ids inserted.
-async fn insert_round(
-    conn: &mut PgConnection,
-    rows: &[&NewRow],
-    todo: &[usize],
-) -> Result<(i64, Vec<String>), sqlx::Error> {
-    let pick = |f: &dyn Fn(&NewRow) -> Option<i64>| todo.iter().map(|&i| f(rows[i])).collect::<Vec<_>>();
-    let texts = |f: &dyn Fn(&NewRow) -> Option<&str>| todo.iter().map(|&i| f(rows[i])).collect::<Vec<_>>();
-    let (n, ids): (i64, Vec<String>) = sqlx::query_as(INSERT_BATCH)
-        .bind(texts(&|r| Some(r.task_id.as_str())))
-        .bind(texts(&|r| r.columns.owner.as_deref()))
-        .bind(texts(&|r| Some(r.columns.status)))
-        .bind(pick(&|r| Some(r.columns.version)))
-        .bind(pick(&|r| Some(r.columns.created_at_ms)))
-        .bind(pick(&|r| r.columns.expires_at_ms))
-        .bind(pick(&|r| r.columns.terminal_at_ms))
-        .bind(texts(&|r| r.columns.lease_node.as_deref()))
-        .bind(pick(&|r| r.columns.lease_expires_ms))
-        .bind(texts(&|r| Some(r.columns.doc.as_str())))
-        .bind(pick(&|r| r.max_rows))
-        .fetch_one(conn)
-        .await?;
-    Ok((n, ids))
 }

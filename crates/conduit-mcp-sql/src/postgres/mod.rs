@@ -10,6 +10,7 @@ mod legacy_sessions;
 mod node;
 mod open;
 mod options;
+mod shards;
 
 pub use legacy::PostgresLegacyStore;
 pub use legacy_sessions::PostgresSessionStore;
@@ -27,8 +28,10 @@ use std::sync::Arc;
 
 const ENGINE: &str = "postgres";
 
-/// Batches of creates one node writes at once: one commits while the next
-/// gathers and waits for the row counter's lock.
+/// Batches of creates one node writes at once: they take room from
+/// different shards of the row counter, so they commit side by side. Two:
+/// on a machine whose CPUs PostgreSQL shares, more flushers only make smaller
+/// batches (more commits, more CPU per create; measured in docs/benchmarks.md).
 const FLUSHERS: usize = 2;
 
 /// Task ids per lease-renewal statement.
@@ -40,11 +43,12 @@ const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::tex
 /// same tasks, so a `tasks/get` can land on any of them.
 ///
 /// A pool of connections; every write is a compare-and-swap on `version`.
-/// Creates are committed in groups: those that queue up behind the batch in
-/// flight go together in one statement (one round trip, one commit), which
-/// claims their slots under the row cap with one update of a one-row counter
-/// (its row lock orders every node's batches) and inserts them; each create
-/// still gets its own answer (a duplicate id fails alone). Cheap to clone
+/// Creates are committed in groups: those that queue up behind the batches
+/// in flight go together in one statement (one round trip, one commit), which
+/// takes their slots under the row cap from one shard of a sharded counter
+/// (so batches of every node commit side by side; the cap stays exact across
+/// nodes) and inserts them; each create still gets its own answer (a
+/// duplicate id fails alone). Cheap to clone
 /// (the clones share the pool).
 ///
 /// When the database drops connections (a restart, `pg_terminate_backend`,
@@ -74,7 +78,7 @@ impl PgEngine {
     /// a broken connection.
     fn new(pool: ConnPool<PgConnection>, retries: usize, schema: Option<String>) -> Self {
         let pool = Arc::new(pool);
-        let commits = Arc::new(GroupCommit::new(group_commit::Writer(pool.clone(), retries), FLUSHERS));
+        let commits = Arc::new(GroupCommit::new(group_commit::Writer::new(pool.clone(), retries), FLUSHERS));
         let reads = Arc::new(group_read::GroupRead::new(pool.clone(), retries));
         Self { pool, commits, reads, retries, schema, node: Default::default() }
     }
@@ -187,6 +191,16 @@ async fn read_rows<'q>(
     }
 }
 
+/// Runs `sql` (a delete answering rows per shard) and lowers the shards'
+/// counts, in one transaction; how many rows went.
+async fn delete_counted(conn: &mut PgConnection, sql: &str, bound: i64) -> Result<i64, sqlx::Error> {
+    let mut tx = sqlx::Connection::begin(conn).await?;
+    let gone: Vec<(i16, i64)> = sqlx::query_as(sql).bind(bound).bind(CLEANUP_BATCH).fetch_all(&mut *tx).await?;
+    shards::release(&mut tx, &gone).await?;
+    tx.commit().await?;
+    Ok(gone.iter().map(|(_, k)| k).sum())
+}
+
 fn backend(what: &str, e: sqlx::Error) -> StoreError {
     common::backend(ENGINE, what, e)
 }
@@ -232,17 +246,16 @@ impl Engine for PgEngine {
             Sweep::Expired => "expires_at_ms < $1",
             Sweep::FinishedUnlimited => "expires_at_ms IS NULL AND terminal_at_ms < $1",
         };
-        // One statement deletes and lowers the counter; rows another node's
-        // janitor deleted first are simply not counted here.
+        // One transaction deletes and lowers the count of each deleted row's
+        // shard; rows another node's janitor deleted first are simply not
+        // counted here.
         let sql = format!(
             "WITH gone AS (DELETE FROM conduit_tasks WHERE {condition} AND task_id = ANY(ARRAY(\
-                 SELECT task_id FROM conduit_tasks WHERE {condition} LIMIT $2)) RETURNING 1), \
-                  k AS (SELECT count(*) AS k FROM gone) \
-             UPDATE conduit_task_count SET n = GREATEST(n - (SELECT k FROM k), 0) WHERE id = 1 \
-             RETURNING (SELECT k FROM k)"
+                 SELECT task_id FROM conduit_tasks WHERE {condition} LIMIT $2)) RETURNING shard) \
+             SELECT shard, count(*)::bigint FROM gone GROUP BY shard ORDER BY shard"
         );
         let mut c = self.conn().await?;
-        let gone = sqlx::query_scalar::<_, i64>(&sql).bind(bound).bind(CLEANUP_BATCH).fetch_one(c.conn()).await;
+        let gone = delete_counted(c.conn(), &sql, bound).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired tasks", e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }

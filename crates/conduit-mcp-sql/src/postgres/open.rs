@@ -29,6 +29,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "an index on owner, for the per-principal cap",
         sql: include_str!("../../migrations/postgres/0013_owner_index.sql"),
     },
+    Migration {
+        version: 14,
+        description: "the row cap on a sharded counter (conduit_task_shards, conduit_tasks.shard)",
+        sql: include_str!("../../migrations/postgres/0014_task_shards.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").

@@ -32,7 +32,11 @@ impl BatchWriter for Writer {
         backend(what, e)
     }
 
-    async fn write(conn: &mut SqliteConnection, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
+    async fn write(
+        &self,
+        conn: &mut SqliteConnection,
+        rows: &[&NewRow],
+    ) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
         match rows {
             // A per-owner cap is checked in a transaction (the batch path).
             [one] if one.max_per_owner.is_none() => Ok(vec![created(insert_one(one).execute(conn).await)?]),
