@@ -7,7 +7,9 @@ mod schema;
 mod session;
 mod store;
 
-pub(crate) use group_commit::{BatchWriter, GroupCommit, InFlight, NewRow};
+#[cfg(feature = "postgres")]
+pub(crate) use group_commit::InFlight;
+pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
 pub(crate) use row::{Columns, Query, backend, decode_row};
 pub(crate) use schema::{Migration, check_applied, check_task_table};
 pub(crate) use session::{SESSION_COLUMNS, decode_session, id_hash, json_columns, session_backend};
