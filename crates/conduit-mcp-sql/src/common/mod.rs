@@ -12,7 +12,9 @@ pub(crate) use group_commit::InFlight;
 pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
 pub(crate) use row::{Columns, Query, backend, decode_row};
 pub(crate) use schema::{Migration, check_applied, check_task_table};
-pub(crate) use session::{SESSION_COLUMNS, decode_session, id_hash, json_columns, session_backend};
+#[cfg(feature = "sqlite")]
+pub(crate) use session::SESSION_COLUMNS;
+pub(crate) use session::{decode_session, id_hash, json_columns, session_backend};
 pub use store::{Engine, SqlStore, Sweep};
 pub(crate) use store::{Rows, Stripes, cleanup, get, modify};
 

@@ -25,6 +25,7 @@ pub(crate) fn json_columns(engine: &str, record: &SessionRecord) -> Result<(Stri
 }
 
 /// The columns a session read selects, in the order [`decode_session`] reads them.
+#[cfg(feature = "sqlite")]
 pub(crate) const SESSION_COLUMNS: &str =
     "owner, protocol_version, client_capabilities, client_info, log_level, initialized, created_ms, last_seen_ms";
 
