@@ -57,6 +57,11 @@ impl std::fmt::Debug for Ctx {
 const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 
 impl Ctx {
+    /// The legacy session this request belongs to, if any.
+    pub(crate) fn legacy_session(&self) -> Option<&Arc<crate::session::LegacySession>> {
+        self.inner.session.as_ref().map(|(s, _)| s)
+    }
+
     /// The request id.
     pub fn request_id(&self) -> &RequestId {
         &self.inner.request_id

@@ -457,6 +457,28 @@ async fn legacy_tasks_on_the_wire() {
 }
 
 #[tokio::test]
+async fn the_owning_session_hears_its_tasks_status_changes() {
+    let sig = Arc::new(Signals::default());
+    let h = start(server(&sig)).await;
+    let mut c = Legacy::new(&h.url);
+    c.initialize(json!({})).await;
+    let r = c.get(None).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let mut get = Events::new(r);
+    assert!(get.next().await.expect("priming").msg.is_none());
+    let created = c.result(1, "tools/call", json!({ "name": "gated_job", "task": { "ttl": 60_000 } })).await;
+    let id = created["task"]["taskId"].as_str().expect("a task id").to_owned();
+    sig.open.notify_one();
+    // The creation itself is not announced (the client has it); the change to completed is.
+    let (_, m) = get.next_msg().await.expect("a status notification");
+    assert_schema("TaskStatusNotification", &m);
+    assert_eq!(m["method"], "notifications/tasks/status");
+    assert_eq!(m["params"]["taskId"], id);
+    assert_eq!(m["params"]["status"], "completed");
+    assert_eq!(c.result(2, "tasks/get", json!({ "taskId": id })).await["status"], "completed");
+}
+
+#[tokio::test]
 async fn the_modern_lane_is_unchanged_beside_sessions() {
     let sig = Arc::new(Signals::default());
     let h = start(server(&sig)).await;

@@ -10,6 +10,7 @@
 
 mod input;
 mod methods;
+mod status;
 mod wire;
 
 use crate::Ctx;
@@ -140,6 +141,9 @@ impl TaskMaker for LegacyTasksExtension {
         tracing::debug!(task_id = %rec.task_id, "legacy task created");
         if let Some(start) = start {
             start(rec.task_id.clone());
+        }
+        if let Some(session) = ctx.legacy_session() {
+            status::follow(self.tasks.clone(), &rec, session);
         }
         if let Some(work) = work {
             self.tasks.launch(rec.task_id.clone(), rec.expires_at_ms(), work);
