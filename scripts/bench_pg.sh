@@ -52,21 +52,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start NAME CMD...: runs a server, waits for its "listening on http://ADDR/mcp" line,
-# and sets $addr.
+# shellcheck source=lib/listening.sh
+source scripts/lib/listening.sh
+
+# start NAME CMD...: runs a server (see launch_server), sets $addr, remembers its pid.
 start() {
-  local name=$1
-  shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pids+=($!)
-  for _ in $(seq 1 200); do
-    addr=$(grep -ohE 'listening on http://[^/ ]+' "$work/$name.out" "$work/$name.err" 2>/dev/null | head -1 | sed 's|listening on http://||') || true
-    if [[ -n "$addr" ]]; then return 0; fi
-    sleep 0.1
-  done
-  echo "$name did not start:" >&2
-  cat "$work/$name.err" >&2
-  exit 1
+  launch_server "$@"
+  pids+=("$launched")
 }
 
 stop_all() {

@@ -34,20 +34,13 @@ pid=""
 stop() { if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; fi; }
 trap stop EXIT
 
-# start NAME CMD...: runs a server, waits for "listening on http://ADDR/mcp", sets $addr.
+# shellcheck source=lib/listening.sh
+source scripts/lib/listening.sh
+
+# start NAME CMD...: runs a server (see launch_server), sets $addr and $pid.
 start() {
-  local name=$1
-  shift
-  "$@" >"$work/$name.out" 2>"$work/$name.err" &
-  pid=$!
-  for _ in $(seq 1 200); do
-    addr=$(grep -ohE 'listening on http://[^/ ]+' "$work/$name.out" "$work/$name.err" 2>/dev/null | head -1 | sed 's|listening on http://||') || true
-    if [[ -n "$addr" ]]; then return 0; fi
-    sleep 0.1
-  done
-  echo "$name did not start:" >&2
-  cat "$work/$name.err" >&2
-  exit 1
+  launch_server "$@"
+  pid=$launched
 }
 
 meta_plain='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"conduit-mcp-bench","version":"0.1.0"},"io.modelcontextprotocol/clientCapabilities":{}}'

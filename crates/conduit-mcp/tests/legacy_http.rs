@@ -301,10 +301,7 @@ async fn the_get_stream_carries_list_changes_and_resource_updates() {
     let h = start(server(&sig)).await;
     let mut c = Legacy::new(&h.url);
     c.initialize(json!({})).await;
-    let r = c.get(None).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    let mut get = Events::new(r);
-    assert!(get.next().await.expect("priming").msg.is_none());
+    let mut get = c.get_stream().await;
     assert_eq!(c.result(1, "resources/subscribe", json!({ "uri": "test://watched" })).await, json!({}));
     h.server.notify_tools_list_changed();
     let (_, m) = get.next_msg().await.expect("list_changed");
@@ -462,10 +459,7 @@ async fn the_owning_session_hears_its_tasks_status_changes() {
     let h = start(server(&sig)).await;
     let mut c = Legacy::new(&h.url);
     c.initialize(json!({})).await;
-    let r = c.get(None).await;
-    assert_eq!(r.status(), StatusCode::OK);
-    let mut get = Events::new(r);
-    assert!(get.next().await.expect("priming").msg.is_none());
+    let mut get = c.get_stream().await;
     let created = c.result(1, "tools/call", json!({ "name": "gated_job", "task": { "ttl": 60_000 } })).await;
     let id = created["task"]["taskId"].as_str().expect("a task id").to_owned();
     sig.open.notify_one();

@@ -307,6 +307,15 @@ impl Legacy {
         guard("the GET response", self.client.get(&self.url).headers(h).send()).await.expect("sent")
     }
 
+    /// GET: the session's stand-alone stream, opened (200) and past its priming event.
+    pub async fn get_stream(&self) -> Events {
+        let r = self.get(None).await;
+        assert_eq!(r.status(), StatusCode::OK);
+        let mut get = Events::new(r);
+        assert!(get.next().await.expect("priming").msg.is_none(), "the stream opens with its priming event");
+        get
+    }
+
     /// DELETE: ends the session.
     pub async fn delete(&self) -> reqwest::Response {
         guard("the DELETE response", self.client.delete(&self.url).headers(self.headers()).send()).await.expect("sent")
