@@ -473,6 +473,23 @@ async fn the_owning_session_hears_its_tasks_status_changes() {
 }
 
 #[tokio::test]
+async fn legacy_tasks_are_routed_whatever_enabled_says() {
+    // The seed's `ConduitMcp.Tasks` is always routed: a config with `enabled = false` (the
+    // default) still serves the legacy tasks methods, where the extension would install nothing.
+    let sig = Arc::new(Signals::default());
+    let legacy = LegacyTasks::new(TasksConfig::default()).expect("valid config");
+    let server = tools(Server::builder("legacy", "1.0.0"), &sig).extension(legacy).build().expect("valid server");
+    let h = start(server).await;
+    let mut c = Legacy::new(&h.url);
+    let init = c.initialize(json!({})).await;
+    assert!(init["capabilities"]["tasks"]["list"].is_object(), "capabilities.tasks is declared: {init}");
+    let listed = c.result(1, "tasks/list", json!({})).await;
+    assert_schema("ListTasksResult", &listed);
+    let created = c.result(2, "tools/call", json!({ "name": "only_task", "task": {} })).await;
+    assert_schema("CreateTaskResult", &created);
+}
+
+#[tokio::test]
 async fn the_modern_lane_is_unchanged_beside_sessions() {
     let sig = Arc::new(Signals::default());
     let h = start(server(&sig)).await;
