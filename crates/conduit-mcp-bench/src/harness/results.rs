@@ -52,6 +52,33 @@ pub struct Sample {
     pub first_error: Option<String>,
 }
 
+#[cfg(test)]
+impl Sample {
+    /// A sample for report tests: `rps` requests/s at 50 connections, round 0, no errors,
+    /// p99 `rps / 1000` µs, 10 µs of CPU per request.
+    pub(crate) fn probe(workload: Workload, peer: Peer, rps: f64) -> Self {
+        Self {
+            workload,
+            peer,
+            conns: 50,
+            round: 0,
+            requests: 100,
+            errors: 0,
+            secs: 1.0,
+            rps,
+            p50_us: 1.0,
+            p99_us: rps / 1_000.0,
+            cpu_us_per_req: 10.0,
+            peak_rss_kib: 1_024,
+            table: None,
+            buckets: Vec::new(),
+            capped: false,
+            bytes_per_task: None,
+            first_error: None,
+        }
+    }
+}
+
 /// One W5 run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NotifySample {

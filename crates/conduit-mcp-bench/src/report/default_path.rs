@@ -69,28 +69,6 @@ pub(super) fn write(o: &mut String, r: &Results) {
 mod tests {
     use crate::harness::{Peer, Plan, Results, Sample, Store, Workload};
 
-    fn sample(workload: Workload, peer: Peer, rps: f64) -> Sample {
-        Sample {
-            workload,
-            peer,
-            conns: 50,
-            round: 0,
-            requests: 100,
-            errors: 0,
-            secs: 1.0,
-            rps,
-            p50_us: 1.0,
-            p99_us: rps / 1_000.0,
-            cpu_us_per_req: 10.0,
-            peak_rss_kib: 1_024,
-            table: None,
-            buckets: Vec::new(),
-            capped: false,
-            bytes_per_task: None,
-            first_error: None,
-        }
-    }
-
     #[test]
     fn the_fixture_gets_its_ratios_and_its_rows() {
         let mut r = Results { plan: Some(Plan::smoke()), ..Results::default() };
@@ -101,7 +79,7 @@ mod tests {
                 (Peer::Rmcp, 20_000.0),
                 (Peer::Echo, 60_000.0),
             ] {
-                r.samples.push(sample(w, peer, rps));
+                r.samples.push(Sample::probe(w, peer, rps));
             }
         }
         let doc = super::super::render(&r, None, "c.svg");

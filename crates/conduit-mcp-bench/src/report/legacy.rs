@@ -132,25 +132,7 @@ mod tests {
     use crate::harness::{Peer, Plan, Results, Sample, SessionMemSample, Store, Workload};
 
     fn sample(workload: Workload, peer: Peer, rps: f64) -> Sample {
-        Sample {
-            workload,
-            peer,
-            conns: 50,
-            round: 0,
-            requests: 100,
-            errors: 0,
-            secs: 1.0,
-            rps,
-            p50_us: 1.0,
-            p99_us: 2.0,
-            cpu_us_per_req: 3.0,
-            peak_rss_kib: 1_024,
-            table: None,
-            buckets: Vec::new(),
-            capped: false,
-            bytes_per_task: None,
-            first_error: None,
-        }
+        Sample { p99_us: 2.0, cpu_us_per_req: 3.0, ..Sample::probe(workload, peer, rps) }
     }
 
     #[test]

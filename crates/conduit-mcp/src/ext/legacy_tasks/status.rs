@@ -14,8 +14,7 @@ use std::sync::{Arc, Weak};
 
 /// What a notification reports: the status on this era and its message.
 fn seen(rec: &TaskRecord) -> (&'static str, Option<String>) {
-    let t = wire::task(rec);
-    (wire::status(rec), t.get("statusMessage").and_then(|m| m.as_str()).map(str::to_owned))
+    (wire::status(rec), wire::status_message(rec))
 }
 
 /// Follows task `rec` until it is terminal, gone, or its session ends, notifying

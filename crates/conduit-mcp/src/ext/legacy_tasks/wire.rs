@@ -37,18 +37,22 @@ pub(crate) fn status(rec: &TaskRecord) -> &'static str {
     }
 }
 
+/// The `statusMessage` on this era: the worker's, else a failure's text.
+pub(crate) fn status_message(rec: &TaskRecord) -> Option<String> {
+    match (&rec.status_message, is_tool_error(rec)) {
+        (Some(m), _) => Some(m.clone()),
+        (None, true) => error_text(rec),
+        (None, false) if rec.status == TaskStatus::Failed => rec.error.as_ref().map(|e| e.message.clone()),
+        _ => None,
+    }
+}
+
 /// The flat legacy `Task`: `ttl` always present (a number or null).
 pub(crate) fn task(rec: &TaskRecord) -> Value {
     let mut t = Map::new();
     t.insert("taskId".into(), json!(rec.task_id));
     t.insert("status".into(), json!(status(rec)));
-    let message = match (&rec.status_message, is_tool_error(rec)) {
-        (Some(m), _) => Some(m.clone()),
-        (None, true) => error_text(rec),
-        (None, false) if rec.status == TaskStatus::Failed => rec.error.as_ref().map(|e| e.message.clone()),
-        _ => None,
-    };
-    if let Some(m) = message {
+    if let Some(m) = status_message(rec) {
         t.insert("statusMessage".into(), json!(m));
     }
     t.insert("createdAt".into(), json!(format_rfc3339_ms(rec.created_at_ms)));
