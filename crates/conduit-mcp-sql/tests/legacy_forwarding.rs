@@ -9,6 +9,8 @@
 
 mod support;
 
+use support::assert_legacy_schema as assert_schema;
+
 use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::prelude::*;
@@ -20,17 +22,6 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 const LV: &str = "2025-11-25";
-
-/// Asserts `value` is a valid 2025-11-25 `def`.
-#[track_caller]
-fn assert_schema(def: &str, value: &Value) {
-    let mut root: Value =
-        serde_json::from_str(include_str!("../../conduit-mcp/tests/schema/mcp-2025-11-25.schema.json")).expect("JSON");
-    root["$ref"] = json!(format!("#/$defs/{def}"));
-    let v = jsonschema::validator_for(&root).expect("the schema compiles");
-    let errors: Vec<String> = v.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "not a valid {def}: {errors:?}\n{value}");
-}
 
 /// Fails the test instead of hanging when `what` never happens.
 async fn within<F: std::future::Future>(what: &str, fut: F) -> F::Output {

@@ -8,6 +8,8 @@
 
 mod support;
 
+use support::assert_legacy_schema as assert_schema;
+
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::legacy::LegacyTasks;
 use conduit_mcp::ext::tasks::{NotifierConfig, Owner, TaskRecord, Tasks, TasksConfig, new_task_id};
@@ -21,17 +23,6 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 const LV: &str = "2025-11-25";
-
-/// Asserts `value` is a valid 2025-11-25 `def`.
-#[track_caller]
-fn assert_schema(def: &str, value: &Value) {
-    let mut root: Value =
-        serde_json::from_str(include_str!("../../conduit-mcp/tests/schema/mcp-2025-11-25.schema.json")).expect("JSON");
-    root["$ref"] = json!(format!("#/$defs/{def}"));
-    let v = jsonschema::validator_for(&root).expect("the schema compiles");
-    let errors: Vec<String> = v.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect();
-    assert!(errors.is_empty(), "not a valid {def}: {errors:?}\n{value}");
-}
 
 /// One node: its server's endpoint and its legacy runtime.
 struct Node {

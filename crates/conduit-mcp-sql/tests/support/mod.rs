@@ -106,3 +106,15 @@ impl Drop for TempDb {
 pub fn race_tasks(default: usize) -> usize {
     std::env::var("CONDUIT_RACE_TASKS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
 }
+
+/// Asserts `value` is a valid `def` of the 2025-11-25 schema (the copy the library's tests use).
+#[track_caller]
+pub fn assert_legacy_schema(def: &str, value: &serde_json::Value) {
+    let mut root: serde_json::Value =
+        serde_json::from_str(include_str!("../../../conduit-mcp/tests/schema/mcp-2025-11-25.schema.json"))
+            .expect("JSON");
+    root["$ref"] = serde_json::json!(format!("#/$defs/{def}"));
+    let v = jsonschema::validator_for(&root).expect("the schema compiles");
+    let errors: Vec<String> = v.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect();
+    assert!(errors.is_empty(), "not a valid {def}: {errors:?}\n{value}");
+}
