@@ -53,9 +53,10 @@ pub(crate) fn method_label(method: &str) -> &'static str {
 pub(crate) fn request(method: &'static str, outcome: Option<i64>, took: Duration) {
     #[cfg(feature = "metrics")]
     {
-        let outcome = match outcome {
-            None => "ok".to_owned(),
-            Some(code) => code.to_string(),
+        // A static label on success: no allocation on the common path.
+        let outcome: metrics::SharedString = match outcome {
+            None => metrics::SharedString::const_str("ok"),
+            Some(code) => code.to_string().into(),
         };
         metrics::counter!("conduit_requests_total", "method" => method, "outcome" => outcome).increment(1);
         metrics::histogram!("conduit_request_duration_seconds", "method" => method).record(took.as_secs_f64());

@@ -70,7 +70,8 @@ fn rfc3339_ms(ms: u64) -> String {
     put(14, 2, rem % 3600 / 60);
     put(17, 2, rem % 60);
     put(20, 3, ms % 1000);
-    b.iter().map(|&c| char::from(c)).collect()
+    // Every byte is an ASCII digit or separator.
+    std::str::from_utf8(&b).map_or_else(|_| format_rfc3339_ms(ms), str::to_owned)
 }
 
 /// One stored task.
