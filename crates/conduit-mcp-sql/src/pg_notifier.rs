@@ -3,7 +3,7 @@
 
 use conduit_mcp::ext::tasks::{ListenNotifier, Notifier, Owner, TaskRecord, Tasks};
 use conduit_mcp::session::{ForwardedResponse, RelayError, RelaySink, ResponseRelay};
-use serde_json::{Value, json};
+use payload::{Incoming, Outgoing};
 use sqlx::ConnectOptions;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use std::collections::HashMap;
@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex, Once, OnceLock};
 use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
+
+mod payload;
 
 /// The default channel name.
 pub const DEFAULT_CHANNEL: &str = "conduit_tasks";
@@ -26,7 +28,8 @@ pub const MAX_PAYLOAD: usize = 7999;
 ///
 /// Every change is published on a channel with a small payload — the task id
 /// and its version, never the result; changes that queue up while one
-/// statement is under way are published together by the next. The node that
+/// statement is under way are published together by the next, packed into as
+/// few `NOTIFY` payloads as fit (about 140 changes each). The node that
 /// made a change delivers it to its own listen streams at once. Every other
 /// node listens on the channel and, when something there cares about the task
 /// (a listen stream naming it, work waiting on it or running it), reads the
@@ -76,8 +79,8 @@ pub struct PgNotifier {
 struct Inner {
     channel: String,
     options: PgConnectOptions,
-    publish: UnboundedSender<String>,
-    pending: Mutex<Option<UnboundedReceiver<String>>>,
+    publish: UnboundedSender<Outgoing>,
+    pending: Mutex<Option<UnboundedReceiver<Outgoing>>>,
     tasks: OnceLock<Tasks>,
     sink: OnceLock<RelaySink>,
     started: Once,
@@ -198,7 +201,7 @@ impl Notifier for PgNotifier {
         if self.inner.tasks.get().is_some_and(|t| t.cares_about(&task.task_id)) {
             listen.task_changed(task);
         }
-        let _ = self.inner.publish.send(json!({ "id": task.task_id, "v": task.version }).to_string());
+        let _ = self.inner.publish.send(Outgoing::Change { id: task.task_id.clone(), version: task.version });
     }
 }
 
@@ -211,7 +214,7 @@ impl ResponseRelay for PgNotifier {
         if self.inner.shutdown.is_cancelled() {
             return Err(RelayError::Unavailable);
         }
-        self.inner.publish.send(payload).map_err(|_| RelayError::Unavailable)
+        self.inner.publish.send(Outgoing::Raw(payload)).map_err(|_| RelayError::Unavailable)
     }
 
     fn attach_sink(&self, sink: RelaySink) {
@@ -230,24 +233,25 @@ async fn pause(inner: &Inner, backoff: &mut Duration) -> bool {
     true
 }
 
-/// Payloads published by one statement at most.
-const PUBLISH_BATCH: usize = 256;
+/// Items (changes, forwarded responses) one statement publishes at most;
+/// packed, a full batch of changes makes about eight payloads.
+const PUBLISH_BATCH: usize = 1024;
 
 /// Publishes queued payloads, those queued together in one statement; while
 /// the database is unreachable it retries, keeping them.
-async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<String>) {
+async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<Outgoing>) {
     let pool = PgPoolOptions::new().max_connections(2).connect_lazy_with(inner.options.clone());
     let mut backoff = BACKOFF;
-    let mut payloads: Vec<String> = Vec::new();
+    let mut queued: Vec<Outgoing> = Vec::new();
     loop {
-        payloads.clear();
         let received = tokio::select! {
-            n = rx.recv_many(&mut payloads, PUBLISH_BATCH) => n,
+            n = rx.recv_many(&mut queued, PUBLISH_BATCH) => n,
             _ = inner.shutdown.cancelled() => 0,
         };
         if received == 0 {
             return;
         }
+        let payloads = payload::pack(std::mem::take(&mut queued));
         loop {
             let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
                 .bind(&inner.channel)
@@ -302,16 +306,16 @@ async fn listener(inner: Arc<Inner>) {
             };
             match got {
                 Ok(Some(n)) => {
-                    let Ok(v) = serde_json::from_str::<Value>(n.payload()) else { continue };
-                    if let Some(fwd) = v.get("fwd") {
+                    let Some(mut got) = Incoming::parse(n.payload()) else { continue };
+                    if let Some(fwd) = got.fwd.take() {
                         let fwd = ForwardedResponse::decode(&fwd.to_string());
                         if let (Some(fwd), Some(sink)) = (fwd, inner.sink.get()) {
                             sink(fwd);
                         }
-                    } else if let (Some(id), Some(version), Some(tasks)) =
-                        (v["id"].as_str(), v["v"].as_u64(), inner.tasks.get())
-                    {
-                        deliver(&inner, tasks, id, version).await;
+                    } else if let Some(tasks) = inner.tasks.get() {
+                        for (id, version) in got.changes() {
+                            deliver(&inner, tasks, &id, version).await;
+                        }
                     }
                 }
                 // The connection dropped and was re-established: catch up on what we missed.
