@@ -251,7 +251,8 @@ async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<Outgoing>) {
         if received == 0 {
             return;
         }
-        let payloads = payload::pack(std::mem::take(&mut queued));
+        // Drained, not taken: the queue keeps its capacity for the next batch.
+        let payloads = payload::pack(queued.drain(..));
         loop {
             let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
                 .bind(&inner.channel)

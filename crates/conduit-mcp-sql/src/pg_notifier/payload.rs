@@ -32,7 +32,7 @@ const CLOSE: &str = "]}";
 
 /// The payloads for `items`, in their order: runs of changes packed into as
 /// few payloads as fit under [`MAX_PAYLOAD`] bytes, each raw payload alone.
-pub(super) fn pack(items: Vec<Outgoing>) -> Vec<String> {
+pub(super) fn pack(items: impl IntoIterator<Item = Outgoing>) -> Vec<String> {
     let mut out = Vec::new();
     let mut open: Option<String> = None;
     for item in items {
