@@ -42,7 +42,7 @@ fn claims(auth: &AuthorizationServer, rs: &Rs, edit: Value) -> Value {
     c
 }
 
-/// Collects every log line of the server (the current-thread runtime runs it on this thread).
+/// Collects every log line of the process.
 #[derive(Clone, Default)]
 struct Lines(Arc<Mutex<Vec<u8>>>);
 
@@ -56,13 +56,14 @@ impl std::io::Write for Lines {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
+#[tokio::test]
 async fn keys_rotate_refetches_are_rate_limited_and_bad_tokens_are_refused() {
     let lines = Lines::default();
     let writer = lines.clone();
     let subscriber =
         tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_writer(move || writer.clone()).finish();
-    let _log = tracing::subscriber::set_default(subscriber);
+    // Global: the server's tasks run on any thread (only this test installs one).
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this binary");
 
     let Some(auth) = AuthorizationServer::start().await else { return };
     let rs = start(&[auth.issuer()], |c| c.keys_ttl(Duration::from_secs(600))).await;
