@@ -37,12 +37,16 @@ mod post;
 mod route;
 mod serve;
 mod status;
+#[cfg(feature = "tls")]
+mod tls;
 #[cfg(feature = "oauth")]
 mod well_known;
 
 pub use guard::HostPolicy;
 pub use serve::{Bound, bind, serve};
 pub use status::status_for;
+#[cfg(feature = "tls")]
+pub use tls::TlsConfig;
 #[cfg(feature = "oauth")]
 pub use well_known::well_known_router;
 
@@ -91,6 +95,10 @@ pub struct HttpConfig {
     /// How long requests in flight may take to finish after shutdown begins
     /// (default 10 s); then their connections are dropped.
     pub shutdown_timeout: Duration,
+    /// HTTPS: [`Bound::serve`] speaks TLS with this certificate (feature `tls`);
+    /// the handshake must finish within [`header_timeout`](Self::header_timeout).
+    #[cfg(feature = "tls")]
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for HttpConfig {
@@ -108,6 +116,8 @@ impl Default for HttpConfig {
             idle_timeout: Duration::from_secs(60),
             max_connections: 512,
             shutdown_timeout: Duration::from_secs(10),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -192,6 +202,13 @@ impl HttpConfig {
     /// Sets the connection limit.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n;
+        self
+    }
+
+    /// Serves HTTPS with this certificate (see [`TlsConfig`]).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
         self
     }
 
