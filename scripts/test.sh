@@ -20,6 +20,9 @@ echo "== building the rmcp peer (the client's interop tests call it; its own wor
 cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml \
   --target-dir "${CARGO_TARGET_DIR:-target}/rmcp-peer"
 
+echo "== the test authorization server (oidc-provider on Node 22; the OAuth tests start it)"
+bash scripts/oauth-as.sh
+
 echo "== cargo test (workspace, all features)"
 CONDUIT_REQUIRE_RMCP=1 cargo test --workspace --all-features
 

@@ -51,6 +51,8 @@ pub mod protocol;
 
 #[cfg(feature = "server")]
 pub mod auth;
+#[cfg(feature = "server")]
+pub mod bounds;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "server")]

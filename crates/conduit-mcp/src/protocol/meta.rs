@@ -92,4 +92,35 @@ impl ClientCapabilities {
     pub fn extension(&self, id: &str) -> bool {
         self.obj("extensions").and_then(|e| e.get(id)).is_some_and(Value::is_object)
     }
+
+    /// Only the declarations input requests are judged by: the `elicitation` modes,
+    /// `sampling` (and `sampling.tools`) and `roots`, as empty objects, so that
+    /// [`declares_input`](Self::declares_input) answers as it would on the whole
+    /// declaration. What something kept (a task, a session) needs of a client's
+    /// capabilities, in under 100 bytes whatever the client sent.
+    pub fn input_only(&self) -> ClientCapabilities {
+        let mut kept = Map::new();
+        let empty = || Value::Object(Map::new());
+        if self.obj("elicitation").is_some() {
+            let mut modes = Map::new();
+            if self.elicitation_form() {
+                modes.insert("form".into(), empty());
+            }
+            if self.elicitation_url() {
+                modes.insert("url".into(), empty());
+            }
+            kept.insert("elicitation".into(), Value::Object(modes));
+        }
+        if self.sampling() {
+            let mut sampling = Map::new();
+            if self.sampling_tools() {
+                sampling.insert("tools".into(), empty());
+            }
+            kept.insert("sampling".into(), Value::Object(sampling));
+        }
+        if self.roots() {
+            kept.insert("roots".into(), empty());
+        }
+        ClientCapabilities(kept)
+    }
 }

@@ -18,10 +18,13 @@ pub struct SessionRecord {
     pub owner: Option<String>,
     /// The negotiated protocol revision.
     pub protocol_version: String,
-    /// The capabilities the client declared at `initialize`.
+    /// What the server reads of the capabilities the client declared at `initialize`:
+    /// its input declarations ([`ClientCapabilities::input_only`]), whatever else it sent.
+    ///
+    /// [`ClientCapabilities::input_only`]: crate::protocol::meta::ClientCapabilities::input_only
     pub client_capabilities: Map<String, Value>,
-    /// The client's `clientInfo` as compact JSON text (`null` when it sent none): kept for
-    /// operators and stored as is; the server never reads it back.
+    /// The client's `clientInfo` as compact JSON text (`null` when it sent none), within
+    /// [`crate::bounds::client_info`]'s bound: kept for operators; the server never reads it back.
     pub client_info: String,
     /// The level set by `logging/setLevel` (`None`: no log messages are sent).
     pub log_level: Option<String>,

@@ -13,11 +13,8 @@
 //! [`TasksConfig::byte_budget`](super::TasksConfig::byte_budget) (row cap × that bound).
 
 use crate::protocol::meta::ClientCapabilities;
-use serde_json::{Map, Value, json};
 
-/// The longest `statusMessage` a task keeps, in bytes (longer ones are cut at
-/// a character boundary and end with `…`).
-pub const MAX_STATUS_MESSAGE_BYTES: usize = 1024;
+pub use crate::bounds::{MAX_STATUS_MESSAGE_BYTES, json_len};
 
 /// The largest answer (`tasks/update` `inputResponses` value, as JSON) a task
 /// accepts for one input request; a larger one is ignored like a malformed one.
@@ -38,70 +35,23 @@ pub const MAX_RESUME_ARGS_BYTES: usize = 16 * 1024;
 pub const MAX_CLIENT_BYTES_PER_TASK: usize =
     1024 + MAX_STATUS_MESSAGE_BYTES + MAX_ANSWERS_BYTES + MAX_RESUME_ARGS_BYTES;
 
-/// The capabilities a task keeps: the `elicitation` modes, `sampling` (and
-/// `sampling.tools`) and `roots`, as empty objects, so that
+/// The capabilities a task keeps: [`ClientCapabilities::input_only`], so that
 /// [`ClientCapabilities::declares_input`] answers as it would on the whole
 /// declaration; anything else the client sent is dropped.
 pub fn task_capabilities(caps: &ClientCapabilities) -> ClientCapabilities {
-    let mut kept = Map::new();
-    let empty = || Value::Object(Map::new());
-    if caps.0.get("elicitation").is_some_and(Value::is_object) {
-        let mut modes = Map::new();
-        if caps.elicitation_form() {
-            modes.insert("form".into(), empty());
-        }
-        if caps.elicitation_url() {
-            modes.insert("url".into(), empty());
-        }
-        kept.insert("elicitation".into(), Value::Object(modes));
-    }
-    if caps.sampling() {
-        let tools = if caps.sampling_tools() { json!({ "tools": {} }) } else { empty() };
-        kept.insert("sampling".into(), tools);
-    }
-    if caps.roots() {
-        kept.insert("roots".into(), empty());
-    }
-    ClientCapabilities(kept)
+    caps.input_only()
 }
 
 /// `message` cut to at most [`MAX_STATUS_MESSAGE_BYTES`] bytes.
 pub fn bound_status_message(message: String) -> String {
-    if message.len() <= MAX_STATUS_MESSAGE_BYTES {
-        return message;
-    }
-    const ELLIPSIS: &str = "…";
-    let mut end = MAX_STATUS_MESSAGE_BYTES - ELLIPSIS.len();
-    while !message.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut cut = message;
-    cut.truncate(end);
-    cut.push_str(ELLIPSIS);
-    cut
-}
-
-/// The size of `v` as compact JSON, counted without building the string.
-pub fn json_len(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, v);
-    c.0
+    crate::bounds::cut_message(message)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::mrtr::InputKind;
+    use serde_json::{Value, json};
 
     fn caps(v: Value) -> ClientCapabilities {
         ClientCapabilities(v.as_object().cloned().unwrap_or_default())
@@ -132,19 +82,5 @@ mod tests {
             }
             assert!(json_len(&Value::Object(kept.0.clone())) < 100, "kept {:?}", kept.0);
         }
-    }
-
-    #[test]
-    fn status_messages_are_cut_at_a_character_boundary() {
-        assert_eq!(bound_status_message("short".into()), "short");
-        let long = "é".repeat(MAX_STATUS_MESSAGE_BYTES);
-        let cut = bound_status_message(long);
-        assert!(cut.len() <= MAX_STATUS_MESSAGE_BYTES && cut.ends_with('…'), "{}", cut.len());
-    }
-
-    #[test]
-    fn json_len_is_the_serialized_length() {
-        let v = json!({ "a": [1, "two", null], "b": "é" });
-        assert_eq!(json_len(&v), serde_json::to_string(&v).map(|s| s.len()).unwrap_or(0));
     }
 }

@@ -8,6 +8,7 @@ use crate::Server;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{ErrorCode, RequestId};
 use crate::protocol::legacy::{LOG_LEVELS, RESOURCE_NOT_FOUND, negotiate};
+use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{
     CANCELLED, DISCOVER, INITIALIZE, INITIALIZED, LISTEN, LOGGING_SET_LEVEL, PING, RESOURCES_SUBSCRIBE,
     RESOURCES_UNSUBSCRIBE,
@@ -79,7 +80,7 @@ impl Server {
     }
 
     /// The handshake: versions negotiated down, a session opened (and stored on HTTP).
-    async fn initialize(&self, params: Map<String, Value>, env: &RequestEnv) -> Result<Value, RpcError> {
+    async fn initialize(&self, mut params: Map<String, Value>, env: &RequestEnv) -> Result<Value, RpcError> {
         let Some(slot) = env.session.as_ref() else {
             return Err(RpcError::invalid_request("this transport has no sessions"));
         };
@@ -90,14 +91,15 @@ impl Server {
         let owner = env.principal.as_ref().map(|p| p.id.clone());
         let sessions = &self.inner.sessions;
         let mut record = SessionRecord::new(new_session_id(), owner, version, sessions.now());
-        record.client_capabilities = match params.get("capabilities") {
-            Some(Value::Object(c)) => c.clone(),
+        // Only what the server reads back is kept (finding 1 of issue 20): the input
+        // declarations, and the client's identity within its bound.
+        record.client_capabilities = match params.remove("capabilities") {
+            Some(Value::Object(c)) => ClientCapabilities(c).input_only().0,
             None => Map::new(),
             Some(_) => return Err(RpcError::invalid_params("capabilities must be an object")),
         };
         if let Some(info) = params.get("clientInfo") {
-            record.client_info = info.to_string();
-            record.client_info.shrink_to_fit();
+            record.client_info = crate::bounds::client_info(info);
         }
         let session = match &slot.local_out {
             Some(out) => Arc::new(LegacySession::local(record, out.clone())),
