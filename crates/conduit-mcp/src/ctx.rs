@@ -8,6 +8,7 @@ use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{MESSAGE, PROGRESS};
 use crate::protocol::version::Era;
+use crate::quota::ClientKey;
 use crate::subscriptions::Changes;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -27,6 +28,8 @@ pub(crate) struct CtxInner {
     pub(crate) method: String,
     pub(crate) era: Era,
     pub(crate) principal: Option<Principal>,
+    /// Who per-client limits count this request against.
+    pub(crate) client: ClientKey,
     pub(crate) caps: ClientCapabilities,
     pub(crate) meta: Map<String, Value>,
     pub(crate) progress_token: Option<Value>,
@@ -85,6 +88,12 @@ impl Ctx {
     /// The principal id, the owner key of tasks.
     pub fn owner(&self) -> Option<&str> {
         self.inner.principal.as_ref().map(|p| p.id.as_str())
+    }
+
+    /// Who per-client limits count this request against: the principal, or without
+    /// authentication the client's address (the process on stdio).
+    pub fn client_key(&self) -> &ClientKey {
+        &self.inner.client
     }
 
     /// The capabilities declared on this request (and only this request).

@@ -96,6 +96,16 @@ impl LegacySession {
         f(&mut lock(&self.record));
     }
 
+    /// When the session was last seen (epoch ms).
+    pub(crate) fn last_seen_ms(&self) -> u64 {
+        lock(&self.record).last_seen_ms
+    }
+
+    /// The SHA-256 of the id.
+    pub(crate) fn digest(&self) -> &[u8; 32] {
+        &self.key
+    }
+
     /// Whether the session is still live at `now_ms` with this idle timeout.
     pub(crate) fn is_live(&self, now_ms: u64, idle_ms: u64) -> bool {
         lock(&self.record).is_live(now_ms, idle_ms)

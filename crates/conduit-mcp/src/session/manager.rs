@@ -59,6 +59,13 @@ impl SessionConfig {
         self
     }
 
+    /// Sets the cap on one client's live sessions (the principal's, or without
+    /// authentication the address's).
+    pub fn max_sessions_per_client(mut self, n: usize) -> Self {
+        self.limits.max_per_client = n;
+        self
+    }
+
     /// Sets how long a session must be idle before the cap may evict it.
     pub fn evict_idle_after(mut self, d: std::time::Duration) -> Self {
         self.limits.evict_idle_ms = d.as_millis() as u64;
@@ -85,6 +92,14 @@ impl SessionConfig {
     }
 }
 
+/// What a node holds for the legacy sessions it serves ([`Server::session_stats`](crate::Server::session_stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionStats {
+    /// Sessions this node holds (their streams, replay buffers and waiting requests).
+    pub held: usize,
+}
+
 /// The sessions of one server: the store is the truth (existence, owner,
 /// expiry); this node keeps the runtime half of those it serves.
 pub(crate) struct Sessions {
@@ -109,22 +124,49 @@ impl Sessions {
         self.clock.now_ms()
     }
 
-    /// Stores a new HTTP session (the cap applies) and serves it here.
+    /// Stores a new HTTP session (the caps apply) and serves it here. What the store
+    /// removed to make room, and what expired, leaves this node at once.
     pub(crate) async fn open(&self, record: SessionRecord) -> Result<Arc<LegacySession>, SessionError> {
-        self.config.store.create(record.clone(), self.config.limits).await?;
+        let created = self.config.store.create(record.clone(), self.config.limits).await?;
         let now = self.now();
         let idle = self.config.limits.idle_ms;
         let s = Arc::new(LegacySession::http(record.clone(), self.config.replay_events, self.node.clone()));
-        let mut live = self.live();
-        live.retain(|_, s| {
-            let keep = s.is_live(now, idle);
-            if !keep {
-                s.end();
-            }
-            keep
-        });
-        live.insert(record.id, s.clone());
+        let gone: Vec<Arc<LegacySession>> = {
+            let mut live = self.live();
+            let ids: Vec<String> = live
+                .iter()
+                .filter(|(_, s)| !s.is_live(now, idle) || created.removed.contains(s.digest()))
+                .map(|(id, _)| id.clone())
+                .collect();
+            let gone = ids.iter().filter_map(|id| live.remove(id)).collect();
+            live.insert(record.id, s.clone());
+            gone
+        };
+        gone.iter().for_each(|s| s.end());
         Ok(s)
+    }
+
+    /// An open stream of session `s` is activity: its last-seen time moves (in the store
+    /// too) once a quarter of the eviction and idle windows has passed since the last
+    /// move, so a session with a stream open is never idle long enough to be evicted or
+    /// expire, while keep-alives cost the store one write per window, not one each.
+    pub(crate) async fn stream_alive(&self, s: &LegacySession) {
+        let (now, limits) = (self.now(), self.config.limits);
+        let due = limits.evict_idle_ms.min(limits.idle_ms) / 4;
+        if !s.persisted || now.saturating_sub(s.last_seen_ms()) < due {
+            return;
+        }
+        let r = s.record();
+        match self.config.store.touch_seen(&r.id, r.owner.as_deref(), now, limits.idle_ms).await {
+            Ok(seen) => s.edit(|r| r.last_seen_ms = seen),
+            Err(e) => tracing::debug!(error = %e, "an open stream could not mark its session as used"),
+        }
+    }
+
+    /// What this node holds for the sessions it serves.
+    pub(crate) fn stats(&self) -> SessionStats {
+        let live = self.live();
+        SessionStats { held: live.len() }
     }
 
     /// The live session `id` of `owner`, touched; `NotFound` for unknown, expired and foreign ones.
@@ -160,17 +202,31 @@ impl Sessions {
     }
 
     /// Drops expired sessions: from the store, and the runtime half this node holds.
+    /// A session held here that another node sharing the store may have evicted (one idle
+    /// at least the eviction window) is looked up, and dropped here when it is gone.
     /// Returns how many the store removed.
     pub(crate) async fn sweep(&self) -> Result<usize, SessionError> {
-        let (now, idle) = (self.now(), self.config.limits.idle_ms);
-        let removed = self.config.store.sweep(now, idle).await?;
-        let expired: Vec<Arc<LegacySession>> = {
+        let (now, limits) = (self.now(), self.config.limits);
+        let removed = self.config.store.sweep(now, limits.idle_ms).await?;
+        let (mut gone, evictable): (Vec<_>, Vec<_>) = {
             let mut live = self.live();
             let ids: Vec<String> =
-                live.iter().filter(|(_, s)| !s.is_live(now, idle)).map(|(id, _)| id.clone()).collect();
-            ids.iter().filter_map(|id| live.remove(id)).collect()
+                live.iter().filter(|(_, s)| !s.is_live(now, limits.idle_ms)).map(|(id, _)| id.clone()).collect();
+            let gone = ids.iter().filter_map(|id| live.remove(id)).collect();
+            let old = |s: &LegacySession| now.saturating_sub(s.last_seen_ms()) >= limits.evict_idle_ms;
+            (gone, live.values().filter(|s| s.persisted && old(s)).cloned().collect())
         };
-        expired.iter().for_each(|s| s.end());
+        for s in evictable {
+            let r = s.record();
+            // `now` = its own last-seen time: an existence check that moves nothing.
+            if let Err(SessionError::NotFound) =
+                self.config.store.touch_seen(&r.id, r.owner.as_deref(), r.last_seen_ms, limits.idle_ms).await
+                && let Some(s) = self.live().remove(&r.id)
+            {
+                gone.push(s);
+            }
+        }
+        gone.iter().for_each(|s| s.end());
         Ok(removed)
     }
 

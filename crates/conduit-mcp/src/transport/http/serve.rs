@@ -94,7 +94,7 @@ impl Bound {
                 p = slots.clone().acquire_owned() => p.map_err(std::io::Error::other)?,
                 () = &mut shutdown => break,
             };
-            let (tcp, _peer) = tokio::select! {
+            let (tcp, peer) = tokio::select! {
                 a = self.listener.accept() => match a {
                     Ok(a) => a,
                     // Out of descriptors, or a connection reset before accept: keep serving.
@@ -113,7 +113,7 @@ impl Bound {
             conns.spawn(async move {
                 let _permit = permit;
                 tokio::select! {
-                    () = serve_connection(tcp, app, routes, limits, &mut closed) => {}
+                    () = serve_connection(tcp, peer, app, routes, limits, &mut closed) => {}
                     // Dropping the connection closes its socket.
                     () = abort.cancelled() => {}
                 }
@@ -162,6 +162,7 @@ impl Limits {
 /// finish (it then ends once its requests have).
 async fn serve_connection(
     tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
     app: Arc<AppState>,
     routes: Option<axum::Router>,
     limits: Limits,
@@ -171,7 +172,9 @@ async fn serve_connection(
     let io = TokioIo::new(Watched::new(tcp, in_flight.clone(), limits.header, limits.idle));
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let guard = in_flight.enter();
-        let req = req.map(|b| Body::new(Deadline::new(b, limits.body)));
+        let mut req = req.map(|b| Body::new(Deadline::new(b, limits.body)));
+        // Where per-client limits find the address (as axum's `into_make_service_with_connect_info` puts it).
+        req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
         let (app, routes) = (app.clone(), routes.clone());
         async move {
             let resp = dispatch(app, routes, req).await;
