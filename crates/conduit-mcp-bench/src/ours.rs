@@ -159,7 +159,7 @@ pub async fn drop_pg_schema(url: &str, schema: &str) -> Result<(), String> {
     let mut conn =
         sqlx::PgConnection::connect(url).await.map_err(|e| format!("--fresh: cannot reach PostgreSQL: {e}"))?;
     let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
-    conn.execute(sql.as_str()).await.map_err(|e| format!("--fresh: {sql}: {e}"))?;
+    conn.execute(sqlx::AssertSqlSafe(sql.as_str())).await.map_err(|e| format!("--fresh: {sql}: {e}"))?;
     conn.close().await.map_err(|e| e.to_string())
 }
 

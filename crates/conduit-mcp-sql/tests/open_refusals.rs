@@ -125,9 +125,9 @@ async fn a_foreign_postgres_table_is_refused() {
     let schemas = support::Schemas::new(&url);
     let schema = schemas.fresh();
     let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
-    sqlx::raw_sql(&format!(
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
         "CREATE SCHEMA \"{schema}\"; CREATE TABLE \"{schema}\".conduit_tasks (id int, payload text)"
-    ))
+    )))
     .execute(&mut conn)
     .await
     .expect("foreign table");

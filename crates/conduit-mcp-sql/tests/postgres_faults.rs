@@ -92,7 +92,7 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
 
     let mut admin = sqlx::PgConnection::connect(&url).await.expect("admin connection");
     sqlx::raw_sql("BEGIN").execute(&mut admin).await.expect("begin");
-    sqlx::query(&format!("SELECT 1 FROM \"{schema}\".conduit_tasks WHERE task_id = $1 FOR UPDATE"))
+    sqlx::query(sqlx::AssertSqlSafe(format!("SELECT 1 FROM \"{schema}\".conduit_tasks WHERE task_id = $1 FOR UPDATE")))
         .bind(&a.task_id)
         .execute(&mut admin)
         .await

@@ -23,7 +23,10 @@ async fn node(url: &str, schema: &str, clock: &ManualClock) -> PostgresStore {
 
 async fn admin(url: &str, schema: &str) -> sqlx::PgConnection {
     let mut c = sqlx::PgConnection::connect(url).await.expect("admin connection");
-    sqlx::raw_sql(&format!("SET search_path TO \"{schema}\"")).execute(&mut c).await.expect("search_path");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("SET search_path TO \"{schema}\"")))
+        .execute(&mut c)
+        .await
+        .expect("search_path");
     c
 }
 
@@ -149,7 +152,7 @@ async fn the_migration_from_one_counter_row_counts_the_rows() {
     let schema = schemas.fresh();
     let clock = ManualClock::new(START);
     let mut admin = sqlx::PgConnection::connect(&url).await.expect("admin connection");
-    sqlx::raw_sql(&format!("CREATE SCHEMA \"{schema}\"; SET search_path TO \"{schema}\""))
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"; SET search_path TO \"{schema}\"")))
         .execute(&mut admin)
         .await
         .expect("schema");

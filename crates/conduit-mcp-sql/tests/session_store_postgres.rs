@@ -51,11 +51,12 @@ async fn any_node_serves_a_session_another_opened_and_ids_are_not_stored() {
     // The table holds no usable id: only its hash.
     use sqlx::Connection;
     let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
-    let stored: Vec<String> =
-        sqlx::query_scalar(&format!("SELECT row_to_json(s)::text FROM \"{schema}\".conduit_legacy_sessions s"))
-            .fetch_all(&mut conn)
-            .await
-            .expect("read the table");
+    let stored: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT row_to_json(s)::text FROM \"{schema}\".conduit_legacy_sessions s"
+    )))
+    .fetch_all(&mut conn)
+    .await
+    .expect("read the table");
     assert_eq!(stored.len(), 2);
     assert!(stored.iter().all(|row| !row.contains(&id)), "the session id is not stored in clear");
     sa.delete(&id, Some("alice")).await.expect("end it on a");

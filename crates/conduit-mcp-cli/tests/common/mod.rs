@@ -308,7 +308,9 @@ impl Schema {
     pub async fn drop_now(&self) {
         use sqlx::Connection;
         if let Ok(mut c) = sqlx::PgConnection::connect(&self.url).await {
-            let _ = sqlx::query(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name)).execute(&mut c).await;
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name)))
+                .execute(&mut c)
+                .await;
         }
     }
 }

@@ -60,7 +60,7 @@ impl Columns {
 }
 
 /// A statement with its arguments, on any engine.
-pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments<'q>>;
+pub(crate) type Query<'q, DB> = sqlx::query::Query<'q, DB, <DB as Database>::Arguments>;
 
 /// A backend error: what `engine` could not do, with the driver's error as the source.
 pub(crate) fn backend(engine: &str, what: &str, e: sqlx::Error) -> StoreError {

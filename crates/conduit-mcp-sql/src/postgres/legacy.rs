@@ -6,6 +6,7 @@ use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, 
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use sqlx::{AssertSqlSafe, SqlSafeStr};
 use std::sync::Arc;
 
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_legacy_tasks";
@@ -57,7 +58,7 @@ impl PostgresLegacyStore {
     async fn select<'q>(
         &self,
         what: &str,
-        sql: &'q str,
+        sql: impl SqlSafeStr,
         bind: impl Fn(super::PgQuery<'q>) -> super::PgQuery<'q>,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         self.store().engine().read_rows(what, sql, bind).await?.iter().map(decode_row).collect()
@@ -68,7 +69,7 @@ impl PostgresLegacyStore {
 impl Rows for PostgresLegacyStore {
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let sql = format!("{SELECT_ROW} WHERE task_id = $1");
-        let rows = self.select("read a legacy task", &sql, |q| q.bind(task_id.to_owned())).await?;
+        let rows = self.select("read a legacy task", AssertSqlSafe(sql), |q| q.bind(task_id.to_owned())).await?;
         Ok(rows.into_iter().next())
     }
 
@@ -98,7 +99,8 @@ impl Rows for PostgresLegacyStore {
              RETURNING (SELECT k FROM k)"
         );
         let mut c = self.store().engine().conn().await?;
-        let gone = sqlx::query_scalar::<_, i64>(&sql).bind(bound).bind(CLEANUP_BATCH).fetch_one(c.conn()).await;
+        let gone =
+            sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql)).bind(bound).bind(CLEANUP_BATCH).fetch_one(c.conn()).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired legacy tasks", e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
@@ -161,7 +163,7 @@ impl TaskStore for PostgresLegacyStore {
             "UPDATE conduit_legacy_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), \
              version = version + 1 WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
         );
-        let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned());
+        let q = sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node.to_owned());
         let n = self.store().engine().write("renew legacy leases", q).await?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
@@ -176,7 +178,7 @@ impl TaskStore for PostgresLegacyStore {
             "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
         );
-        self.select("list lapsed legacy leases", &sql, |q| q.bind(now).bind(common::limit(limit))).await
+        self.select("list lapsed legacy leases", AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit))).await
     }
 
     async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
@@ -185,7 +187,7 @@ impl TaskStore for PostgresLegacyStore {
             "{SELECT_ROW} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
         );
-        self.select("list a node's legacy leases", &sql, |q| {
+        self.select("list a node's legacy leases", AssertSqlSafe(sql), |q| {
             q.bind(node.to_owned()).bind(now).bind(common::limit(limit))
         })
         .await
@@ -211,7 +213,7 @@ impl LegacyTaskStore for PostgresLegacyStore {
              AND (expires_at_ms IS NULL OR expires_at_ms >= $4) ORDER BY created_at_ms, task_id LIMIT $5"
         );
         let list_owner = common::list_owner(owner);
-        self.select("list legacy tasks", &sql, |q| {
+        self.select("list legacy tasks", AssertSqlSafe(sql), |q| {
             q.bind(list_owner.clone()).bind(created).bind(id.clone()).bind(now).bind(common::limit(limit))
         })
         .await

@@ -5,6 +5,7 @@ use super::{PostgresStore, is_connection_error};
 use crate::common;
 use async_trait::async_trait;
 use conduit_mcp::session::{self as store, SessionError, SessionLimits, SessionRecord, SessionStore};
+use sqlx::AssertSqlSafe;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
@@ -84,7 +85,7 @@ impl PostgresSessionStore {
              WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2 AND last_seen_ms + $4 > $3 RETURNING {returning}"
         );
         let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
-        let row = sqlx::query(&sql)
+        let row = sqlx::query(AssertSqlSafe(sql))
             .bind(hash(id))
             .bind(owner)
             .bind(ms(now_ms))
@@ -97,7 +98,7 @@ impl PostgresSessionStore {
                 // Expired: gone for good (its owner is not checked: nobody may use it any more).
                 let bound = ms(now_ms).saturating_sub(ms(idle_ms));
                 let sql = delete_counted("id_hash = $1 AND last_seen_ms <= $2");
-                self.delete_where("drop an expired session", &sql, |q| q.bind(hash(id)).bind(bound)).await?;
+                self.delete_where("drop an expired session", sql, |q| q.bind(hash(id)).bind(bound)).await?;
                 Err(SessionError::NotFound)
             }
         }
@@ -107,11 +108,11 @@ impl PostgresSessionStore {
     async fn delete_where<'q>(
         &self,
         what: &str,
-        sql: &'q str,
+        sql: String,
         bind: impl FnOnce(Scalar<'q>) -> Scalar<'q>,
     ) -> Result<u64, SessionError> {
         let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
-        let gone = bind(sqlx::query_scalar::<_, i64>(sql)).fetch_one(c.conn()).await;
+        let gone = bind(sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql))).fetch_one(c.conn()).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend(what, e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
@@ -275,7 +276,7 @@ impl SessionStore for PostgresSessionStore {
     async fn delete(&self, id: &str, owner: Option<&str>) -> Result<(), SessionError> {
         let sql = delete_counted("id_hash = $1 AND owner IS NOT DISTINCT FROM $2");
         let owner = owner.map(str::to_owned);
-        match self.delete_where("delete a session", &sql, |q| q.bind(hash(id)).bind(owner)).await? {
+        match self.delete_where("delete a session", sql, |q| q.bind(hash(id)).bind(owner)).await? {
             0 => Err(SessionError::NotFound),
             _ => Ok(()),
         }
@@ -284,7 +285,7 @@ impl SessionStore for PostgresSessionStore {
     async fn sweep(&self, now_ms: u64, idle_ms: u64) -> Result<usize, SessionError> {
         let bound = ms(now_ms).saturating_sub(ms(idle_ms));
         let sql = delete_counted("last_seen_ms <= $1");
-        let n = self.delete_where("sweep idle sessions", &sql, |q| q.bind(bound)).await?;
+        let n = self.delete_where("sweep idle sessions", sql, |q| q.bind(bound)).await?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 

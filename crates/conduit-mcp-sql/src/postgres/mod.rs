@@ -22,8 +22,8 @@ use crate::pool::{Checkout, ConnPool};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
-use sqlx::Postgres;
 use sqlx::postgres::{PgConnection, PgRow};
+use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr};
 use std::sync::Arc;
 
 const ENGINE: &str = "postgres";
@@ -127,7 +127,7 @@ impl PgEngine {
     async fn read_rows<'q>(
         &self,
         what: &str,
-        sql: &'q str,
+        sql: impl SqlSafeStr,
         bind: impl Fn(PgQuery<'q>) -> PgQuery<'q>,
     ) -> Result<Vec<PgRow>, StoreError> {
         read_rows(&self.pool, self.retries, what, sql, bind).await
@@ -154,9 +154,10 @@ impl PgEngine {
             "UPDATE {table} SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
              WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
         );
+        let sql = AssertSqlSafe(sql).into_sql_str();
         let mut renewed = 0;
         for chunk in task_ids.chunks(RENEW_CHUNK) {
-            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
+            let q = sqlx::query(sql.clone()).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
             renewed += self.write("renew leases", q).await?;
         }
         Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
@@ -172,14 +173,15 @@ async fn read_rows<'q>(
     pool: &ConnPool<PgConnection>,
     retries: usize,
     what: &str,
-    sql: &'q str,
+    sql: impl SqlSafeStr,
     bind: impl Fn(PgQuery<'q>) -> PgQuery<'q>,
 ) -> Result<Vec<PgRow>, StoreError> {
+    let sql = sql.into_sql_str();
     let mut attempt = 0;
     loop {
         // A failure to connect is not retried: the database is away.
         let mut c = pool.get().await.map_err(|e| backend("connect", e))?;
-        let rows = bind(sqlx::query(sql)).fetch_all(c.conn()).await;
+        let rows = bind(sqlx::query(sql.clone())).fetch_all(c.conn()).await;
         match c.finish(rows, is_connection_error) {
             Ok(rows) => return Ok(rows),
             Err(e) if attempt < retries && is_connection_error(&e) => {
@@ -193,9 +195,10 @@ async fn read_rows<'q>(
 
 /// Runs `sql` (a delete answering rows per shard) and lowers the shards'
 /// counts, in one transaction; how many rows went.
-async fn delete_counted(conn: &mut PgConnection, sql: &str, bound: i64) -> Result<i64, sqlx::Error> {
+async fn delete_counted(conn: &mut PgConnection, sql: String, bound: i64) -> Result<i64, sqlx::Error> {
     let mut tx = sqlx::Connection::begin(conn).await?;
-    let gone: Vec<(i16, i64)> = sqlx::query_as(sql).bind(bound).bind(CLEANUP_BATCH).fetch_all(&mut *tx).await?;
+    let gone: Vec<(i16, i64)> =
+        sqlx::query_as(AssertSqlSafe(sql)).bind(bound).bind(CLEANUP_BATCH).fetch_all(&mut *tx).await?;
     shards::release(&mut tx, &gone).await?;
     tx.commit().await?;
     Ok(gone.iter().map(|(_, k)| k).sum())
@@ -255,7 +258,7 @@ impl Engine for PgEngine {
              SELECT shard, count(*)::bigint FROM gone GROUP BY shard ORDER BY shard"
         );
         let mut c = self.conn().await?;
-        let gone = delete_counted(c.conn(), &sql, bound).await;
+        let gone = delete_counted(c.conn(), sql, bound).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired tasks", e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
@@ -271,7 +274,7 @@ impl Engine for PgEngine {
             "UPDATE conduit_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
              WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
         );
-        let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned());
+        let q = sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node.to_owned());
         let n = self.write("renew leases", q).await?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
@@ -290,7 +293,9 @@ impl Engine for PgEngine {
             "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
         );
-        let rows = self.read_rows("list lapsed leases", &sql, |q| q.bind(now).bind(common::limit(limit))).await?;
+        let rows = self
+            .read_rows("list lapsed leases", AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit)))
+            .await?;
         rows.iter().map(decode_row).collect()
     }
 
@@ -301,7 +306,9 @@ impl Engine for PgEngine {
              AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
         );
         let rows = self
-            .read_rows("list a node's leases", &sql, |q| q.bind(node.to_owned()).bind(now).bind(common::limit(limit)))
+            .read_rows("list a node's leases", AssertSqlSafe(sql), |q| {
+                q.bind(node.to_owned()).bind(now).bind(common::limit(limit))
+            })
             .await?;
         rows.iter().map(decode_row).collect()
     }

@@ -83,7 +83,7 @@ impl PostgresOptions {
 
 /// Runs `sql` (a `SET`) on a new connection.
 fn run_setup(conn: &mut PgConnection, sql: Arc<str>) -> BoxFuture<'_, Result<(), sqlx::Error>> {
-    Box::pin(async move { sqlx::Executor::execute(conn, &*sql).await.map(|_| ()) })
+    Box::pin(async move { sqlx::Executor::execute(conn, sqlx::AssertSqlSafe(sql)).await.map(|_| ()) })
 }
 
 /// `"name"`, with embedded quotes doubled.
@@ -107,7 +107,7 @@ async fn prepare(conn: &mut PgConnection, schema: Option<&str>) -> Result<(), Op
     let mut tx = conn.begin().await.map_err(db)?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await.map_err(db)?;
     if let Some(s) = schema {
-        sqlx::raw_sql(&format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(s)))
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(s))))
             .execute(&mut *tx)
             .await
             .map_err(db)?;

@@ -8,6 +8,7 @@ use crate::common::{BatchWriter, NewRow};
 use crate::pool::ConnPool;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::StoreError;
+use sqlx::AssertSqlSafe;
 use sqlx::Connection;
 use sqlx::sqlite::SqliteConnection;
 use std::sync::Arc;
@@ -116,7 +117,7 @@ async fn insert_batch(
         for k in 0..chunk.len() {
             sql.push_str(if k == 0 { "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" } else { ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" });
         }
-        let mut q = sqlx::query(&sql);
+        let mut q = sqlx::query(AssertSqlSafe(sql));
         for &i in chunk {
             q = bind_row(q, batch[i]);
         }

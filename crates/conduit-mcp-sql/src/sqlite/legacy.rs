@@ -6,6 +6,7 @@ use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, 
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use sqlx::AssertSqlSafe;
 use std::sync::Arc;
 
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM conduit_legacy_tasks";
@@ -57,7 +58,7 @@ impl SqliteLegacyStore {
 impl Rows for SqliteLegacyStore {
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let sql = format!("{SELECT_ROW} WHERE task_id = ?1");
-        let rows = self.store().engine().select(&sql, |q| q.bind(task_id.to_owned())).await?;
+        let rows = self.store().engine().select(AssertSqlSafe(sql), |q| q.bind(task_id.to_owned())).await?;
         Ok(rows.into_iter().next())
     }
 
@@ -147,7 +148,7 @@ impl TaskStore for SqliteLegacyStore {
             "UPDATE conduit_legacy_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
              version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES}"
         );
-        let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node);
+        let q = sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node);
         let done = self.store().engine().write("renew legacy leases", q).await?;
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
     }
@@ -162,7 +163,7 @@ impl TaskStore for SqliteLegacyStore {
             "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
         );
-        self.store().engine().select(&sql, |q| q.bind(now).bind(common::limit(limit))).await
+        self.store().engine().select(AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit))).await
     }
 
     async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
@@ -172,7 +173,10 @@ impl TaskStore for SqliteLegacyStore {
              AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"
         );
         let node = node.to_owned();
-        self.store().engine().select(&sql, move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
+        self.store()
+            .engine()
+            .select(AssertSqlSafe(sql), move |q| q.bind(node).bind(now).bind(common::limit(limit)))
+            .await
     }
 }
 
@@ -197,7 +201,9 @@ impl LegacyTaskStore for SqliteLegacyStore {
         let list_owner = common::list_owner(owner);
         self.store()
             .engine()
-            .select(&sql, move |q| q.bind(list_owner).bind(created).bind(id).bind(now).bind(common::limit(limit)))
+            .select(AssertSqlSafe(sql), move |q| {
+                q.bind(list_owner).bind(created).bind(id).bind(now).bind(common::limit(limit))
+            })
             .await
     }
 }

@@ -5,6 +5,7 @@ use super::{SqliteStore, broken};
 use crate::common::{self, SESSION_COLUMNS};
 use async_trait::async_trait;
 use conduit_mcp::session::{self as store, SessionError, SessionLimits, SessionRecord, SessionStore};
+use sqlx::AssertSqlSafe;
 use sqlx::Connection;
 
 const ENGINE: &str = "sqlite";
@@ -174,8 +175,13 @@ impl SessionStore for SqliteSessionStore {
              WHERE id_hash = ?1 AND owner IS ?2 AND last_seen_ms + ?4 > ?3 RETURNING {SESSION_COLUMNS}"
         );
         let mut c = self.store.engine().writer().await.map_err(connect)?;
-        let row =
-            sqlx::query(&sql).bind(common::id_hash(id)).bind(owner).bind(now).bind(idle).fetch_optional(c.conn()).await;
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(common::id_hash(id))
+            .bind(owner)
+            .bind(now)
+            .bind(idle)
+            .fetch_optional(c.conn())
+            .await;
         let row = c.finish(row, broken).map_err(|e| backend("touch a session", e))?;
         match row {
             Some(row) => common::decode_session(ENGINE, id, &row),

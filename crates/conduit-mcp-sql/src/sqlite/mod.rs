@@ -22,8 +22,8 @@ use crate::pool::{Checkout, ConnPool};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
-use sqlx::Sqlite;
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use sqlx::{AssertSqlSafe, SqlSafeStr, Sqlite};
 use std::sync::Arc;
 
 const ENGINE: &str = "sqlite";
@@ -101,7 +101,7 @@ impl SqliteEngine {
 
     async fn select<'q>(
         &self,
-        sql: &'q str,
+        sql: impl SqlSafeStr,
         bind: impl FnOnce(SqlQuery<'q>) -> SqlQuery<'q>,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let mut c = self.reader().await?;
@@ -133,10 +133,11 @@ impl SqliteEngine {
              version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
              AND task_id IN (SELECT value FROM json_each(?3))"
         );
+        let sql = AssertSqlSafe(sql).into_sql_str();
         let mut renewed = 0;
         for chunk in task_ids.chunks(1000) {
             let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
-            let q = sqlx::query(&sql).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
+            let q = sqlx::query(sql.clone()).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
             renewed += self.write("renew leases", q).await?;
         }
         Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
@@ -214,7 +215,8 @@ impl Engine for SqliteEngine {
             "UPDATE conduit_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
              version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES}"
         );
-        let done = self.write("renew leases", sqlx::query(&sql).bind(common::ms(until_ms)).bind(node)).await?;
+        let done =
+            self.write("renew leases", sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node)).await?;
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
     }
 
@@ -232,7 +234,7 @@ impl Engine for SqliteEngine {
             "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
              AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
         );
-        self.select(&sql, |q| q.bind(now).bind(common::limit(limit))).await
+        self.select(AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit))).await
     }
 
     async fn leased_to(&self, node: &str, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
@@ -242,6 +244,6 @@ impl Engine for SqliteEngine {
              AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"
         );
         let node = node.to_owned();
-        self.select(&sql, move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
+        self.select(AssertSqlSafe(sql), move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
     }
 }

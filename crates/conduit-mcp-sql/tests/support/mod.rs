@@ -58,7 +58,9 @@ impl Drop for Schemas {
                 use sqlx::Connection;
                 let mut conn = sqlx::PgConnection::connect(&url).await?;
                 for n in names {
-                    sqlx::raw_sql(&format!("DROP SCHEMA IF EXISTS \"{n}\" CASCADE")).execute(&mut conn).await?;
+                    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP SCHEMA IF EXISTS \"{n}\" CASCADE")))
+                        .execute(&mut conn)
+                        .await?;
                 }
                 conn.close().await
             })
