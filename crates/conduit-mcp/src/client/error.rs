@@ -22,6 +22,18 @@ pub enum ClientError {
         /// The HTTP status (401 or 403).
         status: u16,
     },
+    /// The server needs an OAuth login this client cannot start (no
+    /// [`Authorizer`](super::oauth::Authorizer)): the person logs in first
+    /// (`conduit-mcp login URL`). Holds the server URL.
+    #[error("{0} requires authorization: log in first")]
+    LoginRequired(String),
+    /// OAuth failed: discovery, registration, the authorization server's
+    /// answer, or a check the client makes (issuer, `iss`, `resource`, PKCE support).
+    #[error("oauth: {0}")]
+    OAuth(String),
+    /// A credential would go out in clear text to a host that is not this machine.
+    #[error("{0}")]
+    Insecure(String),
     /// The server does not know the task (never existed, expired, purged, or not ours).
     #[error("task not found: {0}")]
     TaskNotFound(String),
