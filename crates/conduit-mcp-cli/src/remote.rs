@@ -50,6 +50,10 @@ pub(crate) fn fail(e: &ClientError) -> Exit {
             let url = one_line(url);
             eprintln!("error: {url} requires authorization: run `conduit-mcp login {url}` (or pass --token TOKEN)");
         }
+        ClientError::ScopeRequired { server, scopes } => {
+            let (url, scopes) = (one_line(server), one_line(&scopes.join(" ")).into_owned());
+            eprintln!("error: {url} asks for more scope: run `conduit-mcp login {url} --scope '{scopes}'`");
+        }
         _ => eprintln!("error: {}", one_line(&e.to_string())),
     }
     Exit::Usage

@@ -7,6 +7,7 @@
 //! client credentials log a machine in and renew without a person.
 
 mod client_support;
+mod common;
 mod oauth_support;
 
 use client_support::BIN;
@@ -50,8 +51,14 @@ fn stored(dir: &Path) -> Value {
 
 /// `conduit-mcp login URL --no-browser`, the printed URL opened by the AS's scripted browser.
 async fn login(auth: &AuthorizationServer, dir: &Path, url: &str) -> (Option<i32>, String) {
+    login_with(auth, dir, url, &[]).await
+}
+
+/// [`login`] with more arguments.
+async fn login_with(auth: &AuthorizationServer, dir: &Path, url: &str, more: &[&str]) -> (Option<i32>, String) {
     let mut child = Command::new(BIN)
         .args(["login", url, "--no-browser"])
+        .args(more)
         .env("CONDUIT_MCP_CONFIG_DIR", dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -178,5 +185,67 @@ async fn client_credentials_login_renews_without_a_person() {
     let o = cli(&dir, &["call", &url, "echo", "text=again"]).await;
     assert_eq!(text(&o.stdout).trim(), "again", "{}", text(&o.stderr));
     assert_ne!(stored(&dir)["access_token"], first["access_token"]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The whole chain against our own resource server: `conduit-mcp serve
+/// --oauth-issuer` checking oidc-provider's JWTs; a tool that needs more
+/// scope names the login that gets it; refresh; logout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_whole_chain_against_serve_oauth_issuer() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let listen = format!("127.0.0.1:{port}");
+    let _node = common::Node::start_exactly(&[
+        "--listen",
+        &listen,
+        "--oauth-issuer",
+        auth.issuer(),
+        "--resource",
+        &url,
+        "--oauth-scope",
+        "mcp:read",
+        "--tool-scope",
+        "build=mcp:deploy",
+    ])
+    .await;
+    let dir = config_dir("chain");
+    let o = cli(&dir, &["tools", &url]).await;
+    assert!(text(&o.stderr).contains(&format!("run `conduit-mcp login {url}`")), "{}", text(&o.stderr));
+
+    let (code, log) = login(&auth, &dir, &url).await;
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("scopes: mcp:read offline_access"), "{log}");
+    let o = cli(&dir, &["call", &url, "echo", "text=through the chain"]).await;
+    assert_eq!(text(&o.stdout).trim(), "through the chain", "{}", text(&o.stderr));
+
+    // A tool that needs mcp:deploy: the 403 names the login that adds it.
+    let o = cli(&dir, &["call", &url, "build", "ref=main", "steps=1"]).await;
+    assert_eq!(o.status.code(), Some(2));
+    let want = format!(
+        "error: {url} asks for more scope: run `conduit-mcp login {url} --scope 'mcp:read offline_access mcp:deploy'`"
+    );
+    assert_eq!(text(&o.stderr).lines().last().unwrap_or_default(), want, "{}", text(&o.stderr));
+    let (code, log) = login_with(&auth, &dir, &url, &["--scope", "mcp:read offline_access mcp:deploy"]).await;
+    assert_eq!(code, Some(0), "{log}");
+    let o = cli(&dir, &["call", &url, "build", "ref=main", "steps=1"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "built main in 1 steps");
+
+    // Expired: refreshed with the same scopes, and the new JWT still opens the tool.
+    let file = token_file(&dir).unwrap();
+    let before = stored(&dir);
+    let mut entry: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    entry["value"]["expires_at_ms"] = 1.into();
+    std::fs::write(&file, entry.to_string()).unwrap();
+    let o = cli(&dir, &["call", &url, "build", "ref=again", "steps=1"]).await;
+    assert_eq!(text(&o.stdout).trim(), "built again in 1 steps", "{}", text(&o.stderr));
+    assert_ne!(stored(&dir)["access_token"], before["access_token"]);
+
+    let o = cli(&dir, &["logout", &url]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = cli(&dir, &["tools", &url]).await;
+    assert_eq!(o.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).ok();
 }
