@@ -256,10 +256,13 @@ log "all counted checks passed"
 
 # ---------------------------------------------------------------------------
 # Client leg: the suite's scenario servers drive conduit-mcp-conformance-client
-# (conformance/src/client, on conduit_mcp::client). Every non-auth client
-# scenario of each revision below runs with --scenario (the auth/* ones come
-# with OAuth) and every SUCCESS/FAILURE/WARNING check is counted: a WARNING
-# fails too, as it does in the runner's own verdict.
+# (conformance/src/client, on conduit_mcp::client). Every client scenario of
+# each revision below, the scored auth/* ones included (the suite's mock
+# authorization server; the client's OAuth is the library's, the same code
+# path as `conduit-mcp login`), runs with --scenario and every
+# SUCCESS/FAILURE/WARNING check is counted: a WARNING fails too, as it does
+# in the runner's own verdict. The six auth extension scenarios run too and
+# are reported, not counted (CLIENT_EXTENSIONS below).
 #   CONDUIT_CONFORMANCE_CLIENT=0 scripts/conformance.sh   # skip the client leg
 # ---------------------------------------------------------------------------
 CLIENT_SCENARIOS_2026=(
@@ -270,6 +273,31 @@ CLIENT_SCENARIOS_2026=(
   http-custom-headers
   http-invalid-tool-headers
   json-schema-ref-no-deref
+  auth/metadata-default
+  auth/metadata-var1
+  auth/metadata-var2
+  auth/metadata-var3
+  auth/basic-cimd
+  auth/scope-from-www-authenticate
+  auth/scope-from-scopes-supported
+  auth/scope-omitted-when-undefined
+  auth/scope-step-up
+  auth/scope-retry-limit
+  auth/token-endpoint-auth-basic
+  auth/token-endpoint-auth-post
+  auth/token-endpoint-auth-none
+  auth/pre-registration
+  auth/resource-mismatch
+  auth/offline-access-scope
+  auth/offline-access-not-supported
+  auth/authorization-server-migration
+  auth/iss-supported
+  auth/iss-not-advertised
+  auth/iss-supported-missing
+  auth/iss-wrong-issuer
+  auth/iss-unexpected
+  auth/iss-normalized
+  auth/metadata-issuer-mismatch
 )
 CLIENT_SCENARIOS_2025=(
   initialize
@@ -277,6 +305,32 @@ CLIENT_SCENARIOS_2025=(
   elicitation-sep1034-client-defaults
   sse-retry
   json-schema-2020-12-preservation
+  auth/metadata-default
+  auth/metadata-var1
+  auth/metadata-var2
+  auth/metadata-var3
+  auth/basic-cimd
+  auth/scope-from-www-authenticate
+  auth/scope-from-scopes-supported
+  auth/scope-omitted-when-undefined
+  auth/scope-step-up
+  auth/scope-retry-limit
+  auth/token-endpoint-auth-basic
+  auth/token-endpoint-auth-post
+  auth/token-endpoint-auth-none
+  auth/pre-registration
+)
+# Extension scenarios: run (no --spec-version: they are on no spec timeline)
+# and reported, not counted. client-credentials-basic passes; the others
+# need private_key_jwt, DPoP, ID-JAG or workload identity, which the client
+# does not implement.
+CLIENT_EXTENSIONS=(
+  auth/client-credentials-basic
+  auth/client-credentials-jwt
+  auth/enterprise-managed-authorization
+  auth/dpop
+  auth/dpop-nonce
+  auth/wif-jwt-bearer
 )
 if [[ "${CONDUIT_CONFORMANCE_CLIENT:-1}" == "1" ]]; then
   log "building the conformance client"
@@ -303,6 +357,11 @@ if [[ "${CONDUIT_CONFORMANCE_CLIENT:-1}" == "1" ]]; then
   }
   run_client_leg 2026-07-28 "${CLIENT_SCENARIOS_2026[@]}"
   run_client_leg 2025-11-25 "${CLIENT_SCENARIOS_2025[@]}"
+  for scenario in "${CLIENT_EXTENSIONS[@]}"; do
+    log "client leg (extension, not counted): --scenario $scenario"
+    npx -y -p node@22 -p "$CONFORMANCE_PACKAGE" -- conformance client --command "$CLIENT_BIN" \
+      --scenario "$scenario" -o "$OUT/client-extensions" >>"$OUT/client-extensions.log" 2>&1 || true
+  done
   set +e
   python3 - "$OUT" "${CLIENT_SCENARIOS_2026[@]/#/2026-07-28:}" "${CLIENT_SCENARIOS_2025[@]/#/2025-11-25:}" <<'PY'
 import json, os, re, sys
@@ -312,10 +371,12 @@ passed = failed = 0
 failures, seen = [], set()
 for item in wanted:
     revision, scenario = item.split(":", 1)
-    root = os.path.join(out, "client-" + revision)
+    # The runner writes auth/NAME's results under auth/.
+    sub, base = os.path.split(scenario)
+    root = os.path.join(out, "client-" + revision, sub)
     for d in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         m = DIR_RE.match(d)
-        if not m or m.group(1) != scenario:
+        if not m or m.group(1) != base:
             continue
         seen.add(item)
         with open(os.path.join(root, d, "checks.json")) as f:
@@ -327,6 +388,18 @@ for item in wanted:
                     failed += 1
                     failures.append(f"  {scenario} ({revision}): {st} [{c.get('id')}] {c.get('errorMessage') or ''}")
 missing = [w for w in wanted if w not in seen]
+ext_root = os.path.join(out, "client-extensions", "auth")
+for d in sorted(os.listdir(ext_root)) if os.path.isdir(ext_root) else []:
+    m = DIR_RE.match(d)
+    try:
+        with open(os.path.join(ext_root, d, "checks.json")) as f:
+            checks = json.load(f)
+    except (OSError, ValueError):
+        continue
+    bad = sum(1 for c in checks if c.get("status") in ("FAILURE", "WARNING"))
+    ok = sum(1 for c in checks if c.get("status") == "SUCCESS")
+    name = m.group(1) if m else d
+    print(f"  extension (not counted) auth/{name}: {'PASSED' if not bad else 'FAILED'} ({ok} passed, {bad} failed)")
 print(f"\nconformance client leg: {passed} passed, {failed} failed ({len(seen)} scenarios counted)")
 if failures:
     print("failures:\n" + "\n".join(failures))

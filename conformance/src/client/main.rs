@@ -13,6 +13,7 @@
 //! is what an application would do (list, call, answer); the checks are the
 //! suite's. Exit status: 0 when the scenario ran, 1 on a client error.
 
+mod browser;
 mod handler;
 mod scenarios;
 

@@ -1,6 +1,8 @@
 //! One function per scenario family: what the client does for it.
 
+use crate::browser::Headless;
 use crate::handler::Cooperative;
+use conduit_mcp::client::oauth::OAuth;
 use conduit_mcp::client::{CallOutcome, Client, ClientBuilder, ClientError};
 use conduit_mcp::protocol::Era;
 use conduit_mcp::protocol::version::LEGACY_VERSIONS;
@@ -9,7 +11,7 @@ use serde_json::{Map, Value, json};
 /// Runs `scenario` against `url`.
 pub(crate) async fn run(scenario: &str, url: &str, version: Option<&str>, context: &Value) -> Result<(), ClientError> {
     let mut b = ClientBuilder::http(url).client_info("conduit-mcp-conformance-client", env!("CARGO_PKG_VERSION"));
-    b = b.input_handler(Cooperative);
+    b = b.input_handler(Cooperative).oauth(oauth(context));
     // The harness says which revision the scenario server speaks; a legacy
     // revision skips the modern probe (auto-detection would find it too).
     if version.is_some_and(|v| LEGACY_VERSIONS.contains(&v)) {
@@ -26,6 +28,34 @@ pub(crate) async fn run(scenario: &str, url: &str, version: Option<&str>, contex
         // sse-retry and anything new: list the tools and call each usable one.
         _ => call_every_tool(&client).await,
     }
+}
+
+/// The fixed Client ID Metadata Document URL the suite expects (never fetched).
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// How the client authorizes when a scenario's server asks: client
+/// credentials when the context gives a secret for them, else the
+/// authorization code grant through [`Headless`] (pre-registered when the
+/// context names a client, else a metadata document or registration).
+fn oauth(context: &Value) -> OAuth {
+    let field = |k: &str| context.get(k).and_then(Value::as_str);
+    let name = field("name").unwrap_or_default();
+    if let (Some(id), Some(secret), true) =
+        (field("client_id"), field("client_secret"), name.contains("client-credentials"))
+    {
+        return OAuth::client_credentials(id, secret);
+    }
+    let mut o = OAuth::new()
+        .authorizer(Headless)
+        .client_name("conduit-mcp-conformance-client")
+        .client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(id) = field("client_id") {
+        o = o.client_id(id);
+    }
+    if let Some(secret) = field("client_secret") {
+        o = o.client_secret(secret);
+    }
+    o
 }
 
 /// A value for one property of an input schema (its default, or a plain sample of its type).

@@ -19,7 +19,7 @@ pub(crate) struct Cli {
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Run the reference server (HTTP on 127.0.0.1:8080 by default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// List a server's tools and their parameters.
     Tools(crate::tools_cmd::ToolsArgs),
     /// Call a tool and follow it to the end (exit 0 done, 1 tool error or failed, 2 usage or protocol error, 3 cancelled, 130 Ctrl-C).
@@ -29,6 +29,10 @@ pub(crate) enum Command {
     Task(crate::task_cmd::TaskCommand),
     /// Print each change of these tasks until all are terminal.
     Watch(crate::task_cmd::WatchArgs),
+    /// Log in to a server with OAuth 2.1 (browser and loopback redirect, or client credentials); later commands use the stored tokens.
+    Login(crate::login_cmd::LoginArgs),
+    /// Forget (and revoke where possible) the tokens stored for a server.
+    Logout(crate::login_cmd::LogoutArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -85,6 +89,10 @@ pub(crate) struct ServeArgs {
     /// so padded base64 tokens work).
     #[arg(long = "token", value_name = "TOKEN=PRINCIPAL")]
     pub(crate) tokens: Vec<String>,
+    #[command(flatten)]
+    pub(crate) oauth: crate::oauth_args::OAuthArgs,
+    #[command(flatten)]
+    pub(crate) tls: crate::tls_args::TlsArgs,
 }
 
 impl ServeArgs {
@@ -95,10 +103,18 @@ impl ServeArgs {
                 (!self.tokens.is_empty(), "--token"),
                 (!self.allow_hosts.is_empty(), "--allow-host"),
                 (self.listen != "127.0.0.1:8080", "--listen"),
+                (self.oauth.any(), self.oauth.first_flag()),
+                (self.tls.any(), "--tls-cert"),
             ];
             if let Some((_, flag)) = http_only.iter().find(|(set, _)| *set) {
                 return Err(format!("{flag} has no effect with --stdio (stdio has no HTTP, and no authentication)"));
             }
+        }
+        if !self.tokens.is_empty() && self.oauth.any() {
+            return Err(format!(
+                "--token and {} exclude each other (one way to authenticate)",
+                self.oauth.first_flag()
+            ));
         }
         if let Some(h) = self.allow_hosts.iter().find(|h| h.is_empty() || h.contains(['/', ' '])) {
             return Err(format!("--allow-host {h:?}: expected a host name"));

@@ -4,7 +4,6 @@ use conduit_mcp::ext::tasks::legacy::LegacyTasks;
 use conduit_mcp::ext::tasks::{Owner, StoreError, Tasks};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::version::ServedEras;
-use conduit_mcp::server::BuildError;
 use conduit_mcp::session::SessionConfig;
 use serde_json::json;
 use std::time::Duration;
@@ -24,14 +23,33 @@ pub(crate) fn register_workers(tasks: &Tasks) {
     });
 }
 
-/// What the server answers: the eras and how legacy sessions are kept.
-pub(crate) struct Serving {
+/// Scopes a tool needs (`--tool-scope`, `[oauth.tool_scopes]`), by tool name.
+pub(crate) type ToolScopes = std::collections::BTreeMap<String, Vec<String>>;
+
+/// What the server answers: the eras, how legacy sessions are kept, the tools' scopes.
+pub(crate) struct Serving<'a> {
     pub(crate) eras: ServedEras,
     pub(crate) sessions: SessionConfig,
+    pub(crate) tool_scopes: &'a ToolScopes,
+}
+
+/// `tool` with the scopes configured for it.
+fn scoped(tool: Tool, scopes: &ToolScopes) -> Tool {
+    let name = tool.info().name;
+    match scopes.get(&name) {
+        Some(s) => tool.scopes(s.iter().cloned()),
+        None => tool,
+    }
 }
 
 /// Builds the demo server; the tasks handles (modern, legacy) are installed when the extension is enabled.
-pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) -> Result<Server, BuildError> {
+pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving<'_>) -> Result<Server, String> {
+    let scopes = serving.tool_scopes;
+    let mut names = Vec::new();
+    let mut tool = |t: Tool| {
+        names.push(t.info().name);
+        scoped(t, scopes)
+    };
     let mut b = Server::builder("conduit-mcp-reference", env!("CARGO_PKG_VERSION"))
         .eras(serving.eras)
         .sessions(serving.sessions)
@@ -39,15 +57,15 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
             "Demo server. `echo` answers at once. With the Tasks extension declared, `build` runs as a task \
              reporting progress, `deploy` asks for confirmation mid-flight, and `sleep` waits until cancelled.",
         )
-        .tool(
+        .tool(tool(
             Tool::new("echo", "Echo the text back")
                 .param("text", Param::string("Text to echo").required())
                 .annotations(json!({ "readOnlyHint": true }))
                 .handle(
                     |_ctx, args| async move { Ok(CallToolResult::text(args["text"].as_str().unwrap_or_default())) },
                 ),
-        )
-        .tool(
+        ))
+        .tool(tool(
             Tool::new("build", "Build a ref: a task that reports progress in its status message")
                 .param("ref", Param::string("Git ref to build").required())
                 .param(
@@ -74,8 +92,8 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                         ),
                     ))
                 }),
-        )
-        .tool(
+        ))
+        .tool(tool(
             Tool::new("deploy", "Deploy to an environment: a task that asks for confirmation mid-flight")
                 .param("environment", Param::string("Where to deploy").required())
                 .task_support(TaskSupport::Required)
@@ -104,8 +122,8 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                         }
                     }))
                 }),
-        )
-        .tool(
+        ))
+        .tool(tool(
             Tool::new("sleep", "Wait until cancelled (or `seconds` pass): try tasks/cancel on it")
                 .param(
                     "seconds",
@@ -121,9 +139,9 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                         }
                     }))
                 }),
-        );
+        ));
     b = b
-        .tool(Tool::new("ask_name", "Ask the user's name, then greet them (elicitation)").handle(
+        .tool(tool(Tool::new("ask_name", "Ask the user's name, then greet them (elicitation)").handle(
             |ctx, _args| async move {
                 if let Some(a) = ctx.input_response("name") {
                     let name = a["content"]["name"].as_str().unwrap_or("stranger");
@@ -133,8 +151,8 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                     json!({ "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"] });
                 Ok(ToolOutput::from(InputRequired::new().request("name", mrtr::elicit("What is your name?", schema))))
             },
-        ))
-        .tool(
+        )))
+        .tool(tool(
             Tool::new("ask_model", "Ask the client's model to complete a prompt (sampling)")
                 .param("prompt", Param::string("What to ask"))
                 .handle(|ctx, args| async move {
@@ -145,13 +163,13 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                     let prompt = args["prompt"].as_str().unwrap_or("Say hello").to_owned();
                     Ok(ToolOutput::from(InputRequired::new().request("answer", mrtr::sample_text(prompt, 100))))
                 }),
-        );
+        ));
     if let Some((t, legacy)) = tasks {
         let worker = t.clone();
         b = b
             .extension(t.clone())
             .extension(legacy.clone())
-            .tool(
+            .tool(tool(
                 Tool::new("job", "Queue a job for an external worker (finish it with `complete_job`)")
                     .param("name", Param::string("What the job is"))
                     .task_support(TaskSupport::Required)
@@ -160,8 +178,8 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                         let name: String = args["name"].as_str().unwrap_or("job").chars().take(64).collect();
                         Ok(TaskSpec::new().status_message(format!("Queued: {name}")))
                     }),
-            )
-            .tool(
+            ))
+            .tool(tool(
                 Tool::new("complete_job", "Act as a worker: complete a queued job's task by id")
                     .param("taskId", Param::string("The task to complete").required())
                     .param("text", Param::string("The job's output"))
@@ -187,8 +205,8 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                             }
                         }
                     }),
-            )
-            .tool(
+            ))
+            .tool(tool(
                 Tool::new("countdown", "Count down (resumable: restarted on a live node if this one dies)")
                     .param(
                         "from",
@@ -199,7 +217,10 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving) ->
                         let from = args["from"].as_u64().unwrap_or(10);
                         Ok(TaskSpec::new().spawn_resumable("countdown", json!({ "from": from })))
                     }),
-            );
+            ));
     }
-    b.build()
+    if let Some(unknown) = scopes.keys().find(|k| !names.contains(k)) {
+        return Err(format!("--tool-scope {unknown}: no such tool (tools: {})", names.join(", ")));
+    }
+    b.build().map_err(|e| e.to_string())
 }

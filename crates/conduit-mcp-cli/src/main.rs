@@ -12,20 +12,26 @@
 
 mod args;
 mod call_cmd;
+mod credentials;
 mod demo;
 mod follow_ui;
+mod login_cmd;
 #[cfg(feature = "metrics")]
 mod metrics;
+mod oauth_args;
 mod progress;
 mod prompt;
 mod remote;
 mod store;
 mod task_cmd;
+mod task_ids;
+mod tls_args;
 mod tools_cmd;
 mod usage;
 
 use args::{Cli, Command, ServeArgs};
 use clap::Parser;
+use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::legacy::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
@@ -69,11 +75,14 @@ fn default_node_id() -> String {
     format!("{host}:{}:{random:016x}", std::process::id())
 }
 
-async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
+async fn build(
+    args: &ServeArgs,
+    tool_scopes: &demo::ToolScopes,
+) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
     let (mut cfg, config_store, mut sessions) = read_config(args.config.as_ref())?;
     if !cfg.enabled {
-        let serving = demo::Serving { eras: args.era, sessions };
-        return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into())).map_err(|e| e.to_string());
+        let serving = demo::Serving { eras: args.era, sessions, tool_scopes };
+        return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into()));
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let (spec, source) = match (&args.store, config_store) {
@@ -113,7 +122,7 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     if let Some(n) = &chosen.legacy_notifier {
         sessions.relay = Some(Arc::new(n.clone()));
     }
-    let serving = demo::Serving { eras: args.era, sessions };
+    let serving = demo::Serving { eras: args.era, sessions, tool_scopes };
     let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
     tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;
     if let Some(n) = &chosen.notifier {
@@ -121,7 +130,7 @@ async fn build(args: &ServeArgs) -> Result<(conduit_mcp::Server, Option<Tasks>, 
     }
     tasks.drive_legacy(&legacy);
     demo::register_workers(&tasks);
-    let server = demo::server(Some((&tasks, &legacy)), serving).map_err(|e| e.to_string())?;
+    let server = demo::server(Some((&tasks, &legacy)), serving)?;
     // Serving starts the extension: its janitor recovers this node's earlier
     // tasks and watches other nodes' leases.
     Ok((server, Some(tasks), chosen.label))
@@ -137,7 +146,7 @@ async fn listen_addr(listen: &str) -> Result<SocketAddr, String> {
     found.next().ok_or_else(|| format!("--listen {listen:?}: the name has no address"))
 }
 
-fn http_config(args: &ServeArgs) -> Result<HttpConfig, String> {
+fn http_config(args: &ServeArgs, oauth: Option<OAuthConfig>) -> Result<HttpConfig, String> {
     let mut cfg = HttpConfig::default()
         .header_timeout(Duration::from_secs(args.header_timeout_s))
         .body_timeout(Duration::from_secs(args.body_timeout_s))
@@ -150,18 +159,34 @@ fn http_config(args: &ServeArgs) -> Result<HttpConfig, String> {
     if let Some(a) = args.auth()? {
         cfg = cfg.auth(a);
     }
+    if let Some(o) = oauth {
+        let resource_server = OAuth::new(o).map_err(|e| e.to_string())?;
+        let pr = resource_server.protected_resource();
+        tracing::info!(resource = pr.resource(), metadata = pr.metadata_url(), "OAuth: bearer tokens required");
+        cfg = cfg.oauth(resource_server);
+    }
+    if let Some(tls) = args.tls.load()? {
+        tls_args::reload_on_sighup(tls.clone());
+        cfg = cfg.tls(tls);
+    }
     Ok(cfg)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(task_ids::rewrite(std::env::args_os().collect()));
+    if !matches!(cli.command, Command::Serve(_)) && std::env::var_os("RUST_LOG").is_some() {
+        // Client commands log only when asked (RUST_LOG=conduit_mcp=debug): stderr is for the person.
+        init_tracing();
+    }
     let args = match cli.command {
-        Command::Serve(args) => args,
+        Command::Serve(args) => *args,
         Command::Tools(a) => return tools_cmd::run(a).await.into(),
         Command::Call(a) => return exit(call_cmd::run(a).await),
         Command::Task(t) => return exit(task_cmd::run(t).await),
         Command::Watch(a) => return task_cmd::watch(a).await.into(),
+        Command::Login(a) => return login_cmd::login(a).await.into(),
+        Command::Logout(a) => return login_cmd::logout(a).await.into(),
     };
     init_tracing();
     let prepared = async {
@@ -170,8 +195,13 @@ async fn main() -> ExitCode {
         if let Some(addr) = args.metrics {
             metrics::install(addr)?;
         }
-        let http_cfg = http_config(&args)?;
-        let built = build(&args).await?;
+        let oauth = args.oauth.config(oauth_args::read_table(args.config.as_ref())?)?;
+        if args.stdio && oauth.is_some() {
+            return Err("[oauth] has no effect with --stdio (stdio has no HTTP, and no authentication)".into());
+        }
+        let tool_scopes = oauth.as_ref().map(|o| o.tool_scopes.clone()).unwrap_or_default();
+        let http_cfg = http_config(&args, oauth)?;
+        let built = build(&args, &tool_scopes).await?;
         Ok::<_, String>((http_cfg, built))
     };
     let (http_cfg, (server, tasks, label)) = match prepared.await {
@@ -181,10 +211,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Watched from here on: a signal that comes right after `listening on`
+    // is printed shuts down gracefully too.
+    let shutdown = shutdown_signal();
     let result = if args.stdio {
         tokio::select! {
             r = stdio::serve(server) => r,
-            () = shutdown_signal() => Ok(()),
+            () = shutdown => Ok(()),
         }
     } else {
         let bound = match listen_addr(&args.listen).await {
@@ -193,9 +226,10 @@ async fn main() -> ExitCode {
         };
         match bound {
             Ok(bound) => {
-                usage::print(bound.local_addr(), &label, args.example_token());
-                eprintln!("listening on http://{}/mcp", bound.local_addr());
-                bound.serve(server, http_cfg, shutdown_signal()).await
+                let scheme = if args.tls.any() { "https" } else { "http" };
+                usage::print(scheme, bound.local_addr(), &label, args.example_token());
+                eprintln!("listening on {scheme}://{}/mcp", bound.local_addr());
+                bound.serve(server, http_cfg, shutdown).await
             }
             Err(e) => {
                 eprintln!("error: {e}");
@@ -218,28 +252,39 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Resolves at the first SIGINT or SIGTERM (systemd, docker and Kubernetes
-/// stop a service with SIGTERM): both shut down the same way.
-async fn shutdown_signal() {
+/// Watches SIGINT and SIGTERM from the moment it is called (systemd, docker
+/// and Kubernetes stop a service with SIGTERM); the future resolves at the
+/// first of them: both shut down the same way.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let watch = |kind: SignalKind, name: &str| {
+            signal(kind)
+                .map_err(|e| tracing::warn!(error = %e, "cannot watch {name}; it will not shut down gracefully"))
+                .ok()
+        };
+        let (term, int) = (watch(SignalKind::terminate(), "SIGTERM"), watch(SignalKind::interrupt(), "SIGINT"));
+        async move {
+            let next = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
                 }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch SIGTERM; only SIGINT shuts down gracefully");
-                let _ = tokio::signal::ctrl_c().await;
+            };
+            tokio::select! {
+                () = next(term) => {}
+                () = next(int) => {}
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::{PostgresStore, is_connection_error};
 use crate::common;
+use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::session::{self as store, SessionError, SessionLimits, SessionRecord, SessionStore};
 use sqlx::AssertSqlSafe;
@@ -85,13 +86,8 @@ impl PostgresSessionStore {
              WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2 AND last_seen_ms + $4 > $3 RETURNING {returning}"
         );
         let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(hash(id))
-            .bind(owner)
-            .bind(ms(now_ms))
-            .bind(ms(idle_ms))
-            .fetch_optional(c.conn())
-            .await;
+        let q = sqlx::query(AssertSqlSafe(sql)).bind(hash(id)).bind(owner).bind(ms(now_ms)).bind(ms(idle_ms));
+        let row = bounded(c.deadline(), q.fetch_optional(c.conn())).await;
         match c.finish(row, is_connection_error).map_err(|e| backend("touch a session", e))? {
             Some(row) => Ok(row),
             None => {
@@ -112,7 +108,8 @@ impl PostgresSessionStore {
         bind: impl FnOnce(Scalar<'q>) -> Scalar<'q>,
     ) -> Result<u64, SessionError> {
         let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
-        let gone = bind(sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql))).fetch_one(c.conn()).await;
+        let gone =
+            bounded(c.deadline(), bind(sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql))).fetch_one(c.conn())).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend(what, e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
@@ -127,7 +124,7 @@ impl SessionStore for PostgresSessionStore {
         let evict_bound = now.saturating_sub(ms(limits.evict_idle_ms));
         let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.max_per_client));
         let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
-        let done: Result<Created, sqlx::Error> = async {
+        let done: Result<Created, sqlx::Error> = bounded(c.deadline(), async {
             use sqlx::Connection;
             let mut tx = c.conn().begin().await?;
             // The counter row's lock orders creates on every node until this commits.
@@ -220,7 +217,7 @@ impl SessionStore for PostgresSessionStore {
                 .await?;
             tx.commit().await?;
             Ok(Created::Yes(removed))
-        }
+        })
         .await;
         match c.finish(done, is_connection_error) {
             Ok(Created::Yes(removed)) => Ok(store::Created::new(common::digests(removed))),
@@ -254,7 +251,7 @@ impl SessionStore for PostgresSessionStore {
     async fn update(&self, record: &SessionRecord) -> Result<(), SessionError> {
         let (caps, _) = common::json_columns(ENGINE, record)?;
         let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
-        let done = sqlx::query(
+        let q = sqlx::query(
             "UPDATE conduit_legacy_sessions SET client_capabilities = $3::json, log_level = $4, initialized = $5, \
              last_seen_ms = GREATEST(last_seen_ms, $6) WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2",
         )
@@ -263,10 +260,8 @@ impl SessionStore for PostgresSessionStore {
         .bind(caps.as_str())
         .bind(record.log_level.as_deref())
         .bind(record.initialized)
-        .bind(ms(record.last_seen_ms))
-        .execute(c.conn())
-        .await
-        .map(|r| r.rows_affected());
+        .bind(ms(record.last_seen_ms));
+        let done = bounded(c.deadline(), q.execute(c.conn())).await.map(|r| r.rows_affected());
         match c.finish(done, is_connection_error).map_err(|e| backend("update a session", e))? {
             0 => Err(SessionError::NotFound),
             _ => Ok(()),

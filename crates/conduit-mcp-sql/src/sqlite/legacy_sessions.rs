@@ -3,6 +3,7 @@
 
 use super::{SqliteStore, broken};
 use crate::common::{self, SESSION_COLUMNS};
+use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::session::{self as store, SessionError, SessionLimits, SessionRecord, SessionStore};
 use sqlx::AssertSqlSafe;
@@ -51,7 +52,7 @@ impl SqliteSessionStore {
     /// Runs one write statement on the writer; returns the rows it changed.
     async fn write(&self, what: &str, q: super::SqlQuery<'_>) -> Result<u64, SessionError> {
         let mut c = self.store.engine().writer().await.map_err(connect)?;
-        let done = q.execute(c.conn()).await.map(|r| r.rows_affected());
+        let done = bounded(c.deadline(), q.execute(c.conn())).await.map(|r| r.rows_affected());
         c.finish(done, broken).map_err(|e| backend(what, e))
     }
 }
@@ -66,7 +67,7 @@ impl SessionStore for SqliteSessionStore {
         let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.max_per_client));
         let hash = common::id_hash(&record.id);
         let mut c = self.store.engine().writer().await.map_err(connect)?;
-        let done: Result<Created, sqlx::Error> = async {
+        let done: Result<Created, sqlx::Error> = bounded(c.deadline(), async {
             let mut tx = c.conn().begin_with("BEGIN IMMEDIATE").await?;
             let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM conduit_legacy_sessions WHERE id_hash = ?1")
                 .bind(hash.as_slice())
@@ -150,7 +151,7 @@ impl SessionStore for SqliteSessionStore {
             .await?;
             tx.commit().await?;
             Ok(Created::Yes(removed))
-        }
+        })
         .await;
         match c.finish(done, broken) {
             Ok(Created::Yes(removed)) => Ok(store::Created::new(common::digests(removed))),
@@ -175,13 +176,8 @@ impl SessionStore for SqliteSessionStore {
              WHERE id_hash = ?1 AND owner IS ?2 AND last_seen_ms + ?4 > ?3 RETURNING {SESSION_COLUMNS}"
         );
         let mut c = self.store.engine().writer().await.map_err(connect)?;
-        let row = sqlx::query(AssertSqlSafe(sql))
-            .bind(common::id_hash(id))
-            .bind(owner)
-            .bind(now)
-            .bind(idle)
-            .fetch_optional(c.conn())
-            .await;
+        let q = sqlx::query(AssertSqlSafe(sql)).bind(common::id_hash(id)).bind(owner).bind(now).bind(idle);
+        let row = bounded(c.deadline(), q.fetch_optional(c.conn())).await;
         let row = c.finish(row, broken).map_err(|e| backend("touch a session", e))?;
         match row {
             Some(row) => common::decode_session(ENGINE, id, &row),
@@ -233,7 +229,8 @@ impl SessionStore for SqliteSessionStore {
 
     async fn count(&self) -> Result<usize, SessionError> {
         let mut c = self.store.engine().reader().await.map_err(connect)?;
-        let n = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM conduit_legacy_sessions").fetch_one(c.conn()).await;
+        let q = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM conduit_legacy_sessions");
+        let n = bounded(c.deadline(), q.fetch_one(c.conn())).await;
         let n = c.finish(n, broken).map_err(|e| backend("count sessions", e))?;
         Ok(usize::try_from(n).unwrap_or(0))
     }

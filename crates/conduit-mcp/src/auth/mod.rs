@@ -3,11 +3,16 @@
 //! An [`Authenticate`] implementation turns request headers into a
 //! [`Principal`]. With no authenticator configured every request has principal
 //! `None`. Built in: static bearer tokens ([`BearerTokens`]), an API-key header
-//! ([`ApiKeys`]) and, with the `jwt` feature, JWTs (`Jwt`, HS256/RS256/ES256
-//! with issuer and audience checks).
+//! ([`ApiKeys`]), with the `jwt` feature JWTs checked against keys you give
+//! (`Jwt`, HS256/RS256/ES256 with issuer and audience checks), and with the
+//! `oauth` feature an OAuth 2.1 resource server (`oauth::OAuth`: tokens of the
+//! authorization servers you trust, their keys discovered and cached,
+//! introspection for opaque tokens).
 
 #[cfg(feature = "jwt")]
 mod jwt;
+#[cfg(feature = "oauth")]
+pub mod oauth;
 mod static_tokens;
 
 #[cfg(feature = "jwt")]
@@ -57,7 +62,8 @@ impl Principal {
     }
 }
 
-/// Why authentication failed. Every variant is answered with HTTP 401.
+/// Why authentication failed: `Missing` and `Invalid` are answered with HTTP
+/// 401, `InsufficientScope` with 403, `Unavailable` with 503.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthError {
@@ -67,6 +73,12 @@ pub enum AuthError {
     /// Credentials were presented but are not valid (expired, bad signature, wrong audience, ...).
     #[error("invalid credentials: {0}")]
     Invalid(String),
+    /// Valid credentials without scopes every request needs (they are listed).
+    #[error("insufficient scope")]
+    InsufficientScope(Vec<String>),
+    /// The credentials cannot be checked now (the authorization server is unreachable).
+    #[error("authentication is unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Proves who a request comes from.

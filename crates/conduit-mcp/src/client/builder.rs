@@ -3,10 +3,13 @@
 //! unless pinned).
 
 use super::client::{Client, FollowSettings, Inner, NotificationFn, ServerInfo};
+use super::credential::Credential;
 use super::error::ClientError;
 use super::http::HttpWire;
+use super::http_options::{self, HttpOptions};
 use super::input::{InputHandler, NoInput};
 use super::legacy;
+use super::oauth::{self, OAuth};
 use super::stdio::StdioWire;
 use super::wire::Wire;
 use crate::protocol::methods::DISCOVER;
@@ -40,6 +43,8 @@ enum Target {
 pub struct ClientBuilder {
     target: Target,
     token: Option<String>,
+    oauth: Option<OAuth>,
+    http: HttpOptions,
     headers: Vec<(String, String)>,
     era: Option<Era>,
     handler: Arc<dyn InputHandler>,
@@ -65,6 +70,8 @@ impl ClientBuilder {
         Self {
             target,
             token: None,
+            oauth: None,
+            http: HttpOptions::default(),
             headers: Vec::new(),
             era: None,
             handler: Arc::new(NoInput),
@@ -95,6 +102,60 @@ impl ClientBuilder {
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
         self
+    }
+
+    /// OAuth 2.1: discover the authorization server from the server's 401,
+    /// get a token and keep it fresh (see [`oauth`](super::oauth)). Replaces [`token`](Self::token).
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// How long to wait for a connection (TCP and TLS; default 10 s).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.http.connect_timeout = d;
+        self
+    }
+
+    /// How long a server has to start answering a request, and to send a
+    /// whole JSON body (default 30 s). An SSE stream, once started, may stay
+    /// open as long as the server keeps it (a task's wait, a listen stream).
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.http.timeout = d;
+        self
+    }
+
+    /// The largest message read: a JSON body, or the data of one SSE event (default 16 MiB).
+    pub fn max_message_bytes(mut self, n: usize) -> Self {
+        self.http.max_message = n;
+        self
+    }
+
+    /// The longest line of an SSE stream (default 16 MiB).
+    pub fn max_line_bytes(mut self, n: usize) -> Self {
+        self.http.max_line = n;
+        self
+    }
+
+    /// Trusts the certificates in this PEM data too (a private CA), besides the webpki roots.
+    pub fn ca_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.http.ca_pem.push(pem.into());
+        self
+    }
+
+    /// Sends tokens over plain `http://` to hosts that are not loopback.
+    /// Off by default: anyone on the path could read and replay them.
+    pub fn allow_insecure_http(mut self, allow: bool) -> Self {
+        self.http.allow_insecure_http = allow;
+        self
+    }
+
+    /// Logs out of this server (HTTP only): revokes the stored OAuth tokens
+    /// where the authorization server can, and forgets them. `Ok(false)`
+    /// when none were stored.
+    pub async fn logout(self) -> Result<bool, ClientError> {
+        let (Target::Http(url), Some(o)) = (&self.target, &self.oauth) else { return Ok(false) };
+        oauth::logout(o, url, self.http.clone()).await
     }
 
     /// An extra header on every HTTP request.
@@ -164,7 +225,16 @@ impl ClientBuilder {
         let (req_tx, req_rx) = mpsc::unbounded_channel();
         let wire: Arc<dyn Wire> = match &self.target {
             Target::Http(url) => {
-                Arc::new(HttpWire::new(url.clone(), self.token.clone(), self.headers.clone(), req_tx)?)
+                let credential = match (&self.oauth, &self.token) {
+                    (Some(o), _) => {
+                        let parsed = http_options::parse_url("the server URL", url)?;
+                        let session = oauth::session::Session::new(o.clone(), parsed, self.http.clone())?;
+                        Credential::OAuth(Arc::new(session))
+                    }
+                    (None, Some(t)) => Credential::Token(t.clone()),
+                    (None, None) => Credential::None,
+                };
+                Arc::new(HttpWire::new(url.clone(), self.http.clone(), credential, self.headers.clone(), req_tx)?)
             }
             Target::Stdio(p, args) => Arc::new(StdioWire::spawn(p, args, req_tx)?),
         };

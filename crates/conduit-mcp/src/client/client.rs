@@ -186,7 +186,10 @@ impl Inner {
                 Incoming::Request(req) => super::legacy::answer_server_request(self, req).await?,
             }
         }
-        Err(ClientError::Transport(format!("the server closed the stream before answering {method}")))
+        Err(ClientError::Transport(match replies.why() {
+            Some(why) => format!("{why} (answering {method})"),
+            None => format!("the server closed the stream before answering {method}"),
+        }))
     }
 
     /// The `Mcp-Param-*` headers of a call (from the tool's `inputSchema`).

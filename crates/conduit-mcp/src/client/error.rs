@@ -22,6 +22,28 @@ pub enum ClientError {
         /// The HTTP status (401 or 403).
         status: u16,
     },
+    /// The server needs an OAuth login this client cannot start (no
+    /// [`Authorizer`](super::oauth::Authorizer)): the person logs in first
+    /// (`conduit-mcp login URL`). Holds the server URL.
+    #[error("{0} requires authorization: log in first")]
+    LoginRequired(String),
+    /// The server asks for more scope than the stored tokens carry, and this
+    /// client cannot start a login (no authorizer): log in again asking for
+    /// `scopes` (what was held plus what the server asks for).
+    #[error("{server} asks for more scope: log in again for {}", .scopes.join(" "))]
+    ScopeRequired {
+        /// The server URL.
+        server: String,
+        /// The scopes to ask for.
+        scopes: Vec<String>,
+    },
+    /// OAuth failed: discovery, registration, the authorization server's
+    /// answer, or a check the client makes (issuer, `iss`, `resource`, PKCE support).
+    #[error("oauth: {0}")]
+    OAuth(String),
+    /// A credential would go out in clear text to a host that is not this machine.
+    #[error("{0}")]
+    Insecure(String),
     /// The server does not know the task (never existed, expired, purged, or not ours).
     #[error("task not found: {0}")]
     TaskNotFound(String),

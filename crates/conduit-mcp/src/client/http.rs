@@ -7,9 +7,11 @@
 //! server requests and, after a POST stream closed early, the response it
 //! owed: the stream is resumed after `retry` ms with `Last-Event-ID`.
 
+use super::credential::{Credential, Retry};
 use super::error::ClientError;
+use super::http_options::{self, HttpOptions, redirect_refused};
 use super::sse::SseReader;
-use super::wire::{Outgoing, Replies, Wire};
+use super::wire::{Outgoing, Replies, ReplyTx, Wire, replies};
 use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::{Incoming, Request, parse_incoming};
 use crate::protocol::routing::{
@@ -43,12 +45,13 @@ pub(crate) struct HttpWire {
 struct Shared {
     http: reqwest::Client,
     url: String,
-    token: Option<String>,
+    opts: HttpOptions,
+    credential: Credential,
     headers: Vec<(String, String)>,
     session: Mutex<Option<String>>,
     /// Legacy sessions: requests whose response may come on another stream.
     legacy: AtomicBool,
-    pending: Mutex<HashMap<RequestId, mpsc::UnboundedSender<Incoming>>>,
+    pending: Mutex<HashMap<RequestId, ReplyTx>>,
     server_requests: mpsc::UnboundedSender<Request>,
     /// HTTP requests sent.
     sent: AtomicU64,
@@ -59,16 +62,21 @@ struct Shared {
 impl HttpWire {
     pub(crate) fn new(
         url: String,
-        token: Option<String>,
+        opts: HttpOptions,
+        credential: Credential,
         headers: Vec<(String, String)>,
         server_requests: mpsc::UnboundedSender<Request>,
     ) -> Result<Self, ClientError> {
-        let http =
-            reqwest::Client::builder().tcp_nodelay(true).build().map_err(|e| ClientError::Transport(e.to_string()))?;
+        let parsed = http_options::parse_url("the server URL", &url)?;
+        if !matches!(credential, Credential::None) {
+            opts.check_credentials_to(&parsed, "a token")?;
+        }
+        let http = opts.client(true)?;
         let shared = Shared {
             http,
             url,
-            token,
+            opts,
+            credential,
             headers,
             session: Mutex::new(None),
             legacy: AtomicBool::new(false),
@@ -82,7 +90,7 @@ impl HttpWire {
 }
 
 impl Shared {
-    fn request(&self, method: reqwest::Method, version: &str) -> reqwest::RequestBuilder {
+    fn request(&self, method: reqwest::Method, version: &str, bearer: Option<&str>) -> reqwest::RequestBuilder {
         // Counted when built: every request built here is sent at once.
         self.sent.fetch_add(1, Ordering::Relaxed);
         let mut rb = self
@@ -93,7 +101,7 @@ impl Shared {
         for (k, v) in &self.headers {
             rb = rb.header(k.as_str(), v.as_str());
         }
-        if let Some(t) = &self.token {
+        if let Some(t) = bearer {
             rb = rb.bearer_auth(t);
         }
         if let Some(s) = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
@@ -102,8 +110,40 @@ impl Shared {
         rb
     }
 
-    fn post(&self, version: &str) -> reqwest::RequestBuilder {
-        self.request(reqwest::Method::POST, version).header("content-type", "application/json")
+    fn post(&self, version: &str, bearer: Option<&str>) -> reqwest::RequestBuilder {
+        self.request(reqwest::Method::POST, version, bearer).header("content-type", "application/json")
+    }
+
+    /// Sends a request built by `build` with the current credential; on a
+    /// 401 or an `insufficient_scope` 403 the credential is renewed (refresh,
+    /// authorization, step-up) and the request sent again, a bounded number
+    /// of times. Redirects to another origin are refused.
+    async fn send_authorized(
+        &self,
+        build: impl Fn(Option<&str>) -> reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, ClientError> {
+        let mut retry = Retry::default();
+        loop {
+            let bearer = self.credential.bearer().await?;
+            let resp = http_options::send(build(bearer.as_deref()), self.opts.timeout).await?;
+            let status = resp.status().as_u16();
+            if resp.status().is_redirection() {
+                return Err(redirect_refused(&resp));
+            }
+            if status != 401 && status != 403 {
+                return Ok(resp);
+            }
+            let challenge = resp
+                .headers()
+                .get_all("www-authenticate")
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect::<Vec<_>>()
+                .join(", ");
+            if !self.credential.renew(status, bearer.as_deref(), &challenge, &mut retry).await? {
+                return Ok(resp);
+            }
+        }
     }
 
     fn remember_session(&self, resp: &reqwest::Response) {
@@ -129,10 +169,6 @@ impl Shared {
     }
 }
 
-fn transport(e: reqwest::Error) -> ClientError {
-    ClientError::Transport(if e.is_connect() { format!("cannot connect: {e}") } else { e.to_string() })
-}
-
 fn parse(bytes: &[u8]) -> Result<Incoming, ClientError> {
     parse_incoming(bytes).map_err(|(_, e)| ClientError::Protocol(format!("unreadable message: {}", e.message)))
 }
@@ -148,18 +184,23 @@ fn is_sse(resp: &reqwest::Response) -> bool {
 impl Wire for HttpWire {
     async fn send(&self, req: Outgoing) -> Result<Replies, ClientError> {
         let sh = &self.shared;
-        let mut rb = sh.post(&req.version).header(METHOD_HEADER, req.method.as_str());
-        if let Some(name) = mirrored_name(&req.method, &req.params) {
-            rb = rb.header(NAME_HEADER, encode_value(name).as_ref());
-        }
-        for (k, v) in &req.headers {
-            rb = rb.header(k.as_str(), v.as_str());
-        }
+        let name = mirrored_name(&req.method, &req.params).map(|n| encode_value(n).into_owned());
+        let body = req.to_value().to_string();
+        let build = |bearer: Option<&str>| {
+            let mut rb = sh.post(&req.version, bearer).header(METHOD_HEADER, req.method.as_str());
+            if let Some(name) = &name {
+                rb = rb.header(NAME_HEADER, name.as_str());
+            }
+            for (k, v) in &req.headers {
+                rb = rb.header(k.as_str(), v.as_str());
+            }
+            rb.body(body.clone())
+        };
         let turn = sh.turns.acquire().await.map_err(|_| ClientError::Transport("the client is closed".into()))?;
-        let resp = rb.body(req.to_value().to_string()).send().await.map_err(transport)?;
+        let resp = sh.send_authorized(build).await?;
         sh.remember_session(&resp);
         let status = resp.status().as_u16();
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = replies();
         if is_sse(&resp) && resp.status().is_success() {
             let legacy = sh.legacy.load(Ordering::Relaxed);
             if legacy {
@@ -167,10 +208,11 @@ impl Wire for HttpWire {
             }
             let weak = legacy.then(|| Arc::downgrade(sh));
             drop(turn);
-            tokio::spawn(read_request_stream(resp, tx, weak, req.version.clone()));
+            let reader = SseReader::new(sh.opts.max_line, sh.opts.max_message);
+            tokio::spawn(read_request_stream(resp, tx, reader, weak, req.version.clone()));
             return Ok(rx);
         }
-        let body = resp.bytes().await.map_err(transport)?;
+        let body = http_options::read_body(resp, sh.opts.max_message, sh.opts.timeout).await?;
         drop(turn);
         // A JSON-RPC error in the body counts whatever the status (400 for
         // header, meta and version errors, 404 for unknown methods).
@@ -179,21 +221,27 @@ impl Wire for HttpWire {
                 let _ = tx.send(msg);
                 Ok(rx)
             }
-            Err(_) if status == 401 || status == 403 => Err(ClientError::Unauthorized { status }),
+            Err(_) if status == 401 || status == 403 => Err(sh.credential.refused(status)),
             Err(e) if (200..300).contains(&status) => Err(e),
             Err(_) => Err(ClientError::Transport(format!("HTTP {status} without a JSON-RPC body"))),
         }
     }
 
     async fn post(&self, message: Value, version: &str) -> Result<(), ClientError> {
-        let mut rb = self.shared.post(version);
-        if let Some(m) = message.get("method").and_then(Value::as_str) {
-            rb = rb.header(METHOD_HEADER, m);
-        }
-        let resp = rb.body(message.to_string()).send().await.map_err(transport)?;
+        let sh = &self.shared;
+        let method = message.get("method").and_then(Value::as_str);
+        let body = message.to_string();
+        let build = |bearer: Option<&str>| {
+            let mut rb = sh.post(version, bearer);
+            if let Some(m) = method {
+                rb = rb.header(METHOD_HEADER, m);
+            }
+            rb.body(body.clone())
+        };
+        let resp = sh.send_authorized(build).await?;
         match resp.status().as_u16() {
             s if (200..300).contains(&s) => Ok(()),
-            s @ (401 | 403) => Err(ClientError::Unauthorized { status: s }),
+            s @ (401 | 403) => Err(sh.credential.refused(s)),
             s => Err(ClientError::Transport(format!("HTTP {s} for a notification"))),
         }
     }
@@ -217,12 +265,15 @@ impl Wire for HttpWire {
 
 /// Opens the legacy event stream (GET), resuming after `last_id` when given.
 async fn get_stream(sh: &Shared, version: &str, last_id: Option<&str>) -> Option<(reqwest::Response, SseReader)> {
-    let mut rb = sh.request(reqwest::Method::GET, version).header("accept", "text/event-stream");
-    if let Some(id) = last_id {
-        rb = rb.header("last-event-id", id);
-    }
-    let resp = rb.send().await.ok()?;
-    (resp.status().is_success() && is_sse(&resp)).then(|| (resp, SseReader::default()))
+    let build = |bearer: Option<&str>| {
+        let rb = sh.request(reqwest::Method::GET, version, bearer).header("accept", "text/event-stream");
+        match last_id {
+            Some(id) => rb.header("last-event-id", id),
+            None => rb,
+        }
+    };
+    let resp = sh.send_authorized(build).await.ok()?;
+    (resp.status().is_success() && is_sse(&resp)).then(|| (resp, SseReader::new(sh.opts.max_line, sh.opts.max_message)))
 }
 
 /// Reads the legacy event stream, resuming it after `retry` while the client lives.
@@ -231,7 +282,14 @@ async fn events(sh: Weak<Shared>, mut resp: reqwest::Response, mut reader: SseRe
         let mut body = resp.bytes_stream();
         while let Some(Ok(chunk)) = body.next().await {
             let Some(s) = sh.upgrade() else { return };
-            for data in reader.feed(&chunk) {
+            let events = match reader.feed(&chunk) {
+                Ok(events) => events,
+                Err(why) => {
+                    tracing::warn!("closing the server's event stream: {why}");
+                    return;
+                }
+            };
+            for data in events {
                 if let Ok(msg) = parse(data.as_bytes()) {
                     s.route(msg);
                 }
@@ -256,19 +314,26 @@ async fn events(sh: Weak<Shared>, mut resp: reqwest::Response, mut reader: SseRe
 /// ends early (after naming an event id) is resumed on a GET stream.
 async fn read_request_stream(
     resp: reqwest::Response,
-    tx: mpsc::UnboundedSender<Incoming>,
+    tx: ReplyTx,
+    mut reader: SseReader,
     legacy: Option<Weak<Shared>>,
     version: String,
 ) {
     let mut body = resp.bytes_stream();
-    let mut reader = SseReader::default();
     loop {
         let chunk = tokio::select! {
             c = body.next() => c,
             () = tx.closed() => return,
         };
         let Some(Ok(chunk)) = chunk else { break };
-        for data in reader.feed(&chunk) {
+        let events = match reader.feed(&chunk) {
+            Ok(events) => events,
+            Err(why) => {
+                tx.fail(why);
+                return;
+            }
+        };
+        for data in events {
             if data.trim().is_empty() {
                 continue;
             }

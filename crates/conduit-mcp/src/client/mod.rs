@@ -41,13 +41,17 @@
 mod builder;
 #[allow(clippy::module_inception)]
 mod client;
+mod credential;
 mod error;
 mod follow;
 mod http;
+pub(crate) mod http_options;
 mod input;
 mod legacy;
 mod listen;
 mod notifications;
+pub mod oauth;
+pub mod sanitize;
 mod sse;
 mod stdio;
 mod task;

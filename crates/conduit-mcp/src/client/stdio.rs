@@ -5,7 +5,7 @@
 //! server sends (legacy era) go to the client's input handler.
 
 use super::error::ClientError;
-use super::wire::{Outgoing, Replies, Wire};
+use super::wire::{Outgoing, Replies, ReplyTx, Wire, replies};
 use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::{Incoming, Request, parse_incoming};
 use crate::protocol::meta::{PROGRESS_TOKEN_KEY, SUBSCRIPTION_ID_KEY};
@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-type Pending = Arc<Mutex<HashMap<RequestId, mpsc::UnboundedSender<Incoming>>>>;
+type Pending = Arc<Mutex<HashMap<RequestId, ReplyTx>>>;
 
 /// The stdio side of a connection; the child is killed when this is dropped.
 #[derive(Debug)]
@@ -117,7 +117,7 @@ async fn read_loop(
 #[async_trait::async_trait]
 impl Wire for StdioWire {
     async fn send(&self, req: Outgoing) -> Result<Replies, ClientError> {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = replies();
         self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(req.id.clone(), tx);
         self.sent.fetch_add(1, Ordering::Relaxed);
         if self.out.send(req.to_value().to_string()).is_err() {

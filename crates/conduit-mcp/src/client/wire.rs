@@ -6,6 +6,7 @@ use super::error::ClientError;
 use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::Incoming;
 use serde_json::{Map, Value};
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 /// One request on its way out.
@@ -37,8 +38,56 @@ impl Outgoing {
 
 /// The messages tied to one request: notifications and server requests, then
 /// its response; the channel closes after the response or when the stream
-/// ends. Dropping it closes the stream (on HTTP) or cancels the request (on stdio).
-pub(crate) type Replies = mpsc::UnboundedReceiver<Incoming>;
+/// ends (then [`Replies::why`] may say why it ended early). Dropping it closes
+/// the stream (on HTTP) or cancels the request (on stdio).
+#[derive(Debug)]
+pub(crate) struct Replies {
+    rx: mpsc::UnboundedReceiver<Incoming>,
+    why: Arc<Mutex<Option<String>>>,
+}
+
+/// The sending side of [`Replies`].
+#[derive(Debug, Clone)]
+pub(crate) struct ReplyTx {
+    tx: mpsc::UnboundedSender<Incoming>,
+    why: Arc<Mutex<Option<String>>>,
+}
+
+/// A new reply channel.
+pub(crate) fn replies() -> (ReplyTx, Replies) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let why = Arc::default();
+    (ReplyTx { tx, why: Arc::clone(&why) }, Replies { rx, why })
+}
+
+impl Replies {
+    /// The next message, `None` once the stream has ended.
+    pub(crate) async fn recv(&mut self) -> Option<Incoming> {
+        self.rx.recv().await
+    }
+
+    /// Why the stream ended before its response, when the transport knows.
+    pub(crate) fn why(&self) -> Option<String> {
+        self.why.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+impl ReplyTx {
+    /// Delivers a message; `Err` when nobody reads any more.
+    pub(crate) fn send(&self, msg: Incoming) -> Result<(), ()> {
+        self.tx.send(msg).map_err(drop)
+    }
+
+    /// Resolves when the reader has gone.
+    pub(crate) async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
+    /// Records why the stream ends early (the channel closes when every sender is dropped).
+    pub(crate) fn fail(&self, why: String) {
+        *self.why.lock().unwrap_or_else(|p| p.into_inner()) = Some(why);
+    }
+}
 
 /// A transport as the client sees it.
 #[async_trait::async_trait]

@@ -251,8 +251,8 @@ impl TasksConfig {
     pub fn from_server_toml(doc: &str) -> Result<(Self, Option<String>), ConfigError> {
         let root: toml::Table =
             doc.parse().map_err(|e: toml::de::Error| err("config", format!("not valid TOML: {}", e.message())))?;
-        if let Some(other) = root.keys().find(|k| !["ext_tasks", "sessions"].contains(&k.as_str())) {
-            return Err(err(other, "unknown top-level key (expected ext_tasks or sessions)"));
+        if let Some(other) = root.keys().find(|k| !["ext_tasks", "sessions", "oauth"].contains(&k.as_str())) {
+            return Err(err(other, "unknown top-level key (expected ext_tasks, sessions or oauth)"));
         }
         match root.get("ext_tasks") {
             Some(v) => Self::from_toml_value(v),

@@ -1,11 +1,12 @@
 //! What every HTTP request passes before its method is looked at: the
-//! DNS-rebinding guard (Origin, Host → 403) and authentication (401).
+//! DNS-rebinding guard (Origin, Host → 403) and authentication (401, 403 for
+//! missing scopes, 503 when it cannot be checked now).
 
 use super::HttpConfig;
 use super::guard::{Refusal, check};
 use super::status::{challenge, forbidden};
 use crate::auth::{AuthError, Principal};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// The principal of an admitted request (`None` without authentication), or the refusal.
@@ -22,16 +23,39 @@ pub(super) async fn admit(cfg: &HttpConfig, headers: &HeaderMap) -> Result<Optio
         None => Ok(None),
         Some(a) => match a.authenticate(headers).await {
             Ok(p) => Ok(Some(p)),
-            Err(e) => {
-                let extra = match &e {
-                    AuthError::Missing => String::new(),
-                    AuthError::Invalid(_) => "error=\"invalid_token\"".to_owned(),
-                };
-                tracing::debug!(error = %e, "authentication failed");
-                let mut r = (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
-                r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, a.scheme(), &extra));
-                Err(r)
-            }
+            Err(e) => Err(refusal(cfg, a.scheme(), &e)),
         },
     }
+}
+
+/// The answer to a failed authentication, with its challenge (RFC 6750 §3).
+fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
+    tracing::debug!(error = %e, "authentication failed");
+    let base = super::base_scope(cfg);
+    let scope = |s: Option<&str>| s.map(|s| format!("scope=\"{s}\"")).unwrap_or_default();
+    let (status, params) = match e {
+        AuthError::Missing => (StatusCode::UNAUTHORIZED, vec![scope(base)]),
+        AuthError::Invalid(why) => (
+            StatusCode::UNAUTHORIZED,
+            vec![scope(base), "error=\"invalid_token\"".into(), format!("error_description=\"{}\"", quoted(why))],
+        ),
+        AuthError::InsufficientScope(needed) => (
+            StatusCode::FORBIDDEN,
+            vec!["error=\"insufficient_scope\"".into(), format!("scope=\"{}\"", needed.join(" "))],
+        ),
+        AuthError::Unavailable(_) => {
+            let mut r = (StatusCode::SERVICE_UNAVAILABLE, "authentication is unavailable; try again").into_response();
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return r;
+        }
+    };
+    let params: Vec<String> = params.into_iter().filter(|p| !p.is_empty()).collect();
+    let mut r = (status, e.to_string()).into_response();
+    r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, &params.join(", ")));
+    r
+}
+
+/// Text fit for a quoted header parameter: printable ASCII without quotes or backslashes.
+fn quoted(s: &str) -> String {
+    s.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').filter(|c| !matches!(c, '"' | '\\')).take(200).collect()
 }

@@ -38,10 +38,18 @@ mod post;
 mod route;
 mod serve;
 mod status;
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(feature = "oauth")]
+mod well_known;
 
 pub use guard::HostPolicy;
 pub use serve::{Bound, bind, serve};
 pub use status::status_for;
+#[cfg(feature = "tls")]
+pub use tls::TlsConfig;
+#[cfg(feature = "oauth")]
+pub use well_known::well_known_router;
 
 use crate::Server;
 use crate::auth::Authenticate;
@@ -66,6 +74,10 @@ pub struct HttpConfig {
     pub auth: Option<Arc<dyn Authenticate>>,
     /// The protected-resource metadata URL named in `WWW-Authenticate`.
     pub resource_metadata: Option<String>,
+    /// The Protected Resource Metadata served at its well-known paths, and the
+    /// scopes named in challenges (set by [`HttpConfig::oauth`]).
+    #[cfg(feature = "oauth")]
+    pub protected_resource: Option<Arc<crate::auth::oauth::ProtectedResource>>,
     /// Interval of SSE keep-alive comments on long streams.
     pub keep_alive: Duration,
     /// How long a connection may take to send a request head, from the
@@ -84,6 +96,10 @@ pub struct HttpConfig {
     /// How long requests in flight may take to finish after shutdown begins
     /// (default 10 s); then their connections are dropped.
     pub shutdown_timeout: Duration,
+    /// HTTPS: [`Bound::serve`] speaks TLS with this certificate (feature `tls`);
+    /// the handshake must finish within [`header_timeout`](Self::header_timeout).
+    #[cfg(feature = "tls")]
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for HttpConfig {
@@ -93,12 +109,16 @@ impl Default for HttpConfig {
             body_limit: 4 * 1024 * 1024,
             auth: None,
             resource_metadata: None,
+            #[cfg(feature = "oauth")]
+            protected_resource: None,
             keep_alive: Duration::from_secs(15),
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections: 512,
             shutdown_timeout: Duration::from_secs(10),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -134,6 +154,19 @@ impl HttpConfig {
     /// Sets the authenticator.
     pub fn auth(mut self, auth: impl Authenticate) -> Self {
         self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// Makes the endpoint an OAuth 2.1 resource server: `oauth` authenticates
+    /// every request, its Protected Resource Metadata is served (by
+    /// [`Bound::serve`] at its well-known paths; with [`router`], merge
+    /// [`well_known_router`] at your app's root), and every challenge names it.
+    #[cfg(feature = "oauth")]
+    pub fn oauth(mut self, oauth: crate::auth::oauth::OAuth) -> Self {
+        let pr = oauth.protected_resource().clone();
+        self.resource_metadata = Some(pr.metadata_url().to_owned());
+        self.protected_resource = Some(Arc::new(pr));
+        self.auth = Some(Arc::new(oauth));
         self
     }
 
@@ -173,11 +206,28 @@ impl HttpConfig {
         self
     }
 
+    /// Serves HTTPS with this certificate (see [`TlsConfig`]).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// Sets the shutdown deadline.
     pub fn shutdown_timeout(mut self, limit: Duration) -> Self {
         self.shutdown_timeout = limit;
         self
     }
+}
+
+/// The scopes every request needs, for challenges (`None` without OAuth).
+pub(super) fn base_scope(cfg: &HttpConfig) -> Option<&str> {
+    #[cfg(feature = "oauth")]
+    if let Some(pr) = &cfg.protected_resource {
+        return pr.scope();
+    }
+    let _ = cfg;
+    None
 }
 
 pub(super) struct AppState {

@@ -19,10 +19,25 @@ fn is_endpoint(path: &str) -> bool {
     path.strip_prefix(MCP_PATH).is_some_and(|rest| rest.is_empty() || rest == "/")
 }
 
+/// Whether `path` is where the metadata is served: the paths derived from the
+/// configured resource, and the path-inserted form of this endpoint's own path
+/// (they differ behind a proxy that maps another path to `/mcp`).
+#[cfg(feature = "oauth")]
+fn is_metadata_path(pr: &crate::auth::oauth::ProtectedResource, path: &str) -> bool {
+    pr.is_metadata_path(path)
+        || path.strip_prefix(crate::auth::oauth::WELL_KNOWN_PRM).is_some_and(|rest| rest == MCP_PATH)
+}
+
 /// Answers one request: the endpoint's handler for its method, 405 for other methods
 /// there; any other path goes to the caller's `other` routes, or is a 404.
 pub(super) async fn dispatch(st: Arc<AppState>, other: Option<axum::Router>, req: Request) -> Response {
     if !is_endpoint(req.uri().path()) {
+        #[cfg(feature = "oauth")]
+        if let Some(pr) = &st.config.protected_resource
+            && is_metadata_path(pr, req.uri().path())
+        {
+            return super::well_known::metadata_response(pr, req.method());
+        }
         return match other {
             Some(mut routes) => match routes.call(req).await {
                 Ok(r) => r,

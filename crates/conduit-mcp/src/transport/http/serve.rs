@@ -1,4 +1,4 @@
-//! Serving the endpoint on a TCP listener: `TCP_NODELAY` on every accepted
+//! Serving the endpoint on a TCP listener (TLS with feature `tls`): `TCP_NODELAY` on every accepted
 //! socket, the handlers at `/mcp` (routed by hand: see `route`), the connection limit and the timeouts of
 //! [`HttpConfig`], and a graceful shutdown with a deadline that closes
 //! listen streams and stops the extensions.
@@ -82,6 +82,8 @@ impl Bound {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let limits = Limits::of(&config);
+        #[cfg(feature = "tls")]
+        let acceptor = config.tls.as_ref().map(super::tls::TlsConfig::acceptor);
         let app = started(server.clone(), config);
         let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
         let conns = TaskTracker::new();
@@ -110,10 +112,25 @@ impl Bound {
             // Small answers must not wait for Nagle's algorithm.
             let _ = tcp.set_nodelay(true);
             let (app, routes, mut closed, abort) = (app.clone(), routes.clone(), closed.clone(), abort.clone());
+            #[cfg(feature = "tls")]
+            let acceptor = acceptor.clone();
             conns.spawn(async move {
                 let _permit = permit;
+                let work = async move {
+                    #[cfg(feature = "tls")]
+                    if let Some(acceptor) = acceptor {
+                        // The handshake gets the request head's deadline.
+                        match tokio::time::timeout(limits.header, acceptor.accept(tcp)).await {
+                            Ok(Ok(tls)) => serve_connection(tls, peer, app, routes, limits, &mut closed).await,
+                            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                            Err(_) => tracing::debug!("TLS handshake timed out"),
+                        }
+                        return;
+                    }
+                    serve_connection(tcp, peer, app, routes, limits, &mut closed).await;
+                };
                 tokio::select! {
-                    () = serve_connection(tcp, peer, app, routes, limits, &mut closed) => {}
+                    () = work => {}
                     // Dropping the connection closes its socket.
                     () = abort.cancelled() => {}
                 }
@@ -160,14 +177,16 @@ impl Limits {
 
 /// Serves one connection until it closes, or until shutdown asks it to
 /// finish (it then ends once its requests have).
-async fn serve_connection(
-    tcp: tokio::net::TcpStream,
+async fn serve_connection<S>(
+    tcp: S,
     peer: SocketAddr,
     app: Arc<AppState>,
     routes: Option<axum::Router>,
     limits: Limits,
     closed: &mut watch::Receiver<bool>,
-) {
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let in_flight = Arc::new(InFlight::default());
     let io = TokioIo::new(Watched::new(tcp, in_flight.clone(), limits.header, limits.idle));
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {

@@ -32,14 +32,16 @@ pub(super) fn json_body(status: StatusCode, msg: &Message) -> Response {
 
 /// An error message answered with its status (and, for a missing scope, its challenge).
 pub(super) fn error_response(cfg: &HttpConfig, id: Option<RequestId>, error: RpcError) -> Response {
+    // All the operation needs, in one challenge: the scopes of every request, then the operation's.
     let scopes = (error.class() == ErrorClass::InsufficientScope).then(|| {
-        error
-            .data
-            .as_ref()
-            .and_then(|d| d.get("requiredScopes"))
-            .and_then(|s| s.as_array())
-            .map(|a| a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" "))
-            .unwrap_or_default()
+        let mut all: Vec<&str> = super::base_scope(cfg).map(|b| b.split(' ').collect()).unwrap_or_default();
+        let needed = error.data.as_ref().and_then(|d| d.get("requiredScopes")).and_then(|s| s.as_array());
+        for s in needed.into_iter().flatten().filter_map(|v| v.as_str()) {
+            if !all.contains(&s) {
+                all.push(s);
+            }
+        }
+        all.join(" ")
     });
     let status = status_for(&error);
     let mut r = json_body(status, &Message::Error { id, error });

@@ -1,0 +1,208 @@
+//! What an OAuth resource server is configured with: the one canonical
+//! resource URI, the authorization servers it trusts, the scopes every request
+//! needs, the scope hierarchy, and the cache and clock settings.
+
+use crate::clock::{Clock, SystemClock};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest clock leeway accepted for `exp`/`nbf` (a larger one is refused).
+pub const MAX_LEEWAY: Duration = Duration::from_secs(300);
+
+/// Credentials the resource server presents to an authorization server
+/// (`client_secret_basic`), for RFC 7662 introspection.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCredentials {
+    /// The client id registered at the authorization server.
+    pub id: String,
+    secret: String,
+}
+
+impl ClientCredentials {
+    /// A client id and its secret.
+    pub fn new(id: impl Into<String>, secret: impl Into<String>) -> Self {
+        Self { id: id.into(), secret: secret.into() }
+    }
+
+    pub(crate) fn secret(&self) -> &str {
+        &self.secret
+    }
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCredentials").field("id", &self.id).field("secret", &"…").finish()
+    }
+}
+
+/// One authorization server whose tokens are accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Issuer {
+    /// The issuer identifier, exactly as the AS's metadata and tokens say it.
+    pub url: String,
+    /// Credentials for introspecting opaque tokens (`None`: only JWTs are accepted).
+    pub introspection_client: Option<ClientCredentials>,
+}
+
+impl Issuer {
+    /// An issuer without introspection.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), introspection_client: None }
+    }
+}
+
+/// The configuration of an OAuth 2.1 resource server ([`OAuth`](super::OAuth)).
+///
+/// ```
+/// use conduit_mcp::auth::oauth::OAuthConfig;
+///
+/// let cfg = OAuthConfig::new("https://auth.example.com", "https://mcp.example.com/mcp")
+///     .scope("mcp:read")
+///     .implies("mcp:admin", ["mcp:deploy", "mcp:read"])
+///     .introspection_client("mcp-server", "its-secret");
+/// # let _ = cfg;
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+#[must_use]
+pub struct OAuthConfig {
+    /// The canonical URI of the endpoint (RFC 8707 resource indicator): the PRM
+    /// `resource`, what clients send as `resource`, and the `aud` tokens must carry.
+    pub resource: String,
+    /// Trusted authorization servers (at least one).
+    pub issuers: Vec<Issuer>,
+    /// Scopes every request needs; advertised as `scopes_supported` and in the 401 challenge.
+    pub scopes: Vec<String>,
+    /// Broader scope → the narrower scopes it implies (transitively).
+    pub scope_hierarchy: BTreeMap<String, Vec<String>>,
+    /// Scopes per tool name, for applications that configure them here (the
+    /// reference server applies them to its tools).
+    pub tool_scopes: BTreeMap<String, Vec<String>>,
+    /// The PRM URL named in challenges (default: the path-inserted well-known URL of `resource`).
+    pub resource_metadata_url: Option<String>,
+    /// `resource_name` in the PRM document.
+    pub resource_name: Option<String>,
+    /// Clock skew allowed on `exp` and `nbf` (default 60 s, at most [`MAX_LEEWAY`]).
+    pub leeway: Duration,
+    /// How long fetched signing keys are used before they are fetched again (default 10 min).
+    pub keys_ttl: Duration,
+    /// The least time between two fetches of an issuer's keys or metadata (default 30 s):
+    /// a flood of unknown `kid`s costs the AS one request per interval.
+    pub refetch_interval: Duration,
+    /// How long an introspection answer is reused (default 60 s, never past the token's `exp`).
+    pub introspection_ttl: Duration,
+    /// Bytes of introspection answers kept at most (default 4 MiB).
+    pub introspection_cache_bytes: usize,
+    /// Timeout of each request to an authorization server (default 5 s).
+    pub fetch_timeout: Duration,
+    /// The clock tokens are checked against.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl OAuthConfig {
+    /// Tokens from `issuer` for `resource`, with the defaults.
+    pub fn new(issuer: impl Into<String>, resource: impl Into<String>) -> Self {
+        Self {
+            resource: resource.into(),
+            issuers: vec![Issuer::new(issuer)],
+            scopes: Vec::new(),
+            scope_hierarchy: BTreeMap::new(),
+            tool_scopes: BTreeMap::new(),
+            resource_metadata_url: None,
+            resource_name: None,
+            leeway: Duration::from_secs(60),
+            keys_ttl: Duration::from_secs(600),
+            refetch_interval: Duration::from_secs(30),
+            introspection_ttl: Duration::from_secs(60),
+            introspection_cache_bytes: 4 * 1024 * 1024,
+            fetch_timeout: Duration::from_secs(5),
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Also trusts tokens from `issuer`.
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.push(Issuer::new(issuer));
+        self
+    }
+
+    /// Introspects opaque tokens of every issuer with these credentials.
+    pub fn introspection_client(mut self, id: impl Into<String>, secret: impl Into<String>) -> Self {
+        let creds = ClientCredentials::new(id, secret);
+        for i in &mut self.issuers {
+            i.introspection_client = Some(creds.clone());
+        }
+        self
+    }
+
+    /// Adds a scope every request needs.
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scopes.push(scope.into());
+        self
+    }
+
+    /// `broad` implies each of `narrower` (a token with `broad` satisfies them).
+    pub fn implies<I, S>(mut self, broad: impl Into<String>, narrower: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scope_hierarchy.entry(broad.into()).or_default().extend(narrower.into_iter().map(Into::into));
+        self
+    }
+
+    /// Records that tool `name` needs `scopes`.
+    pub fn tool_scope(mut self, name: impl Into<String>, scope: impl Into<String>) -> Self {
+        self.tool_scopes.entry(name.into()).or_default().push(scope.into());
+        self
+    }
+
+    /// The scopes recorded for tool `name` (empty when none).
+    pub fn scopes_of_tool(&self, name: &str) -> Vec<String> {
+        self.tool_scopes.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Names the PRM URL in challenges explicitly (behind a proxy that rewrites paths).
+    pub fn resource_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.resource_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Sets the clock skew allowed on `exp` and `nbf`.
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// Sets how long signing keys are used before they are fetched again.
+    pub fn keys_ttl(mut self, ttl: Duration) -> Self {
+        self.keys_ttl = ttl;
+        self
+    }
+
+    /// Sets the least time between two fetches from one issuer.
+    pub fn refetch_interval(mut self, interval: Duration) -> Self {
+        self.refetch_interval = interval;
+        self
+    }
+
+    /// Sets how long an introspection answer is reused.
+    pub fn introspection_ttl(mut self, ttl: Duration) -> Self {
+        self.introspection_ttl = ttl;
+        self
+    }
+
+    /// Sets the timeout of each request to an authorization server.
+    pub fn fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout;
+        self
+    }
+
+    /// Checks tokens against this clock (tests inject a `ManualClock`).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+}

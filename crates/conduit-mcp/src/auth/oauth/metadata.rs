@@ -1,0 +1,89 @@
+//! Authorization-server metadata: RFC 8414 and OpenID discovery, in the order
+//! MCP clients try them, with the `issuer` echo check.
+
+use super::fetch;
+use serde_json::Value;
+
+/// What the resource server needs from an authorization server's metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct AsMetadata {
+    /// Where its signing keys are.
+    pub(super) jwks_uri: Option<String>,
+    /// RFC 7662 introspection.
+    pub(super) introspection_endpoint: Option<String>,
+}
+
+/// The discovery URLs of `issuer`, in order: RFC 8414 path-inserted, OpenID
+/// path-inserted, OpenID appended (one of each when the issuer has no path).
+pub(super) fn discovery_urls(issuer: &str) -> Vec<String> {
+    let trimmed = issuer.trim_end_matches('/');
+    let (origin, path) = match trimmed.find("://").and_then(|i| trimmed[i + 3..].find('/').map(|j| i + 3 + j)) {
+        Some(at) => (&trimmed[..at], &trimmed[at..]),
+        None => (trimmed, ""),
+    };
+    if path.is_empty() {
+        return vec![
+            format!("{origin}/.well-known/oauth-authorization-server"),
+            format!("{origin}/.well-known/openid-configuration"),
+        ];
+    }
+    vec![
+        format!("{origin}/.well-known/oauth-authorization-server{path}"),
+        format!("{origin}/.well-known/openid-configuration{path}"),
+        format!("{origin}{path}/.well-known/openid-configuration"),
+    ]
+}
+
+/// Fetches the metadata of `issuer`: the first document that exists and names
+/// exactly this issuer. A document naming another issuer is never used.
+pub(super) async fn discover(http: &reqwest::Client, issuer: &str) -> Result<AsMetadata, String> {
+    let mut failures = Vec::new();
+    for url in discovery_urls(issuer) {
+        let doc = match fetch::json(http.get(&url).header("accept", "application/json")).await {
+            Ok(d) => d,
+            Err(e) => {
+                failures.push(format!("{url}: {e}"));
+                continue;
+            }
+        };
+        if doc.get("issuer").and_then(Value::as_str) != Some(issuer) {
+            failures.push(format!("{url}: names issuer {}, not {issuer}", doc.get("issuer").unwrap_or(&Value::Null)));
+            continue;
+        }
+        let endpoint = |key: &str| -> Result<Option<String>, String> {
+            match doc.get(key).and_then(Value::as_str) {
+                Some(u) => fetch::check_url(key, u).map(|_| Some(u.to_owned())),
+                None => Ok(None),
+            }
+        };
+        return Ok(AsMetadata {
+            jwks_uri: endpoint("jwks_uri")?,
+            introspection_endpoint: endpoint("introspection_endpoint")?,
+        });
+    }
+    Err(format!("no usable metadata for issuer {issuer} ({})", failures.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::discovery_urls;
+
+    #[test]
+    fn discovery_order() {
+        assert_eq!(
+            discovery_urls("https://a.example"),
+            [
+                "https://a.example/.well-known/oauth-authorization-server",
+                "https://a.example/.well-known/openid-configuration"
+            ]
+        );
+        assert_eq!(
+            discovery_urls("https://a.example/t1"),
+            [
+                "https://a.example/.well-known/oauth-authorization-server/t1",
+                "https://a.example/.well-known/openid-configuration/t1",
+                "https://a.example/t1/.well-known/openid-configuration"
+            ]
+        );
+    }
+}

@@ -1,0 +1,146 @@
+//! An OAuth 2.1 resource server (feature `oauth`): access tokens from the
+//! authorization servers you trust, checked on every request.
+//!
+//! [`OAuth`] is an [`Authenticate`]: give it to
+//! [`HttpConfig::oauth`](crate::transport::http::HttpConfig::oauth), which also
+//! serves the Protected Resource Metadata (RFC 9728) and answers every
+//! unauthenticated request, of either protocol era, with
+//! `401` and `WWW-Authenticate: Bearer resource_metadata="…", scope="…"`.
+//!
+//! - **JWT access tokens** are verified with the issuer's keys, found through
+//!   its metadata (RFC 8414, then OpenID discovery; the metadata must name the
+//!   same issuer) and cached for [`OAuthConfig::keys_ttl`]. A token signed by a
+//!   key not in the cache makes one fetch per [`OAuthConfig::refetch_interval`]
+//!   at most, so keys rotate without a restart and made-up `kid`s cannot flood
+//!   the authorization server; known keys keep working while it is down. The
+//!   algorithm must be one the key allows (never `none`, never HMAC); `iss` must
+//!   be a trusted issuer, `exp` is required, `exp`/`nbf` get
+//!   [`OAuthConfig::leeway`], and `aud` must name [`OAuthConfig::resource`].
+//! - **Opaque tokens** are introspected (RFC 7662) with
+//!   [`OAuthConfig::introspection_client`]; active answers are cached for
+//!   [`OAuthConfig::introspection_ttl`] (never past the token's `exp`).
+//! - The [`Principal`] id is `ISSUER#SUB`, so equal subjects of two issuers
+//!   are two principals; its scopes are the token's plus every scope they
+//!   imply ([`OAuthConfig::implies`]). A token without [`OAuthConfig::scopes`]
+//!   gets `403 insufficient_scope`.
+//! - The AS being unreachable when nothing cached can decide is `503`, not `401`:
+//!   the client's token may be fine. No token is ever logged or passed on.
+//!
+//! ```no_run
+//! use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
+//! use conduit_mcp::transport::http::HttpConfig;
+//!
+//! let oauth = OAuth::new(
+//!     OAuthConfig::new("https://auth.example.com", "https://mcp.example.com/mcp").scope("mcp:read"),
+//! )
+//! .expect("valid OAuth configuration");
+//! let http = HttpConfig::default().oauth(oauth);
+//! # let _ = http;
+//! ```
+
+mod access_token;
+mod config;
+mod config_toml;
+mod fetch;
+mod introspect;
+mod issuer;
+mod metadata;
+mod resource;
+mod scopes;
+
+pub use config::{ClientCredentials, Issuer, MAX_LEEWAY, OAuthConfig};
+pub use config_toml::OAuthConfigError;
+pub use resource::{ProtectedResource, WELL_KNOWN_PRM};
+
+use super::{AuthError, Authenticate, Principal, bearer_token};
+use async_trait::async_trait;
+use introspect::IntrospectionCache;
+use issuer::IssuerState;
+use scopes::ScopeHierarchy;
+use std::sync::Arc;
+
+/// What every request's check shares: the configuration, the HTTP client and the caches.
+pub(super) struct Shared {
+    cfg: OAuthConfig,
+    resource_url: reqwest::Url,
+    http: reqwest::Client,
+    issuers: Vec<IssuerState>,
+    hierarchy: ScopeHierarchy,
+    introspection: IntrospectionCache,
+    resource: ProtectedResource,
+}
+
+/// An OAuth 2.1 resource server: validates bearer tokens (see the module docs).
+#[derive(Clone)]
+pub struct OAuth {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth").field("resource", &self.shared.cfg.resource).finish_non_exhaustive()
+    }
+}
+
+impl OAuth {
+    /// Checks `cfg` and builds the resource server (no request is made yet).
+    pub fn new(cfg: OAuthConfig) -> Result<Self, OAuthConfigError> {
+        let bad = |key: &str, message: String| OAuthConfigError { key: key.to_owned(), message };
+        if cfg.issuers.is_empty() {
+            return Err(bad("issuer", "at least one issuer is required".into()));
+        }
+        for i in &cfg.issuers {
+            fetch::check_url("issuer", &i.url).map_err(|e| bad("issuer", e))?;
+        }
+        if cfg.leeway > MAX_LEEWAY {
+            return Err(bad("leeway_s", format!("at most {} seconds", MAX_LEEWAY.as_secs())));
+        }
+        if cfg.scopes.iter().any(|s| s == "offline_access") {
+            return Err(bad("scopes", "offline_access is for refresh tokens, not a resource scope".into()));
+        }
+        if let Some(s) = cfg.scopes.iter().find(|s| s.is_empty() || s.contains([' ', '"', '\\'])) {
+            return Err(bad("scopes", format!("{s:?} is not a scope token")));
+        }
+        let resource = ProtectedResource::new(&cfg).map_err(|e| bad("resource", e))?;
+        let resource_url = reqwest::Url::parse(&cfg.resource).map_err(|e| bad("resource", e.to_string()))?;
+        let http = fetch::client(cfg.fetch_timeout).map_err(|e| bad("oauth", e))?;
+        let shared = Shared {
+            issuers: cfg.issuers.iter().cloned().map(IssuerState::new).collect(),
+            hierarchy: ScopeHierarchy::new(&cfg.scope_hierarchy),
+            introspection: IntrospectionCache::default(),
+            resource,
+            resource_url,
+            http,
+            cfg,
+        };
+        Ok(Self { shared: Arc::new(shared) })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OAuthConfig {
+        &self.shared.cfg
+    }
+
+    /// The Protected Resource Metadata and where it is served.
+    pub fn protected_resource(&self) -> &ProtectedResource {
+        &self.shared.resource
+    }
+}
+
+#[async_trait]
+impl Authenticate for OAuth {
+    async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, AuthError> {
+        let token = bearer_token(headers)?.ok_or(AuthError::Missing)?;
+        let sh = &*self.shared;
+        let mut principal = if access_token::looks_like_jwt(token) {
+            access_token::validate(sh, token).await?
+        } else {
+            introspect::introspect(sh, token).await?
+        };
+        sh.hierarchy.expand(&mut principal.scopes);
+        if !principal.has_scopes(&sh.cfg.scopes) {
+            return Err(AuthError::InsufficientScope(sh.cfg.scopes.clone()));
+        }
+        Ok(principal)
+    }
+}

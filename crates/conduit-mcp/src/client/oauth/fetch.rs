@@ -1,0 +1,86 @@
+//! The OAuth side's HTTP: small JSON documents and form posts, read with a
+//! size cap and the transport's timeouts. Requests that carry a client
+//! secret, a code or a token follow no redirect at all; metadata reads
+//! follow same-origin redirects only.
+
+use crate::client::ClientError;
+use crate::client::http_options::{self, HttpOptions};
+use reqwest::Url;
+use serde_json::Value;
+
+/// The largest OAuth document or token response read.
+const MAX_DOCUMENT: usize = 1024 * 1024;
+
+/// An HTTP status and the JSON body (`Null` when the body is not JSON).
+pub(crate) type Answer = (u16, Value);
+
+/// The clients the OAuth flow uses.
+#[derive(Debug, Clone)]
+pub(crate) struct Fetch {
+    documents: reqwest::Client,
+    secrets: reqwest::Client,
+    pub(crate) opts: HttpOptions,
+}
+
+impl Fetch {
+    pub(crate) fn new(opts: HttpOptions) -> Result<Self, ClientError> {
+        Ok(Self { documents: opts.client(true)?, secrets: opts.client(false)?, opts })
+    }
+
+    async fn answer(&self, rb: reqwest::RequestBuilder) -> Result<Answer, ClientError> {
+        let resp = http_options::send(rb.header("accept", "application/json"), self.opts.timeout).await?;
+        if resp.status().is_redirection() {
+            return Err(http_options::redirect_refused(&resp));
+        }
+        let status = resp.status().as_u16();
+        let body = http_options::read_body(resp, MAX_DOCUMENT, self.opts.timeout).await?;
+        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+    }
+
+    /// GET a metadata document.
+    pub(crate) async fn get(&self, url: &Url) -> Result<Answer, ClientError> {
+        self.answer(
+            self.documents.get(url.clone()).header("MCP-Protocol-Version", crate::protocol::LATEST_PROTOCOL_VERSION),
+        )
+        .await
+    }
+
+    /// POST a form (a token request), with HTTP Basic client authentication when given.
+    pub(crate) async fn post_form(
+        &self,
+        url: &Url,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+    ) -> Result<Answer, ClientError> {
+        let what = if basic.is_some() || form.iter().any(|(k, _)| *k == "client_secret") {
+            "a client secret"
+        } else {
+            "a code or token"
+        };
+        self.opts.check_credentials_to(url, what)?;
+        let mut rb = self.secrets.post(url.clone()).form(form);
+        if let Some((id, secret)) = basic {
+            // RFC 6749 §2.3.1: both parts form-urlencoded before Base64.
+            rb = rb.basic_auth(form_encode(id), Some(form_encode(secret)));
+        }
+        self.answer(rb).await
+    }
+
+    /// POST a JSON document (dynamic client registration).
+    pub(crate) async fn post_json(&self, url: &Url, body: &Value) -> Result<Answer, ClientError> {
+        self.opts.check_credentials_to(url, "a client registration")?;
+        self.answer(self.secrets.post(url.clone()).json(body)).await
+    }
+}
+
+/// `application/x-www-form-urlencoded` encoding of one value.
+fn form_encode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// An OAuth error response (`error`, `error_description`) as one line.
+pub(crate) fn oauth_error(what: &str, (status, body): &Answer) -> ClientError {
+    let error = body.get("error").and_then(Value::as_str).unwrap_or("no error code");
+    let desc = body.get("error_description").and_then(Value::as_str).map(|d| format!(": {d}")).unwrap_or_default();
+    ClientError::OAuth(format!("{what} failed (HTTP {status}): {error}{desc}"))
+}

@@ -1,0 +1,230 @@
+//! OAuth 2.1 for MCP clients (both `2025-11-25` and `2026-07-28`).
+//!
+//! Give a [`ClientBuilder`](super::ClientBuilder) an [`OAuth`] and every
+//! HTTP request carries its access token; when the server answers 401 the
+//! client finds the authorization server the way the spec says and gets a
+//! token, then sends the request again:
+//!
+//! 1. the protected resource metadata (RFC 9728) from the challenge's
+//!    `resource_metadata`, else the path-inserted, else the root well-known
+//!    URL; its `resource` must describe the server (else nothing is sent);
+//! 2. the authorization server's metadata (RFC 8414, then OpenID discovery,
+//!    in the spec's order), used only when its `issuer` is the one looked up;
+//! 3. the client's identity there: pre-registered ([`OAuth::client_id`]),
+//!    a Client ID Metadata Document ([`OAuth::client_metadata_url`]) when the
+//!    server accepts them, else dynamic registration (`application_type`
+//!    native for loopback redirects), kept per issuer;
+//! 4. the authorization code with PKCE S256, `state` and `resource`, through
+//!    an [`Authorizer`] (the person's browser: [`LoopbackBrowser`]); the
+//!    answer's `iss` is checked (RFC 9207) before anything in it is used;
+//! 5. the token (with `resource`), refreshed silently when it expires
+//!    (same scopes, same client authentication).
+//!
+//! A 403 `insufficient_scope` re-authorizes with the union of the scopes
+//! held and those asked for (at most twice per request, and never for
+//! nothing new). Tokens and registrations live in a [`CredentialStore`]
+//! ([`MemoryCredentials`] by default). Without an authorizer the client
+//! only refreshes: a server that needs a new login answers
+//! [`ClientError::LoginRequired`](super::ClientError::LoginRequired).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), conduit_mcp::client::ClientError> {
+//! use conduit_mcp::client::ClientBuilder;
+//! use conduit_mcp::client::oauth::{LoopbackBrowser, OAuth};
+//! let browser = LoopbackBrowser::new(|url| {
+//!     eprintln!("open {url}");
+//!     Ok(())
+//! });
+//! let client = ClientBuilder::http("https://mcp.example.com/mcp")
+//!     .oauth(OAuth::new().authorizer(browser).client_name("my agent"))
+//!     .connect()
+//!     .await?;
+//! # let _ = client; Ok(()) }
+//! ```
+
+mod authorize;
+mod challenge;
+mod discovery;
+mod fetch;
+mod loopback;
+mod register;
+pub(crate) mod session;
+mod store;
+mod token;
+
+pub use authorize::Authorizer;
+pub use loopback::{LoopbackBrowser, OpenUrl};
+pub use store::{ClientRegistration, CredentialStore, MemoryCredentials, StoredTokens};
+
+use super::ClientError;
+use super::http_options::HttpOptions;
+use register::Identity;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Which grant gets the tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GrantKind {
+    AuthorizationCode,
+    ClientCredentials,
+}
+
+/// How a client authorizes with OAuth 2.1 (see the [module docs](self)).
+#[must_use]
+#[derive(Clone)]
+pub struct OAuth {
+    pub(crate) store: Arc<dyn CredentialStore>,
+    pub(crate) identity: Identity,
+    pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
+    pub(crate) scopes: Option<Vec<String>>,
+    pub(crate) grant: GrantKind,
+    pub(crate) clock: Arc<dyn Fn() -> i64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth")
+            .field("store", &self.store)
+            .field("client_id", &self.identity.client_id)
+            .field("grant", &self.grant)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+fn system_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl Default for OAuth {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl OAuth {
+    /// The authorization code grant, credentials in memory, no authorizer
+    /// (stored tokens are used and refreshed; nobody is asked to log in).
+    pub fn new() -> Self {
+        Self {
+            store: Arc::new(MemoryCredentials::new()),
+            identity: Identity { client_name: "conduit-mcp client".into(), ..Identity::default() },
+            authorizer: None,
+            scopes: None,
+            grant: GrantKind::AuthorizationCode,
+            clock: Arc::new(system_ms),
+        }
+    }
+
+    /// The client credentials grant (a machine, no person): `client_id` and
+    /// its secret, pre-registered at the authorization server.
+    pub fn client_credentials(client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
+        let mut o = Self::new().client_id(client_id).client_secret(client_secret);
+        o.grant = GrantKind::ClientCredentials;
+        o
+    }
+
+    /// Where tokens and registrations are kept.
+    pub fn store(mut self, store: impl CredentialStore + 'static) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// Who takes the person through authorization (without one, the client never starts a login).
+    pub fn authorizer(mut self, authorizer: impl Authorizer + 'static) -> Self {
+        self.authorizer = Some(Arc::new(authorizer));
+        self
+    }
+
+    /// A pre-registered client id (used before metadata documents and dynamic registration).
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.identity.client_id = Some(id.into());
+        self
+    }
+
+    /// The pre-registered client's secret.
+    pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.identity.client_secret = Some(secret.into());
+        self
+    }
+
+    /// The token endpoint authentication method of the pre-registered client
+    /// (`client_secret_basic`, `client_secret_post`, `none`; default: chosen
+    /// from what the authorization server supports).
+    pub fn token_endpoint_auth_method(mut self, method: impl Into<String>) -> Self {
+        self.identity.auth_method = Some(method.into());
+        self
+    }
+
+    /// The https URL of this client's Client ID Metadata Document, used as
+    /// its client id where the authorization server accepts them.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.identity.metadata_url = Some(url.into());
+        self
+    }
+
+    /// The name sent at dynamic registration.
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.identity.client_name = name.into();
+        self
+    }
+
+    /// Asks for exactly these scopes (default: the challenge's, else what the server lists).
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = Some(scopes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The clock token expiry is checked against (milliseconds since the epoch).
+    pub fn clock(mut self, now_ms: impl Fn() -> i64 + Send + Sync + 'static) -> Self {
+        self.clock = Arc::new(now_ms);
+        self
+    }
+
+    /// The tokens stored for the server at `server_url`.
+    pub async fn tokens(&self, server_url: &str) -> Result<Option<StoredTokens>, ClientError> {
+        self.store.tokens(&store_key(server_url)?).await
+    }
+}
+
+/// The key tokens are stored under: the server URL, parsed and printed back.
+pub(crate) fn store_key(server_url: &str) -> Result<String, ClientError> {
+    Ok(super::http_options::parse_url("the server URL", server_url)?.to_string())
+}
+
+/// Logs out of the server at `server_url`: revokes its refresh token (and
+/// access token) where the authorization server offers revocation, and
+/// forgets them. Returns whether tokens were stored.
+pub(crate) async fn logout(oauth: &OAuth, server_url: &str, opts: HttpOptions) -> Result<bool, ClientError> {
+    let key = store_key(server_url)?;
+    let Some(t) = oauth.store.tokens(&key).await? else { return Ok(false) };
+    if let Some(endpoint) = t.revocation_endpoint.as_deref().and_then(|e| reqwest::Url::parse(e).ok()) {
+        let fetch = fetch::Fetch::new(opts)?;
+        let client = oauth.store.registration(&t.issuer).await?.filter(|r| r.client_id == t.client_id);
+        let (secret, method) = client
+            .as_ref()
+            .map_or((None, "none"), |c| (c.client_secret.as_deref(), c.token_endpoint_auth_method.as_str()));
+        for (token, hint) in
+            [(t.refresh_token.as_deref(), "refresh_token"), (Some(t.access_token.as_str()), "access_token")]
+        {
+            let Some(token) = token else { continue };
+            let mut form = vec![("token", token), ("token_type_hint", hint)];
+            let basic = match (method, secret) {
+                ("client_secret_basic", Some(s)) => Some((t.client_id.as_str(), s)),
+                ("client_secret_post", Some(s)) => {
+                    form.extend([("client_id", t.client_id.as_str()), ("client_secret", s)]);
+                    None
+                }
+                _ => {
+                    form.push(("client_id", t.client_id.as_str()));
+                    None
+                }
+            };
+            if let Err(e) = fetch.post_form(&endpoint, &form, basic).await {
+                tracing::debug!("token revocation failed: {e}");
+            }
+        }
+    }
+    oauth.store.remove_tokens(&key).await?;
+    Ok(true)
+}

@@ -1,0 +1,286 @@
+//! One server's OAuth state inside a client: the token every request
+//! carries, and what to do when the server refuses it (refresh, discover and
+//! authorize again, step up to more scope), one renewal at a time.
+
+use super::authorize::{self, Request};
+use super::challenge::{self, Challenge};
+use super::discovery::{self, AuthServer, ResourceMetadata};
+use super::fetch::Fetch;
+use super::register;
+use super::store::{ClientRegistration, StoredTokens};
+use super::token::{self, Grant, Tokens};
+use super::{GrantKind, OAuth};
+use crate::client::ClientError;
+use crate::client::credential::Retry;
+use crate::client::http_options::HttpOptions;
+use reqwest::Url;
+use tokio::sync::Mutex;
+
+/// How close to its expiry a token is refreshed before use.
+const EXPIRY_MARGIN_MS: i64 = 30_000;
+/// How many times one request may re-authorize for more scope.
+const MAX_STEP_UPS: u32 = 2;
+/// How many 401s one request answers by renewing the token.
+const MAX_UNAUTHORIZED: u32 = 2;
+
+/// The OAuth side of one client connection.
+#[derive(Debug)]
+pub(crate) struct Session {
+    cfg: OAuth,
+    server: Url,
+    /// The store key: the server URL as given.
+    key: String,
+    fetch: Fetch,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    loaded: bool,
+    tokens: Option<StoredTokens>,
+}
+
+impl Session {
+    pub(crate) fn new(cfg: OAuth, server: Url, opts: HttpOptions) -> Result<Self, ClientError> {
+        Ok(Self { cfg, key: server.to_string(), server, fetch: Fetch::new(opts)?, state: Mutex::default() })
+    }
+
+    fn now(&self) -> i64 {
+        (self.cfg.clock)()
+    }
+
+    async fn load(&self, st: &mut State) -> Result<(), ClientError> {
+        if !st.loaded {
+            st.tokens = self.cfg.store.tokens(&self.key).await?;
+            st.loaded = true;
+        }
+        Ok(())
+    }
+
+    /// The access token to send now (refreshed first when it has expired).
+    pub(crate) async fn bearer(&self) -> Result<Option<String>, ClientError> {
+        let mut st = self.state.lock().await;
+        self.load(&mut st).await?;
+        let expired =
+            st.tokens.as_ref().is_some_and(|t| t.expires_at_ms.is_some_and(|e| self.now() + EXPIRY_MARGIN_MS >= e));
+        if expired && let Err(e) = self.renew_silently(&mut st).await {
+            tracing::debug!("could not renew an expired token before use: {e}");
+        }
+        Ok(st.tokens.as_ref().map(|t| t.access_token.clone()))
+    }
+
+    /// Answers a 401 or 403 from the server; `Ok(true)`: send the request again.
+    pub(crate) async fn renew(
+        &self,
+        status: u16,
+        used: Option<&str>,
+        header: &str,
+        retry: &mut Retry,
+    ) -> Result<bool, ClientError> {
+        let challenge = challenge::parse(header);
+        if status == 403 && !challenge.as_ref().is_some_and(Challenge::insufficient_scope) {
+            return Ok(false);
+        }
+        let mut st = self.state.lock().await;
+        self.load(&mut st).await?;
+        let current = st.tokens.as_ref().map(|t| t.access_token.as_str());
+        if current.is_some() && current != used {
+            return Ok(true); // another request renewed it meanwhile
+        }
+        if status == 401 {
+            retry.unauthorized += 1;
+            if retry.unauthorized > MAX_UNAUTHORIZED {
+                return Err(ClientError::Unauthorized { status });
+            }
+            self.obtain(&mut st, challenge.as_ref(), None, retry.unauthorized == 1).await?;
+            return Ok(true);
+        }
+        retry.step_ups += 1;
+        let asked = challenge.and_then(|c| c.scopes).unwrap_or_default();
+        let had = st.tokens.as_ref().map(|t| t.scopes.clone()).unwrap_or_default();
+        let mut wanted = had.clone();
+        wanted.extend(asked.iter().filter(|s| !had.contains(s)).cloned());
+        if retry.step_ups > MAX_STEP_UPS || wanted.len() == had.len() {
+            return Err(ClientError::OAuth(format!(
+                "the server still refuses for insufficient scope (asks for {:?}) after the client requested {:?}",
+                asked.join(" "),
+                had.join(" ")
+            )));
+        }
+        if self.cfg.authorizer.is_none() && self.cfg.grant == GrantKind::AuthorizationCode {
+            return Err(ClientError::ScopeRequired { server: self.key.clone(), scopes: wanted });
+        }
+        // A refresh cannot add scope: authorize again with the union (SEP-2350).
+        let challenge = Challenge { scopes: Some(asked), ..Challenge::default() };
+        self.obtain(&mut st, Some(&challenge), Some(wanted), false).await?;
+        Ok(true)
+    }
+
+    /// Refreshes (or repeats client credentials) without discovery, from what was stored.
+    async fn renew_silently(&self, st: &mut State) -> Result<(), ClientError> {
+        let Some(old) = st.tokens.clone() else { return Ok(()) };
+        let endpoint = Url::parse(&old.token_endpoint).map_err(|e| ClientError::OAuth(e.to_string()))?;
+        let client = self.stored_client(&old.issuer, &old.client_id).await?;
+        let grant = match (&old.refresh_token, old.grant_type.as_str()) {
+            (Some(r), _) => Grant::Refresh(r),
+            (None, "client_credentials") => Grant::ClientCredentials,
+            (None, _) => return Err(ClientError::OAuth("the token expired and there is no refresh token".into())),
+        };
+        match token::request(&self.fetch, &endpoint, &client, grant, &old.resource, &old.scopes).await {
+            Ok(t) => self.keep(st, &old, t).await,
+            Err(e) => {
+                // Another process may have rotated the refresh token meanwhile.
+                if let Some(fresh) = self.cfg.store.tokens(&self.key).await?
+                    && fresh.access_token != old.access_token
+                {
+                    st.tokens = Some(fresh);
+                    return Ok(());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The client a stored token was issued to, at its issuer.
+    async fn stored_client(&self, issuer: &str, client_id: &str) -> Result<ClientRegistration, ClientError> {
+        if let Some(r) = self.cfg.store.registration(issuer).await?.filter(|r| r.client_id == client_id) {
+            return Ok(r);
+        }
+        let id = &self.cfg.identity;
+        Ok(match (&id.client_id, &id.metadata_url) {
+            (Some(c), _) if c == client_id => ClientRegistration::new(
+                issuer,
+                c,
+                id.client_secret.clone(),
+                id.auth_method.clone().unwrap_or_else(|| {
+                    if id.client_secret.is_some() { "client_secret_basic".into() } else { "none".into() }
+                }),
+                "pre-registered",
+            ),
+            _ => ClientRegistration::new(issuer, client_id, None, "none", "metadata-document"),
+        })
+    }
+
+    /// Stores a token response, keeping what it does not repeat.
+    async fn keep(&self, st: &mut State, base: &StoredTokens, t: Tokens) -> Result<(), ClientError> {
+        let mut new = base.clone();
+        new.access_token = t.access_token;
+        if t.refresh_token.is_some() {
+            new.refresh_token = t.refresh_token;
+        }
+        new.expires_at_ms = t.expires_in.map(|s| self.now().saturating_add(s.saturating_mul(1000)));
+        self.cfg.store.save_tokens(&self.key, &new).await?;
+        st.tokens = Some(new);
+        Ok(())
+    }
+
+    /// The scopes to ask for: the challenge's, else all the resource lists,
+    /// else none; `offline_access` added when the AS offers it (user grants).
+    fn select_scopes(&self, challenge: Option<&Challenge>, prm: &ResourceMetadata, asm: &AuthServer) -> Vec<String> {
+        if let Some(s) = &self.cfg.scopes {
+            return s.clone();
+        }
+        let mut scopes = match challenge.and_then(|c| c.scopes.clone()).filter(|s| !s.is_empty()) {
+            Some(s) => s,
+            None => prm.scopes_supported.clone().unwrap_or_default(),
+        };
+        let offline = asm.scopes_supported.as_ref().is_some_and(|s| s.iter().any(|s| s == "offline_access"));
+        if offline && self.cfg.grant == GrantKind::AuthorizationCode && !scopes.iter().any(|s| s == "offline_access") {
+            scopes.push("offline_access".into());
+        }
+        scopes
+    }
+
+    /// Discovers the authorization server and gets a token: a refresh when
+    /// allowed and possible, else a new grant (asking the person, through the
+    /// [`Authorizer`](super::Authorizer), for the authorization code grant).
+    async fn obtain(
+        &self,
+        st: &mut State,
+        challenge: Option<&Challenge>,
+        scopes: Option<Vec<String>>,
+        allow_refresh: bool,
+    ) -> Result<(), ClientError> {
+        let interactive = self.cfg.authorizer.is_some() || self.cfg.grant == GrantKind::ClientCredentials;
+        if !interactive && st.tokens.as_ref().is_none_or(|t| t.refresh_token.is_none()) {
+            return Err(ClientError::LoginRequired(self.key.clone()));
+        }
+        let prm = discovery::protected_resource(&self.fetch, &self.server, challenge).await?;
+        let asm = discovery::authorization_server(&self.fetch, &prm.authorization_servers[0]).await?;
+        if st.tokens.as_ref().is_some_and(|t| t.issuer != asm.issuer) {
+            // The server moved to another authorization server: its tokens are not sent again.
+            st.tokens = None;
+            self.cfg.store.remove_tokens(&self.key).await?;
+        }
+        if allow_refresh && st.tokens.as_ref().is_some_and(|t| t.refresh_token.is_some()) {
+            match self.renew_silently(st).await {
+                Ok(()) => return Ok(()),
+                Err(e) => tracing::debug!("refresh failed, authorizing again: {e}"),
+            }
+        }
+        let Some(authorizer) = self.cfg.authorizer.clone().filter(|_| self.cfg.grant == GrantKind::AuthorizationCode)
+        else {
+            if self.cfg.grant == GrantKind::AuthorizationCode {
+                return Err(ClientError::LoginRequired(self.key.clone()));
+            }
+            let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &prm, &asm));
+            let client = register::client_for(&self.fetch, &*self.cfg.store, &self.cfg.identity, &asm, None).await?;
+            let t = token::request(
+                &self.fetch,
+                &asm.token_endpoint,
+                &client,
+                Grant::ClientCredentials,
+                &prm.resource,
+                &scopes,
+            )
+            .await?;
+            let base = self.base(&asm, &prm, &client, scopes, "client_credentials");
+            return self.keep(st, &base, t).await;
+        };
+        let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &prm, &asm));
+        let preferred =
+            self.cfg.store.registration(&asm.issuer).await?.and_then(|r| r.redirect_uris.into_iter().next());
+        let redirect_uri = authorizer.redirect_uri(preferred.as_deref()).await?;
+        let client =
+            register::client_for(&self.fetch, &*self.cfg.store, &self.cfg.identity, &asm, Some(&redirect_uri)).await?;
+        let req = Request {
+            client_id: &client.client_id,
+            redirect_uri: &redirect_uri,
+            scopes: &scopes,
+            resource: &prm.resource,
+        };
+        let (url, pending) = authorize::start(&asm, &req)?;
+        self.fetch
+            .opts
+            .check_credentials_to(&url, "an authorization request")
+            .map_err(|e| ClientError::OAuth(e.to_string()))?;
+        let callback = authorizer.authorize(url.as_str()).await?;
+        let code = authorize::finish(&pending, &callback)?;
+        let grant = Grant::Code { code: &code, redirect_uri: &redirect_uri, verifier: &pending.verifier };
+        let t = token::request(&self.fetch, &asm.token_endpoint, &client, grant, &prm.resource, &scopes).await?;
+        let base = self.base(&asm, &prm, &client, scopes, "authorization_code");
+        self.keep(st, &base, t).await
+    }
+
+    fn base(
+        &self,
+        asm: &AuthServer,
+        prm: &ResourceMetadata,
+        client: &ClientRegistration,
+        scopes: Vec<String>,
+        grant: &str,
+    ) -> StoredTokens {
+        StoredTokens {
+            access_token: String::new(),
+            refresh_token: None,
+            expires_at_ms: None,
+            scopes,
+            issuer: asm.issuer.clone(),
+            token_endpoint: asm.token_endpoint.to_string(),
+            revocation_endpoint: asm.revocation_endpoint.as_ref().map(Url::to_string),
+            resource: prm.resource.clone(),
+            client_id: client.client_id.clone(),
+            grant_type: grant.to_owned(),
+        }
+    }
+}
