@@ -3,7 +3,7 @@
 //! authenticated as it registered (`client_secret_basic`,
 //! `client_secret_post` or `none`).
 
-use super::fetch::{Answer, Fetch, oauth_error};
+use super::fetch::{Answer, Fetch, client_auth, oauth_error};
 use super::store::ClientRegistration;
 use crate::client::ClientError;
 use reqwest::Url;
@@ -83,18 +83,7 @@ async fn send(
         form.push(("scope", &scope));
     }
     form.push(("resource", resource));
-    let secret = client.client_secret.as_deref().unwrap_or_default();
-    let basic = match client.token_endpoint_auth_method.as_str() {
-        "client_secret_basic" => Some((client.client_id.as_str(), secret)),
-        "client_secret_post" => {
-            form.extend([("client_id", client.client_id.as_str()), ("client_secret", secret)]);
-            None
-        }
-        _ => {
-            form.push(("client_id", client.client_id.as_str()));
-            None
-        }
-    };
+    let basic = client_auth(&mut form, client);
     fetch.post_form(endpoint, &form, basic).await
 }
 
