@@ -141,7 +141,8 @@ impl Ctx {
         &self.inner.changes
     }
 
-    /// Sends `notifications/progress` if the request carried a progress token.
+    /// Sends `notifications/progress` if the request carried a progress token, its
+    /// `message` cut at [`MAX_STATUS_MESSAGE_BYTES`](crate::bounds::MAX_STATUS_MESSAGE_BYTES).
     /// Returns whether a notification was sent.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
         let (Some(token), Some(out)) = (&self.inner.progress_token, &self.inner.out) else {
@@ -152,7 +153,9 @@ impl Ctx {
             p["total"] = json!(t);
         }
         if let Some(m) = message {
-            p["message"] = json!(m);
+            // Cut like a task's status message: a progress message may repeat client input,
+            // and a legacy session keeps it for replay.
+            p["message"] = json!(crate::bounds::cut_message(m.to_owned()));
         }
         out.send(Message::notification(PROGRESS, p)).is_ok()
     }

@@ -1,9 +1,10 @@
 //! `Sessions`: the store plus the sessions this node is serving.
 
+use super::MemorySessionStore;
+use super::events::{DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES};
 use super::live::LegacySession;
 use super::relay::ResponseRelay;
 use super::store::{SessionError, SessionLimits, SessionRecord, SessionStore};
-use super::{MemorySessionStore, events::DEFAULT_REPLAY};
 use crate::clock::Clock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,9 @@ pub struct SessionConfig {
     pub store: Arc<dyn SessionStore>,
     /// Events kept per session for `Last-Event-ID` replay.
     pub replay_events: usize,
+    /// Bytes of messages (as JSON) kept per session for replay; the newest message is
+    /// kept whatever its size.
+    pub replay_bytes: usize,
     /// Carries a client's response to the node holding the call that waits for it, when the
     /// store is shared by several nodes (`None`: one node, or sticky routing).
     pub relay: Option<Arc<dyn ResponseRelay>>,
@@ -30,6 +34,7 @@ impl Default for SessionConfig {
             limits: SessionLimits::default(),
             store: Arc::new(MemorySessionStore::new()),
             replay_events: DEFAULT_REPLAY,
+            replay_bytes: DEFAULT_REPLAY_BYTES,
             relay: None,
         }
     }
@@ -41,6 +46,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("limits", &self.limits)
             .field("store", &self.store)
             .field("replay_events", &self.replay_events)
+            .field("replay_bytes", &self.replay_bytes)
             .field("relay", &self.relay)
             .finish()
     }
@@ -85,9 +91,15 @@ impl SessionConfig {
         self
     }
 
-    /// Sets the per-session replay buffer size.
+    /// Sets the per-session replay buffer size, in events.
     pub fn replay_events(mut self, n: usize) -> Self {
         self.replay_events = n;
+        self
+    }
+
+    /// Sets the per-session replay buffer size, in bytes.
+    pub fn replay_bytes(mut self, n: usize) -> Self {
+        self.replay_bytes = n;
         self
     }
 }
@@ -98,6 +110,8 @@ impl SessionConfig {
 pub struct SessionStats {
     /// Sessions this node holds (their streams, replay buffers and waiting requests).
     pub held: usize,
+    /// Bytes of messages in their replay buffers.
+    pub replay_bytes: usize,
 }
 
 /// The sessions of one server: the store is the truth (existence, owner,
@@ -120,6 +134,11 @@ impl Sessions {
         self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// A new session's replay bounds: (events, bytes).
+    fn replay(&self) -> (usize, usize) {
+        (self.config.replay_events, self.config.replay_bytes)
+    }
+
     pub(crate) fn now(&self) -> u64 {
         self.clock.now_ms()
     }
@@ -130,7 +149,7 @@ impl Sessions {
         let created = self.config.store.create(record.clone(), self.config.limits).await?;
         let now = self.now();
         let idle = self.config.limits.idle_ms;
-        let s = Arc::new(LegacySession::http(record.clone(), self.config.replay_events, self.node.clone()));
+        let s = Arc::new(LegacySession::http(record.clone(), self.replay(), self.node.clone()));
         let gone: Vec<Arc<LegacySession>> = {
             let mut live = self.live();
             let ids: Vec<String> = live
@@ -166,7 +185,8 @@ impl Sessions {
     /// What this node holds for the sessions it serves.
     pub(crate) fn stats(&self) -> SessionStats {
         let live = self.live();
-        SessionStats { held: live.len() }
+        let replay_bytes = live.values().map(|s| s.events.bytes()).sum();
+        SessionStats { held: live.len(), replay_bytes }
     }
 
     /// The live session `id` of `owner`, touched; `NotFound` for unknown, expired and foreign ones.
@@ -195,7 +215,7 @@ impl Sessions {
             },
             None => {
                 let record = store.touch(id, owner, now, idle).await?;
-                let s = Arc::new(LegacySession::http(record, self.config.replay_events, self.node.clone()));
+                let s = Arc::new(LegacySession::http(record, self.replay(), self.node.clone()));
                 Ok(self.live().entry(id.to_owned()).or_insert(s).clone())
             }
         }

@@ -22,7 +22,7 @@ mod relay;
 mod store;
 
 pub use config_toml::SessionConfigError;
-pub use events::{DEFAULT_REPLAY, Event, EventLog};
+pub use events::{DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES, Event, EventLog};
 pub(crate) use forward::Routed;
 pub use live::LegacySession;
 pub(crate) use live::{UnsolicitedSink, lock_changes, lock_uris};

@@ -148,7 +148,9 @@ pub(super) async fn legacy_request(
         for m in sent_first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
             session.events.send(stream_id, m);
         }
-        if !cancel.is_cancelled() {
+        if cancel.is_cancelled() {
+            session.events.end(stream_id);
+        } else {
             session.events.send(stream_id, answer);
         }
         return if sse_ok { sse(st, &session, conn) } else { json_answer(conn).await };
@@ -180,8 +182,10 @@ pub(super) async fn legacy_request(
             s.events.detach(stream_id);
         }
         s.untrack(&id);
-        // A cancelled request gets no response.
-        if !cancel.is_cancelled() {
+        // A cancelled request gets no response; its stream ends all the same.
+        if cancel.is_cancelled() {
+            s.events.end(stream_id);
+        } else {
             s.events.send(stream_id, answer);
         }
     });
