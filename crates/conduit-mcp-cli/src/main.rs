@@ -12,8 +12,10 @@
 
 mod args;
 mod call_cmd;
+mod credentials;
 mod demo;
 mod follow_ui;
+mod login_cmd;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod oauth_args;
@@ -22,6 +24,7 @@ mod prompt;
 mod remote;
 mod store;
 mod task_cmd;
+mod task_ids;
 mod tls_args;
 mod tools_cmd;
 mod usage;
@@ -171,13 +174,19 @@ fn http_config(args: &ServeArgs, oauth: Option<OAuthConfig>) -> Result<HttpConfi
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(task_ids::rewrite(std::env::args_os().collect()));
+    if !matches!(cli.command, Command::Serve(_)) && std::env::var_os("RUST_LOG").is_some() {
+        // Client commands log only when asked (RUST_LOG=conduit_mcp=debug): stderr is for the person.
+        init_tracing();
+    }
     let args = match cli.command {
         Command::Serve(args) => *args,
         Command::Tools(a) => return tools_cmd::run(a).await.into(),
         Command::Call(a) => return exit(call_cmd::run(a).await),
         Command::Task(t) => return exit(task_cmd::run(t).await),
         Command::Watch(a) => return task_cmd::watch(a).await.into(),
+        Command::Login(a) => return login_cmd::login(a).await.into(),
+        Command::Logout(a) => return login_cmd::logout(a).await.into(),
     };
     init_tracing();
     let prepared = async {
@@ -202,10 +211,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Watched from here on: a signal that comes right after `listening on`
+    // is printed shuts down gracefully too.
+    let shutdown = shutdown_signal();
     let result = if args.stdio {
         tokio::select! {
             r = stdio::serve(server) => r,
-            () = shutdown_signal() => Ok(()),
+            () = shutdown => Ok(()),
         }
     } else {
         let bound = match listen_addr(&args.listen).await {
@@ -217,7 +229,7 @@ async fn main() -> ExitCode {
                 let scheme = if args.tls.any() { "https" } else { "http" };
                 usage::print(scheme, bound.local_addr(), &label, args.example_token());
                 eprintln!("listening on {scheme}://{}/mcp", bound.local_addr());
-                bound.serve(server, http_cfg, shutdown_signal()).await
+                bound.serve(server, http_cfg, shutdown).await
             }
             Err(e) => {
                 eprintln!("error: {e}");
@@ -240,28 +252,39 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Resolves at the first SIGINT or SIGTERM (systemd, docker and Kubernetes
-/// stop a service with SIGTERM): both shut down the same way.
-async fn shutdown_signal() {
+/// Watches SIGINT and SIGTERM from the moment it is called (systemd, docker
+/// and Kubernetes stop a service with SIGTERM); the future resolves at the
+/// first of them: both shut down the same way.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        let watch = |kind: SignalKind, name: &str| {
+            signal(kind)
+                .map_err(|e| tracing::warn!(error = %e, "cannot watch {name}; it will not shut down gracefully"))
+                .ok()
+        };
+        let (term, int) = (watch(SignalKind::terminate(), "SIGTERM"), watch(SignalKind::interrupt(), "SIGINT"));
+        async move {
+            let next = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
                 }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch SIGTERM; only SIGINT shuts down gracefully");
-                let _ = tokio::signal::ctrl_c().await;
+            };
+            tokio::select! {
+                () = next(term) => {}
+                () = next(int) => {}
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

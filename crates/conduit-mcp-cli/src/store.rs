@@ -30,6 +30,10 @@ pub(crate) async fn open(
     schema: Option<&str>,
     clock: Arc<dyn Clock>,
 ) -> Result<Chosen, String> {
+    let pg = spec.starts_with("postgres:") || spec.starts_with("postgresql:");
+    if let Some(s) = schema.filter(|_| !pg) {
+        return Err(format!("--pg-schema {s:?} applies to a postgres: store only, not {source} {spec:?}"));
+    }
     if spec == "memory" {
         let store = Arc::new(MemoryStore::with_clock(clock));
         return Ok(Chosen::alone(store, "memory".into()));

@@ -134,3 +134,14 @@ async fn an_invalid_pg_schema_is_refused_before_anything_is_created() {
         .expect("query");
     assert_eq!(n, 0, "the refused schema was not created");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pg_schema_without_a_postgres_store_is_refused() {
+    for store in ["memory", "sqlite::memory:"] {
+        let (code, stderr) = Node::refused(&["--store", store, "--pg-schema", "mcp"]).await;
+        assert_eq!(code, Some(2), "{store}: {stderr}");
+        assert!(stderr.contains("--pg-schema \"mcp\" applies to a postgres: store only"), "{store}: {stderr}");
+    }
+    let (code, stderr) = Node::refused(&["--pg-schema", "mcp"]).await;
+    assert_eq!(code, Some(2), "the default store: {stderr}");
+}

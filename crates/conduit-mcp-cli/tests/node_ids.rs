@@ -79,3 +79,44 @@ async fn postgres_refuses_an_id_a_live_node_holds() {
     schema.drop_now().await;
     other.drop_now().await;
 }
+
+/// The node lock files next to the database at `path`.
+fn lock_files(path: &std::path::Path) -> Vec<String> {
+    let dir = path.parent().expect("temp dir");
+    let prefix = format!("{}.node-", path.file_name().expect("name").to_string_lossy());
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .expect("temp dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix) && n.ends_with(".lock"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// Stops `node` with SIGTERM and waits for it to exit.
+async fn terminate(node: &mut Node) {
+    let pid = node.child.id().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("run kill").success());
+    node.until_log("the server to exit after SIGTERM", |_, ended| ended).await;
+    assert_eq!(node.child.wait().expect("wait").code(), Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_nodes_leave_no_lock_files_behind() {
+    let (store, path) = temp_db();
+    // Default ids differ on every start: each start used to leave its own file.
+    let mut a = Node::start(&["--store", &store]).await;
+    assert_eq!(lock_files(&path).len(), 1, "a live node holds one lock file");
+    terminate(&mut a).await;
+    assert_eq!(lock_files(&path), Vec::<String>::new(), "a stopped node's file is gone");
+    // A node killed with -9 cannot clean up; the next node to start does.
+    let mut b = Node::start(&["--store", &store]).await;
+    b.kill();
+    assert_eq!(lock_files(&path).len(), 1, "the killed node's leftover");
+    let mut c = Node::start(&["--store", &store]).await;
+    assert_eq!(lock_files(&path).len(), 1, "only the live node's own file");
+    terminate(&mut c).await;
+    assert_eq!(lock_files(&path), Vec::<String>::new());
+    remove_db(&path);
+}

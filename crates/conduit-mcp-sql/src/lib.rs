@@ -98,4 +98,4 @@ pub use sqlite::{SqliteEngine, SqliteLegacyStore, SqliteOptions, SqliteSessionSt
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 20;

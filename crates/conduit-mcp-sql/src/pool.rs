@@ -8,6 +8,11 @@
 //! pings only those idle for a while, and drops any connection whose
 //! operation did not finish cleanly — so a broken connection is never reused
 //! and the next operation reconnects.
+//!
+//! Every operation has a deadline ([`ConnPool::get`] sets it, [`bounded`]
+//! keeps to it): a database whose connections hang (a network that drops
+//! packets, a stopped server host) fails operations with a timeout instead
+//! of holding them, and their connections are closed, never reused.
 
 use futures_util::future::BoxFuture;
 use sqlx::{ConnectOptions, Connection};
@@ -23,6 +28,9 @@ pub(crate) struct ConnPool<C: Connection> {
     idle: Mutex<Vec<(C, Instant)>>,
     gate: Semaphore,
     connect_timeout: Duration,
+    /// How long one operation may take, from asking for a connection to its
+    /// last statement's answer.
+    op_timeout: Duration,
     /// Run on every new connection (PostgreSQL: `SET search_path`).
     setup: Option<Setup<C>>,
     /// Return connections even from failed or cancelled operations (an
@@ -48,6 +56,30 @@ pub(crate) struct Checkout<'a, C: Connection> {
     pool: &'a ConnPool<C>,
     conn: Option<C>,
     _permit: SemaphorePermit<'a>,
+    /// When the operation that checked the connection out must be done.
+    deadline: tokio::time::Instant,
+}
+
+/// Runs `op` (statements on a checked-out connection) until `deadline`;
+/// past it the operation fails with [`timed_out`]'s error, which every engine
+/// treats as a broken connection: it is closed, and the operation is not
+/// retried on another one (the database is not answering).
+pub(crate) async fn bounded<T>(
+    deadline: tokio::time::Instant,
+    op: impl std::future::Future<Output = Result<T, sqlx::Error>>,
+) -> Result<T, sqlx::Error> {
+    tokio::time::timeout_at(deadline, op).await.unwrap_or_else(|_| Err(timed_out()))
+}
+
+/// The error of an operation that ran out of time.
+pub(crate) fn timed_out() -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, "the database did not answer in time"))
+}
+
+/// Whether `e` is an operation that ran out of time ([`bounded`], [`ConnPool::get`]).
+pub(crate) fn is_timeout(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut)
+        || matches!(e, sqlx::Error::PoolTimedOut)
 }
 
 impl<C: Connection> ConnPool<C> {
@@ -55,6 +87,7 @@ impl<C: Connection> ConnPool<C> {
         opts: <C as Connection>::Options,
         size: u32,
         connect_timeout: Duration,
+        op_timeout: Duration,
         setup: Option<Setup<C>>,
         keep_on_drop: bool,
     ) -> Self {
@@ -63,6 +96,7 @@ impl<C: Connection> ConnPool<C> {
             idle: Mutex::new(Vec::new()),
             gate: Semaphore::new(size.max(1) as usize),
             connect_timeout,
+            op_timeout,
             setup,
             keep_on_drop,
         }
@@ -72,8 +106,15 @@ impl<C: Connection> ConnPool<C> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Waits for a turn, then hands out an idle connection or opens one.
+    /// Waits for a turn, then hands out an idle connection or opens one; the
+    /// checkout's deadline (the pool's operation timeout from now) bounds the
+    /// wait, the connect, and, through [`bounded`], the statements run on it.
     pub(crate) async fn get(&self) -> Result<Checkout<'_, C>, sqlx::Error> {
+        let deadline = tokio::time::Instant::now() + self.op_timeout;
+        bounded(deadline, self.checkout(deadline)).await
+    }
+
+    async fn checkout(&self, deadline: tokio::time::Instant) -> Result<Checkout<'_, C>, sqlx::Error> {
         let permit = self.gate.acquire().await.map_err(|_| sqlx::Error::PoolClosed)?;
         loop {
             let idle = self.idle().pop();
@@ -82,14 +123,20 @@ impl<C: Connection> ConnPool<C> {
                     if since.elapsed() > STALE_AFTER && conn.ping().await.is_err() {
                         continue; // dropped: the server or a proxy closed it
                     }
-                    return Ok(Checkout { pool: self, conn: Some(conn), _permit: permit });
+                    return Ok(Checkout { pool: self, conn: Some(conn), _permit: permit, deadline });
                 }
                 None => {
                     let conn = self.open().await?;
-                    return Ok(Checkout { pool: self, conn: Some(conn), _permit: permit });
+                    return Ok(Checkout { pool: self, conn: Some(conn), _permit: permit, deadline });
                 }
             }
         }
+    }
+
+    /// A deadline one operation timeout from now, for statements run on a
+    /// connection the pool does not hand out (see [`ConnPool::open`]).
+    pub(crate) fn deadline_from_now(&self) -> tokio::time::Instant {
+        tokio::time::Instant::now() + self.op_timeout
     }
 
     /// Opens a connection of this pool's kind (setup run) that the pool does
@@ -117,6 +164,11 @@ impl<C: Connection> ConnPool<C> {
 }
 
 impl<C: Connection> Checkout<'_, C> {
+    /// When the operation holding this checkout must be done (see [`bounded`]).
+    pub(crate) fn deadline(&self) -> tokio::time::Instant {
+        self.deadline
+    }
+
     /// The connection.
     pub(crate) fn conn(&mut self) -> &mut C {
         self.conn.as_mut().expect("a checkout holds its connection until released")

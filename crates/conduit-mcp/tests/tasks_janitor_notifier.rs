@@ -1,5 +1,5 @@
-//! The janitor's sweep event, unlimited-TTL eviction, and notifiers that
-//! panic or replace the default.
+//! The janitor's sweep event (INFO only when it removed something),
+//! unlimited-TTL eviction, and notifiers that panic or replace the default.
 
 use conduit_mcp::clock::ManualClock;
 use conduit_mcp::ext::tasks::{
@@ -39,7 +39,7 @@ impl Visit for FieldVisitor {
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
     fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        let mut v = FieldVisitor(Vec::new());
+        let mut v = FieldVisitor(vec![("level".into(), event.metadata().level().to_string())]);
         event.record(&mut v);
         self.0.lock().unwrap().push((event.metadata().target().to_owned(), v.0));
     }
@@ -100,6 +100,11 @@ async fn sweeps_emit_the_cleanup_event_and_evict_old_terminal_unlimited_tasks() 
     let f = &cleanups[0].1;
     assert!(f.contains(&("removed".into(), "3".into())), "{f:?}");
     assert!(f.contains(&("store".into(), "memory".into())), "{f:?}");
+    // A sweep that removed something is worth an INFO line; an empty one only DEBUG.
+    assert!(f.contains(&("level".into(), "INFO".into())), "{f:?}");
+    let empty = &cleanups[1].1;
+    assert!(empty.contains(&("removed".into(), "0".into())), "{empty:?}");
+    assert!(empty.contains(&("level".into(), "DEBUG".into())), "{empty:?}");
 }
 
 struct Panicky;

@@ -7,7 +7,7 @@
 //! module owns the queue, who flushes it, and where each result goes.
 
 use super::{Columns, limit};
-use crate::pool::ConnPool;
+use crate::pool::{ConnPool, bounded, is_timeout};
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
 use sqlx::Connection;
@@ -165,7 +165,7 @@ impl<W: BatchWriter> GroupCommit<W> {
         let mut attempt = 0;
         loop {
             let mut conn = self.writer.pool().get().await?;
-            let ran = self.writer.write(conn.conn(), rows).await;
+            let ran = bounded(conn.deadline(), self.writer.write(conn.conn(), rows)).await;
             match conn.finish(ran, W::broken) {
                 Ok(mut results) => {
                     if attempt > 0 {
@@ -177,7 +177,7 @@ impl<W: BatchWriter> GroupCommit<W> {
                     }
                     return Ok(results);
                 }
-                Err(e) if attempt < self.writer.retries() && W::broken(&e) => {
+                Err(e) if attempt < self.writer.retries() && W::broken(&e) && !is_timeout(&e) => {
                     tracing::debug!(error = %e, "a task insert met a broken connection; writing it again");
                     attempt += 1;
                 }

@@ -3,6 +3,7 @@
 
 use super::{PostgresStore, backend, decode_row, is_connection_error};
 use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
@@ -99,8 +100,8 @@ impl Rows for PostgresLegacyStore {
              RETURNING (SELECT k FROM k)"
         );
         let mut c = self.store().engine().conn().await?;
-        let gone =
-            sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql)).bind(bound).bind(CLEANUP_BATCH).fetch_one(c.conn()).await;
+        let q = sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql)).bind(bound).bind(CLEANUP_BATCH);
+        let gone = bounded(c.deadline(), q.fetch_one(c.conn())).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired legacy tasks", e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
@@ -137,7 +138,7 @@ impl TaskStore for PostgresLegacyStore {
         .bind(record.task_id.as_str());
         let q = c.bind(q).bind(list_owner.as_str());
         let mut conn = self.store().engine().conn().await?;
-        let done = q.execute(conn.conn()).await;
+        let done = bounded(conn.deadline(), q.execute(conn.conn())).await;
         match conn.finish(done, is_connection_error) {
             Ok(r) if r.rows_affected() == 1 => Ok(()),
             Ok(_) => Err(StoreError::TaskLimitReached),

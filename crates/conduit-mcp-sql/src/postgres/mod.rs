@@ -18,7 +18,7 @@ pub use options::PostgresOptions;
 
 use crate::OpenError;
 use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STATUSES, SqlStore, Sweep};
-use crate::pool::{Checkout, ConnPool};
+use crate::pool::{Checkout, ConnPool, bounded, is_timeout};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
@@ -135,7 +135,7 @@ impl PgEngine {
 
     async fn write(&self, what: &str, query: PgQuery<'_>) -> Result<u64, StoreError> {
         let mut c = self.conn().await?;
-        let done = query.execute(c.conn()).await.map(|r| r.rows_affected());
+        let done = bounded(c.deadline(), query.execute(c.conn())).await.map(|r| r.rows_affected());
         c.finish(done, is_connection_error).map_err(|e| backend(what, e))
     }
 }
@@ -181,10 +181,12 @@ async fn read_rows<'q>(
     loop {
         // A failure to connect is not retried: the database is away.
         let mut c = pool.get().await.map_err(|e| backend("connect", e))?;
-        let rows = bind(sqlx::query(sql.clone())).fetch_all(c.conn()).await;
+        let rows = bounded(c.deadline(), bind(sqlx::query(sql.clone())).fetch_all(c.conn())).await;
         match c.finish(rows, is_connection_error) {
             Ok(rows) => return Ok(rows),
-            Err(e) if attempt < retries && is_connection_error(&e) => {
+            // A read that ran out of time is not retried either: the
+            // database is not answering, and the caller's time is spent.
+            Err(e) if attempt < retries && is_connection_error(&e) && !is_timeout(&e) => {
                 tracing::debug!(error = %e, "postgres read on a broken connection; retrying");
                 attempt += 1;
             }
@@ -258,7 +260,7 @@ impl Engine for PgEngine {
              SELECT shard, count(*)::bigint FROM gone GROUP BY shard ORDER BY shard"
         );
         let mut c = self.conn().await?;
-        let gone = delete_counted(c.conn(), sql, bound).await;
+        let gone = bounded(c.deadline(), delete_counted(c.conn(), sql, bound)).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired tasks", e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }

@@ -4,6 +4,7 @@
 //! live process asking for the same id is refused.
 
 use super::{PgEngine, backend};
+use crate::pool::bounded;
 use conduit_mcp::ext::tasks::StoreError;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
@@ -30,7 +31,7 @@ impl PgEngine {
                     h.node
                 )));
             }
-            if h.conn.ping().await.is_ok() {
+            if bounded(self.pool.deadline_from_now(), h.conn.ping()).await.is_ok() {
                 return Ok(());
             }
             // The session died (a database restart): the lock went with it.
@@ -38,10 +39,8 @@ impl PgEngine {
         }
         let mut conn = self.pool.open().await.map_err(|e| backend("claim the node id", e))?;
         let scope = format!("conduit-node:{}", self.schema.as_deref().unwrap_or(""));
-        let got: bool = sqlx::query_scalar(TRY_LOCK)
-            .bind(scope)
-            .bind(node)
-            .fetch_one(&mut conn)
+        let q = sqlx::query_scalar(TRY_LOCK).bind(scope).bind(node);
+        let got: bool = bounded(self.pool.deadline_from_now(), q.fetch_one(&mut conn))
             .await
             .map_err(|e| backend("claim the node id", e))?;
         if !got {

@@ -34,6 +34,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "the row cap on a sharded counter (conduit_task_shards, conduit_tasks.shard)",
         sql: include_str!("../../migrations/postgres/0014_task_shards.sql"),
     },
+    Migration {
+        version: 20,
+        description: "conduit_legacy_sessions.client_key, for the per-client session cap",
+        sql: include_str!("../../migrations/postgres/0020_session_client_key.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").
@@ -56,7 +61,8 @@ impl PostgresOptions {
             let sql: Arc<str> = sql.into();
             Box::new(move |conn| run_setup(conn, sql.clone()))
         });
-        let pool = ConnPool::new(opts, self.max_connections, self.connect_timeout, setup, false);
+        let pool =
+            ConnPool::new(opts, self.max_connections, self.connect_timeout, self.operation_timeout, setup, false);
         let prepared = async {
             let mut c =
                 pool.get().await.map_err(|e| OpenError::Database(format!("postgres `{}`: {e}", redact(&self.url))))?;
@@ -101,6 +107,9 @@ async fn prepare(conn: &mut PgConnection, schema: Option<&str>) -> Result<(), Op
     let db = |e: sqlx::Error| OpenError::Database(format!("postgres: {e}"));
     let mut tx = conn.begin().await.map_err(db)?;
     sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(MIGRATION_LOCK).execute(&mut *tx).await.map_err(db)?;
+    // `IF NOT EXISTS` on an existing schema or table is a NOTICE, which the
+    // driver would log at INFO on every start: only warnings and up here.
+    sqlx::query("SET LOCAL client_min_messages TO warning").execute(&mut *tx).await.map_err(db)?;
     if let Some(s) = schema {
         sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE SCHEMA IF NOT EXISTS {}", quote_ident(s))))
             .execute(&mut *tx)

@@ -24,6 +24,7 @@ pub struct PostgresOptions {
     pub(super) schema: Option<String>,
     pub(super) max_connections: u32,
     pub(super) connect_timeout: Duration,
+    pub(super) operation_timeout: Duration,
     pub(super) application_name: Option<String>,
 }
 
@@ -35,6 +36,7 @@ impl PostgresOptions {
             schema: None,
             max_connections: default_pool_size(),
             connect_timeout: Duration::from_secs(10),
+            operation_timeout: Duration::from_secs(5),
             application_name: None,
         }
     }
@@ -59,6 +61,20 @@ impl PostgresOptions {
     /// [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend) (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long one store operation may take, from waiting for a pooled
+    /// connection (and opening it) to its last statement's answer (default
+    /// 5 s). Past it the operation fails with
+    /// [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend)
+    /// and its connection is closed: when the database's connections hang
+    /// (packets dropped, its host stopped), a request gets `-32603 "Task
+    /// store unavailable"` within this time and a task's own writes are
+    /// retried, as when the database refuses connections, instead of
+    /// waiting for the outage to end.
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
         self
     }
 

@@ -3,6 +3,7 @@
 
 use super::{SqliteStore, backend, broken};
 use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
@@ -39,9 +40,8 @@ impl SqliteStore {
     /// process on the file honours the others' cursors.
     pub async fn legacy(&self) -> Result<SqliteLegacyStore, StoreError> {
         let mut c = self.engine().reader().await?;
-        let secret = sqlx::query_scalar::<_, String>("SELECT secret FROM conduit_legacy_cursor_key WHERE id = 1")
-            .fetch_one(c.conn())
-            .await;
+        let q = sqlx::query_scalar::<_, String>("SELECT secret FROM conduit_legacy_cursor_key WHERE id = 1");
+        let secret = bounded(c.deadline(), q.fetch_one(c.conn())).await;
         let secret = c.finish(secret, broken).map_err(|e| backend("read the legacy cursor key", e))?;
         let key = CursorKey::derive(secret.as_bytes());
         Ok(SqliteLegacyStore { inner: Arc::new(Inner { store: self.clone(), stripes: Stripes::new(256), key }) })
@@ -122,7 +122,7 @@ impl TaskStore for SqliteLegacyStore {
         .bind(record.task_id.as_str());
         let q = c.bind(q).bind(list_owner.as_str()).bind(max_rows.map(common::limit));
         let mut conn = self.store().engine().writer().await?;
-        let done = q.execute(conn.conn()).await;
+        let done = bounded(conn.deadline(), q.execute(conn.conn())).await;
         match conn.finish(done, broken) {
             Ok(r) if r.rows_affected() == 1 => Ok(()),
             Ok(_) => Err(StoreError::TaskLimitReached),

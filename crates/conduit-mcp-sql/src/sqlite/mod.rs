@@ -18,7 +18,7 @@ pub use options::SqliteOptions;
 
 use crate::OpenError;
 use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STATUSES, SqlStore, Sweep};
-use crate::pool::{Checkout, ConnPool};
+use crate::pool::{Checkout, ConnPool, bounded};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
@@ -105,7 +105,7 @@ impl SqliteEngine {
         bind: impl FnOnce(SqlQuery<'q>) -> SqlQuery<'q>,
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let mut c = self.reader().await?;
-        let rows = bind(sqlx::query(sql)).fetch_all(c.conn()).await;
+        let rows = bounded(c.deadline(), bind(sqlx::query(sql)).fetch_all(c.conn())).await;
         let rows = c.finish(rows, broken).map_err(|e| backend("read tasks", e))?;
         rows.iter().map(decode_row).collect()
     }
@@ -113,7 +113,7 @@ impl SqliteEngine {
     /// Runs one write statement on the writer connection.
     async fn write(&self, what: &str, query: SqlQuery<'_>) -> Result<u64, StoreError> {
         let mut c = self.writer().await?;
-        let done = query.execute(c.conn()).await.map(|r| r.rows_affected());
+        let done = bounded(c.deadline(), query.execute(c.conn())).await.map(|r| r.rows_affected());
         c.finish(done, broken).map_err(|e| backend(what, e))
     }
 }
@@ -170,11 +170,9 @@ impl Engine for SqliteEngine {
 
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let mut c = self.reader().await?;
-        let row =
-            sqlx::query("SELECT version, lease_node, lease_expires_ms, doc FROM conduit_tasks WHERE task_id = ?1")
-                .bind(task_id)
-                .fetch_optional(c.conn())
-                .await;
+        let q = sqlx::query("SELECT version, lease_node, lease_expires_ms, doc FROM conduit_tasks WHERE task_id = ?1")
+            .bind(task_id);
+        let row = bounded(c.deadline(), q.fetch_optional(c.conn())).await;
         let row = c.finish(row, broken).map_err(|e| backend("read a task", e))?;
         row.as_ref().map(decode_row).transpose()
     }

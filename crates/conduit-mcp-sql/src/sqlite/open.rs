@@ -28,6 +28,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "an index on owner, for the per-principal cap",
         sql: include_str!("../../migrations/sqlite/0013_owner_index.sql"),
     },
+    Migration {
+        version: 20,
+        description: "conduit_legacy_sessions.client_key, for the per-client session cap",
+        sql: include_str!("../../migrations/sqlite/0020_session_client_key.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).
@@ -49,7 +54,8 @@ impl SqliteOptions {
         // An in-memory database is one connection for everything (a second
         // connection would see another database), never closed before the store.
         let timeout = self.busy_timeout.max(Duration::from_secs(5));
-        let writer = Arc::new(ConnPool::new(opts.clone(), 1, timeout, None, memory));
+        let op = self.operation_timeout;
+        let writer = Arc::new(ConnPool::new(opts.clone(), 1, timeout, op, None, memory));
         let mut conn = writer.get().await.map_err(|e| classify_open_error(&path, e))?;
         let prepared = prepare(conn.conn(), &path, self.check_integrity).await;
         conn.release();
@@ -58,7 +64,7 @@ impl SqliteOptions {
             return Err(e);
         }
         let reader =
-            if memory { writer.clone() } else { Arc::new(ConnPool::new(opts, self.readers, timeout, None, false)) };
+            if memory { writer.clone() } else { Arc::new(ConnPool::new(opts, self.readers, timeout, op, None, false)) };
         tracing::debug!(path = %path, memory, "sqlite task store open");
         Ok(SqliteStore::new(SqliteEngine::new(writer, reader, path), clock))
     }

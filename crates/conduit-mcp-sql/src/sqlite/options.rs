@@ -25,6 +25,7 @@ pub struct SqliteOptions {
     pub(super) target: String,
     pub(super) readers: u32,
     pub(super) busy_timeout: Duration,
+    pub(super) operation_timeout: Duration,
     pub(super) full_sync: bool,
     pub(super) check_integrity: bool,
 }
@@ -39,6 +40,7 @@ impl SqliteOptions {
             target: path_or_url.into(),
             readers: 4,
             busy_timeout: Duration::from_secs(5),
+            operation_timeout: Duration::from_secs(10),
             full_sync: false,
             check_integrity: true,
         }
@@ -57,6 +59,17 @@ impl SqliteOptions {
     /// [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend) (default 5 s).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
+        self
+    }
+
+    /// How long one store operation may take, from waiting for a connection
+    /// (the one writer is shared) to its last statement (default 10 s; keep
+    /// it above [`busy_timeout`](Self::busy_timeout)). Past it the operation
+    /// fails with [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend)
+    /// — a request gets `-32603 "Task store unavailable"`, a task's own
+    /// writes are retried — instead of waiting on a stalled disk.
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
         self
     }
 

@@ -48,7 +48,9 @@ pub(crate) fn store_error(e: StoreError) -> RpcError {
         StoreError::InvalidCursor => RpcError::invalid_params("Invalid cursor"),
         StoreError::TaskLimitReached => RpcError::internal("Task limit reached"),
         e => {
-            tracing::error!(error = %e, "legacy task store failed");
+            if let Some(suppressed) = crate::log_limit::admit("legacy task store failed") {
+                tracing::error!(error = %e, suppressed, "legacy task store failed");
+            }
             RpcError::internal("Task store unavailable")
         }
     }

@@ -63,7 +63,10 @@ fn store_error(e: StoreError) -> RpcError {
         }
         e => {
             crate::metrics::store_error("request");
-            tracing::error!(error = %e, "task store failed");
+            // Once per window, not once per request, while the store is away.
+            if let Some(suppressed) = crate::log_limit::admit("task store failed") {
+                tracing::error!(error = %e, suppressed, "task store failed");
+            }
             RpcError::internal("Task store unavailable")
         }
     }

@@ -18,7 +18,12 @@ pub async fn sweep(tasks: &Tasks) -> Result<usize, StoreError> {
     match store.cleanup(ttl.as_millis() as u64).await {
         Ok(removed) => {
             crate::metrics::sweep(removed);
-            tracing::info!(target: "conduit_mcp::ext_tasks::cleanup", removed, store = store.name(), "task cleanup");
+            // Every sweep emits the event; one that removed nothing only at DEBUG.
+            if removed > 0 {
+                tracing::info!(target: "conduit_mcp::ext_tasks::cleanup", removed, store = store.name(), "task cleanup");
+            } else {
+                tracing::debug!(target: "conduit_mcp::ext_tasks::cleanup", removed, store = store.name(), "task cleanup");
+            }
             if removed > 0 {
                 forget_swept(tasks).await;
             }
