@@ -8,6 +8,7 @@ use axum::routing::post;
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{NotifierConfig, TaskStore, Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
+use conduit_mcp::session::{SessionConfig, SessionLimits};
 use conduit_mcp_conformance::tasks_tools;
 use conduit_mcp_sql::{PgNotifier, PostgresOptions, SqliteStore};
 use serde::Deserialize;
@@ -226,9 +227,13 @@ pub fn tasks_on(opened: OpenedStore, clock: Arc<dyn Clock>) -> Result<Tasks, Str
 }
 
 /// The bench server: the conformance fixture's `greet` and `slow_compute`
-/// (from `conduit_mcp_conformance::tasks_tools`) on `tasks`.
+/// (from `conduit_mcp_conformance::tasks_tools`) on `tasks`. Every load comes from
+/// one address, so the per-client session cap is lifted to the total cap (W9 opens
+/// 10 000 sessions from one client).
 pub fn server(tasks: &Tasks) -> Result<Server, String> {
+    let sessions = SessionConfig::default().max_sessions_per_client(SessionLimits::default().max_sessions);
     Server::builder("conduit-mcp-bench", env!("CARGO_PKG_VERSION"))
+        .sessions(sessions)
         .extension(tasks.clone())
         .tool(tasks_tools::greet())
         .tool(tasks_tools::slow_compute())

@@ -18,6 +18,17 @@ pub(crate) struct InputArgs {
     /// Answer sampling requests with CMD (the request JSON on its stdin, the reply on its stdout).
     #[arg(long, value_name = "CMD")]
     pub(crate) sampler: Option<String>,
+    /// Offer this directory to the server as a root (repeatable); without it no roots are offered.
+    #[arg(long = "root", value_name = "PATH")]
+    pub(crate) roots: Vec<std::path::PathBuf>,
+}
+
+impl InputArgs {
+    /// The terminal's input handler for these options.
+    pub(crate) fn terminal(&self, progress: Arc<Progress>) -> Result<Terminal, Exit> {
+        let roots = crate::prompt::root_uris(&self.roots).map_err(usage)?;
+        Ok(Terminal { no_input: self.no_input, sampler: self.sampler.clone(), progress, roots })
+    }
 }
 
 /// `call` arguments.
@@ -92,7 +103,10 @@ pub(crate) async fn run(a: CallArgs) -> Exit {
     };
     let Some((tool, pairs)) = rest.split_first() else { return usage("the tool name is missing") };
     let progress = Arc::new(Progress::new());
-    let handler = Terminal { no_input: a.input.no_input, sampler: a.input.sampler.clone(), progress: progress.clone() };
+    let handler = match a.input.terminal(progress.clone()) {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
     let client = match a.remote.connect(url.as_deref(), handler).await {
         Ok(c) => c,
         Err(e) => return e,
@@ -121,7 +135,7 @@ pub(crate) async fn run(a: CallArgs) -> Exit {
         }
         Ok(CallOutcome::Task(t)) if a.detach => {
             progress.finish();
-            println!("{}", t.id());
+            println!("{}", conduit_mcp::client::sanitize::one_line(t.id()));
             Exit::Ok
         }
         Ok(CallOutcome::Task(t)) => follow(&t, &progress, a.remote.json).await,

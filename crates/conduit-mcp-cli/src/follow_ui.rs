@@ -4,6 +4,7 @@
 
 use crate::progress::Progress;
 use crate::remote::{Exit, fail};
+use conduit_mcp::client::sanitize::{json_safe, one_line, terminal_safe};
 use conduit_mcp::client::{TaskEvent, TaskHandle, ToolOutcome};
 use conduit_mcp::protocol::content::Content;
 use conduit_mcp::protocol::tools::CallToolResult;
@@ -11,21 +12,21 @@ use conduit_mcp::protocol::tools::CallToolResult;
 /// Prints a tool result (its text content, or the raw JSON) and returns the exit code.
 pub(crate) fn print_result(r: &CallToolResult, json: bool) -> Exit {
     if json {
-        println!("{}", r.to_value());
+        println!("{}", json_safe(&r.to_value().to_string()));
     } else {
         for c in &r.content {
             match c {
-                Content::Text { text, .. } => println!("{text}"),
+                Content::Text { text, .. } => println!("{}", terminal_safe(text)),
                 other => {
                     let v = serde_json::to_value(other).unwrap_or_default();
-                    println!("[{} content]", v.get("type").and_then(|t| t.as_str()).unwrap_or("other"));
+                    println!("[{} content]", one_line(v.get("type").and_then(|t| t.as_str()).unwrap_or("other")));
                 }
             }
         }
         if r.content.is_empty()
             && let Some(s) = &r.structured_content
         {
-            println!("{s}");
+            println!("{}", json_safe(&s.to_string()));
         }
     }
     if r.is_error == Some(true) { Exit::ToolError } else { Exit::Ok }
@@ -36,11 +37,11 @@ pub(crate) fn print_outcome(o: &ToolOutcome, json: bool) -> Exit {
     match o {
         ToolOutcome::Completed(r) => print_result(r, json),
         ToolOutcome::Failed(e) => {
-            eprintln!("error: the task failed: {} (code {})", e.message, e.code);
+            eprintln!("error: the task failed: {} (code {})", one_line(&e.message), e.code);
             Exit::ToolError
         }
         ToolOutcome::Cancelled(m) => {
-            eprintln!("cancelled{}", m.as_deref().map(|m| format!(": {m}")).unwrap_or_default());
+            eprintln!("cancelled{}", m.as_deref().map(|m| format!(": {}", one_line(m))).unwrap_or_default());
             Exit::Cancelled
         }
         _ => Exit::Usage,
@@ -55,7 +56,7 @@ pub(crate) async fn follow(task: &TaskHandle, progress: &Progress, json: bool) -
             ev = events.next() => ev,
             _ = tokio::signal::ctrl_c() => {
                 progress.finish();
-                eprintln!("interrupted: cancelling task {}", task.id());
+                eprintln!("interrupted: cancelling task {}", one_line(task.id()));
                 if let Err(e) = task.cancel().await {
                     eprintln!("error: could not cancel: {e}");
                 }
@@ -74,7 +75,10 @@ pub(crate) async fn follow(task: &TaskHandle, progress: &Progress, json: bool) -
                 progress.finish();
                 let code = fail(&e);
                 if matches!(e, conduit_mcp::client::ClientError::Input(_)) {
-                    eprintln!("the task is left as it is: `conduit-mcp task wait` resumes it ({})", task.id());
+                    eprintln!(
+                        "the task is left as it is: `conduit-mcp task wait` resumes it ({})",
+                        one_line(task.id())
+                    );
                 }
                 return code;
             }

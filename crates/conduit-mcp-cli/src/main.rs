@@ -12,8 +12,10 @@
 
 mod args;
 mod call_cmd;
+mod credentials;
 mod demo;
 mod follow_ui;
+mod login_cmd;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod oauth_args;
@@ -22,6 +24,7 @@ mod prompt;
 mod remote;
 mod store;
 mod task_cmd;
+mod task_ids;
 mod tls_args;
 mod tools_cmd;
 mod usage;
@@ -171,13 +174,19 @@ fn http_config(args: &ServeArgs, oauth: Option<OAuthConfig>) -> Result<HttpConfi
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(task_ids::rewrite(std::env::args_os().collect()));
+    if !matches!(cli.command, Command::Serve(_)) && std::env::var_os("RUST_LOG").is_some() {
+        // Client commands log only when asked (RUST_LOG=conduit_mcp=debug): stderr is for the person.
+        init_tracing();
+    }
     let args = match cli.command {
         Command::Serve(args) => *args,
         Command::Tools(a) => return tools_cmd::run(a).await.into(),
         Command::Call(a) => return exit(call_cmd::run(a).await),
         Command::Task(t) => return exit(task_cmd::run(t).await),
         Command::Watch(a) => return task_cmd::watch(a).await.into(),
+        Command::Login(a) => return login_cmd::login(a).await.into(),
+        Command::Logout(a) => return login_cmd::logout(a).await.into(),
     };
     init_tracing();
     let prepared = async {

@@ -2,6 +2,7 @@
 //! time and the status message on a terminal, plain timestamped lines (no
 //! control characters) otherwise.
 
+use conduit_mcp::client::sanitize::one_line;
 use conduit_mcp::protocol::tasks::Task;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -33,6 +34,8 @@ impl Progress {
 
     /// Shows a line (deduplicated: the same text is not repeated).
     pub(crate) fn show(&self, text: String) {
+        // Server text (status messages) never reaches the terminal raw, spinner or not.
+        let text = one_line(&text).into_owned();
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         if *last == text {
             return;
@@ -40,7 +43,7 @@ impl Progress {
         last.clone_from(&text);
         match &self.bar {
             Some(b) => b.set_message(text),
-            None => eprintln!("[{:>6.1}s] {}", self.start.elapsed().as_secs_f64(), plain(&text)),
+            None => eprintln!("[{:>6.1}s] {text}", self.start.elapsed().as_secs_f64()),
         }
     }
 
@@ -64,9 +67,4 @@ impl Progress {
             b.finish_and_clear();
         }
     }
-}
-
-/// Text with control characters replaced, for a non-terminal stderr.
-pub(crate) fn plain(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }

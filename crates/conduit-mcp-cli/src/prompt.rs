@@ -2,11 +2,15 @@
 //! (string, number, integer, boolean, enum, multi-select; defaults
 //! pre-filled, required fields marked, decline and cancel offered), URL
 //! elicitations shown for confirmation, sampling answered by the person or
-//! by `--sampler CMD`, roots from the working directory; `--no-input` fails
-//! with a clear message instead of prompting.
+//! by `--sampler CMD`; roots only those given with `--root PATH` (none and
+//! no `roots` capability otherwise); `--no-input` fails with a clear message
+//! instead of prompting. Server text is shown escaped (it cannot act on the
+//! terminal) and each form field with its real name, so what a person
+//! approves is what is sent.
 
 use crate::progress::Progress;
 use async_trait::async_trait;
+use conduit_mcp::client::sanitize::{one_line, terminal_safe};
 use conduit_mcp::client::{Ask, ClientError, InputHandler, InputSupport, elicit_accept, elicit_cancel, elicit_decline};
 use dialoguer::theme::ColorfulTheme;
 use dialoguer::{Confirm, Input, MultiSelect, Select};
@@ -20,6 +24,19 @@ pub(crate) struct Terminal {
     pub(crate) no_input: bool,
     pub(crate) sampler: Option<String>,
     pub(crate) progress: Arc<Progress>,
+    /// The roots offered (`--root`), as `file://` URIs; none: roots are not declared.
+    pub(crate) roots: Vec<String>,
+}
+
+/// The `file://` URIs of `--root` paths (absolute, resolved).
+pub(crate) fn root_uris(paths: &[std::path::PathBuf]) -> Result<Vec<String>, String> {
+    paths
+        .iter()
+        .map(|p| {
+            let abs = std::fs::canonicalize(p).map_err(|e| format!("--root {}: {e}", p.display()))?;
+            Ok(format!("file://{}", abs.display()))
+        })
+        .collect()
 }
 
 fn input_err(e: impl std::fmt::Display) -> ClientError {
@@ -29,7 +46,9 @@ fn input_err(e: impl std::fmt::Display) -> ClientError {
 #[async_trait]
 impl InputHandler for Terminal {
     fn support(&self) -> InputSupport {
-        InputSupport::ALL
+        let mut s = InputSupport::ALL;
+        s.roots = !self.roots.is_empty();
+        s
     }
 
     async fn answer(&self, _key: &str, ask: Ask<'_>) -> Result<Value, ClientError> {
@@ -40,8 +59,9 @@ impl InputHandler for Terminal {
             _ => "input".into(),
         };
         if let Ask::Roots = ask {
-            let cwd = std::env::current_dir().map_err(input_err)?;
-            return Ok(json!({ "roots": [{ "uri": format!("file://{}", cwd.display()), "name": "cwd" }] }));
+            // Only what the person offered with --root (nothing is declared otherwise).
+            let roots: Vec<Value> = self.roots.iter().map(|uri| json!({ "uri": uri })).collect();
+            return Ok(json!({ "roots": roots }));
         }
         if let (Ask::Sample(params), Some(cmd)) = (ask, &self.sampler) {
             return run_sampler(cmd, params.clone()).await;
@@ -75,7 +95,9 @@ impl Owned {
         match self {
             Owned::Form(message, schema) => form(&theme, &message, &schema),
             Owned::Url(message, url) => {
-                eprintln!("{message}\n  open: {url}");
+                eprintln!("The server asks you to open a URL:");
+                quote(&message);
+                eprintln!("  open: {}", one_line(&url));
                 let ok = Confirm::with_theme(&theme)
                     .with_prompt("Continue once you have opened it?")
                     .default(true)
@@ -92,13 +114,21 @@ impl Owned {
                 for m in params.get("messages").and_then(Value::as_array).into_iter().flatten() {
                     let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
                     let text = m.pointer("/content/text").and_then(Value::as_str).unwrap_or("[non-text content]");
-                    eprintln!("  {role}: {text}");
+                    eprintln!("  {}: {}", one_line(role), terminal_safe(text).replace('\n', "\n    "));
                 }
                 let reply: String =
                     Input::with_theme(&theme).with_prompt("Your reply").interact_text().map_err(input_err)?;
                 Ok(sample_result(reply.trim()))
             }
         }
+    }
+}
+
+/// Server text shown as a quotation: every line under a `│` margin, so it
+/// cannot pass for the CLI's own prompts or answers.
+fn quote(text: &str) {
+    for line in terminal_safe(text).lines() {
+        eprintln!("  │ {line}");
     }
 }
 
@@ -138,7 +168,8 @@ fn choices(prop: &Value) -> Option<Vec<(Value, String)>> {
                 .enumerate()
                 .map(|(i, v)| {
                     let label = names.and_then(|n| n.get(i)).and_then(Value::as_str).map(str::to_owned);
-                    (v.clone(), label.unwrap_or_else(|| v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
+                    let label = label.unwrap_or_else(|| v.as_str().map_or_else(|| v.to_string(), str::to_owned));
+                    (v.clone(), one_line(&label).into_owned())
                 })
                 .collect(),
         );
@@ -149,7 +180,7 @@ fn choices(prop: &Value) -> Option<Vec<(Value, String)>> {
             .filter_map(|a| {
                 let v = a.get("const")?.clone();
                 let label = a.get("title").and_then(Value::as_str).map_or_else(|| v.to_string(), str::to_owned);
-                Some((v, label))
+                Some((v, one_line(&label).into_owned()))
             })
             .collect(),
     )
@@ -162,10 +193,17 @@ fn form(theme: &ColorfulTheme, message: &str, schema: &Value) -> Result<Value, C
         let renderable = matches!(ty, "string" | "number" | "integer" | "boolean")
             || (ty == "array" && prop.get("items").and_then(choices).is_some());
         if !renderable {
-            return Err(ClientError::Input(format!("cannot render form field {name:?} of type {ty}")));
+            return Err(ClientError::Input(format!("cannot render form field {name:?} of type {ty:?}")));
         }
     }
-    let _ = writeln!(std::io::stderr(), "{message}");
+    let _ = writeln!(std::io::stderr(), "The server asks:");
+    quote(message);
+    let names: Vec<String> = props.keys().map(|k| one_line(k).into_owned()).collect();
+    let _ = writeln!(
+        std::io::stderr(),
+        "  fields sent: {}",
+        if names.is_empty() { "none".into() } else { names.join(", ") }
+    );
     let how = Select::with_theme(theme)
         .with_prompt("Answer")
         .items(&["fill in the form", "decline", "cancel"])
@@ -182,8 +220,13 @@ fn form(theme: &ColorfulTheme, message: &str, schema: &Value) -> Result<Value, C
     let mut out = Map::new();
     for (name, prop) in &props {
         let req = required.contains(&name.as_str());
-        let title = prop.get("title").and_then(Value::as_str).unwrap_or(name);
-        let desc = prop.get("description").and_then(Value::as_str).map(|d| format!(" ({d})")).unwrap_or_default();
+        // The field's real name is always shown: a title cannot disguise what is sent.
+        let title = prop.get("title").and_then(Value::as_str).filter(|t| *t != name);
+        let title = title
+            .map(|t| format!("{} [{}]", one_line(t), one_line(name)))
+            .unwrap_or_else(|| one_line(name).into_owned());
+        let desc =
+            prop.get("description").and_then(Value::as_str).map(|d| format!(" ({})", one_line(d))).unwrap_or_default();
         let label = format!("{title}{}{desc}", if req { " *" } else { "" });
         if let Some(v) = field(theme, &label, prop, req)? {
             out.insert(name.clone(), v);

@@ -1,8 +1,12 @@
 //! What every client command shares: how to reach the server (a URL, or
 //! `--stdio -- CMD ARGS...`), credentials, and the exit codes.
 
+use crate::credentials::{FileCredentials, config_dir};
+use conduit_mcp::client::oauth::OAuth;
+use conduit_mcp::client::sanitize::one_line;
 use conduit_mcp::client::{Client, ClientBuilder, ClientError, InputHandler};
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// The documented exit codes of the client commands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,9 +42,20 @@ impl From<Exit> for ExitCode {
     }
 }
 
-/// Prints one line for a client error and returns its exit code.
+/// Prints one line for a client error and returns its exit code. Server
+/// text in it (error messages) is escaped: it cannot act on the terminal.
 pub(crate) fn fail(e: &ClientError) -> Exit {
-    eprintln!("error: {e}");
+    match e {
+        ClientError::LoginRequired(url) => {
+            let url = one_line(url);
+            eprintln!("error: {url} requires authorization: run `conduit-mcp login {url}` (or pass --token TOKEN)");
+        }
+        ClientError::ScopeRequired { server, scopes } => {
+            let (url, scopes) = (one_line(server), one_line(&scopes.join(" ")).into_owned());
+            eprintln!("error: {url} asks for more scope: run `conduit-mcp login {url} --scope '{scopes}'`");
+        }
+        _ => eprintln!("error: {}", one_line(&e.to_string())),
+    }
     Exit::Usage
 }
 
@@ -59,6 +74,15 @@ pub(crate) struct Remote {
     /// An extra HTTP header, `'Name: value'` (repeatable).
     #[arg(long = "header", value_name = "'K: V'")]
     pub(crate) headers: Vec<String>,
+    /// Seconds a server has to start answering (and to send a whole JSON body).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub(crate) timeout: f64,
+    /// Trust the CA certificate(s) in this PEM file too (a private CA), besides the usual roots.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) ca_cert: Option<std::path::PathBuf>,
+    /// Send tokens over plain http:// to a host that is not this machine (anyone on the path can read them).
+    #[arg(long)]
+    pub(crate) allow_insecure_http: bool,
     /// Print raw JSON instead of readable text.
     #[arg(long)]
     pub(crate) json: bool,
@@ -90,26 +114,56 @@ impl Remote {
         }
     }
 
-    /// Connects to the server.
-    pub(crate) async fn connect(
-        &self,
-        url: Option<&str>,
-        handler: impl InputHandler + 'static,
-    ) -> Result<Client, Exit> {
-        let mut b = match url {
-            Some(u) => ClientBuilder::http(u),
-            None => ClientBuilder::stdio(self.command[0].clone(), self.command[1..].iter().cloned()),
-        };
-        b = b.client_info("conduit-mcp-cli", env!("CARGO_PKG_VERSION")).input_handler(handler);
-        if let Some(t) = &self.token {
-            b = b.token(t);
+    /// A builder for `url` with the transport flags (timeout, CA, headers).
+    pub(crate) fn http_builder(&self, url: &str) -> Result<ClientBuilder, Exit> {
+        let timeout = Duration::try_from_secs_f64(self.timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| usage(format!("--timeout {}: expected a positive number of seconds", self.timeout)))?;
+        let mut b = ClientBuilder::http(url).timeout(timeout).allow_insecure_http(self.allow_insecure_http);
+        if let Some(path) = &self.ca_cert {
+            let pem = std::fs::read(path).map_err(|e| usage(format!("--ca-cert {}: {e}", path.display())))?;
+            b = b.ca_certificate_pem(pem);
         }
+        self.add_headers(b)
+    }
+
+    fn add_headers(&self, mut b: ClientBuilder) -> Result<ClientBuilder, Exit> {
         for h in &self.headers {
             let Some((k, v)) = h.split_once(':') else {
                 return Err(usage(format!("--header {h:?}: expected 'Name: value'")));
             };
             b = b.header(k.trim(), v.trim());
         }
+        Ok(b)
+    }
+
+    /// The stored-credential store of the CLI.
+    pub(crate) fn credentials() -> Result<FileCredentials, Exit> {
+        config_dir().map(FileCredentials::new).map_err(usage)
+    }
+
+    /// Connects to the server: with `--token`, that token; otherwise the
+    /// tokens `conduit-mcp login` stored for the URL, refreshed as needed.
+    pub(crate) async fn connect(
+        &self,
+        url: Option<&str>,
+        handler: impl InputHandler + 'static,
+    ) -> Result<Client, Exit> {
+        let mut b = match url {
+            Some(u) => {
+                let b = self.http_builder(u)?;
+                match &self.token {
+                    Some(t) => b.token(t),
+                    None => b.oauth(OAuth::new().store(Self::credentials()?).client_name("conduit-mcp")),
+                }
+            }
+            None => {
+                let b = ClientBuilder::stdio(self.command[0].clone(), self.command[1..].iter().cloned());
+                self.add_headers(b)?
+            }
+        };
+        b = b.client_info("conduit-mcp-cli", env!("CARGO_PKG_VERSION")).input_handler(handler);
         b.connect().await.map_err(|e| fail(&e))
     }
 }

@@ -3,9 +3,9 @@
 
 use crate::call_cmd::InputArgs;
 use crate::follow_ui::{follow, print_outcome};
-use crate::progress::{Progress, plain};
-use crate::prompt::Terminal;
+use crate::progress::Progress;
 use crate::remote::{Exit, Remote, fail, usage};
+use conduit_mcp::client::sanitize::{json_safe, one_line};
 use conduit_mcp::client::{NoInput, TaskEvent, ToolOutcome};
 use conduit_mcp::protocol::tasks::Task;
 use futures_util::StreamExt;
@@ -28,6 +28,9 @@ pub(crate) struct TaskArgs {
     /// `URL TASK_ID` (no URL with `--stdio`).
     #[arg(value_name = "URL TASK_ID")]
     positionals: Vec<String>,
+    /// Task ids that start with `-` (`main` moves them here; see `task_ids.rs`).
+    #[arg(long = crate::task_ids::FLAG, hide = true, allow_hyphen_values = true)]
+    dash_ids: Vec<String>,
     #[command(flatten)]
     remote: Remote,
 }
@@ -40,6 +43,9 @@ pub(crate) struct WaitArgs {
     /// `URL TASK_ID` (no URL with `--stdio`).
     #[arg(value_name = "URL TASK_ID")]
     positionals: Vec<String>,
+    /// Task ids that start with `-` (`main` moves them here; see `task_ids.rs`).
+    #[arg(long = crate::task_ids::FLAG, hide = true, allow_hyphen_values = true)]
+    dash_ids: Vec<String>,
     #[command(flatten)]
     remote: Remote,
 }
@@ -50,6 +56,9 @@ pub(crate) struct WatchArgs {
     /// `URL TASK_ID...` (no URL with `--stdio`).
     #[arg(value_name = "URL TASK_ID")]
     positionals: Vec<String>,
+    /// Task ids that start with `-` (`main` moves them here; see `task_ids.rs`).
+    #[arg(long = crate::task_ids::FLAG, hide = true, allow_hyphen_values = true)]
+    dash_ids: Vec<String>,
     #[command(flatten)]
     remote: Remote,
 }
@@ -71,10 +80,11 @@ pub(crate) async fn run(cmd: TaskCommand) -> Exit {
 }
 
 async fn get_or_cancel(a: TaskArgs, cancel: bool) -> Exit {
-    let (url, rest) = match a.remote.split(a.positionals) {
+    let (url, mut rest) = match a.remote.split(a.positionals) {
         Ok(x) => x,
         Err(e) => return e,
     };
+    rest.extend(a.dash_ids);
     let id = match one_id(rest) {
         Ok(id) => id,
         Err(e) => return e,
@@ -95,7 +105,7 @@ async fn get_or_cancel(a: TaskArgs, cancel: bool) -> Exit {
     }
     match task.get().await {
         Ok(d) if a.remote.json => {
-            println!("{}", serde_json::to_string(&d).unwrap_or_default());
+            println!("{}", json_safe(&serde_json::to_string(&d).unwrap_or_default()));
             Exit::Ok
         }
         Ok(d) => {
@@ -107,21 +117,25 @@ async fn get_or_cancel(a: TaskArgs, cancel: bool) -> Exit {
 }
 
 fn line(t: &Task) -> String {
-    let msg = t.status_message.as_deref().map(|m| format!("  {}", plain(m))).unwrap_or_default();
-    format!("{}  {}{msg}", t.task_id, t.status.as_str())
+    let msg = t.status_message.as_deref().map(|m| format!("  {}", one_line(m))).unwrap_or_default();
+    format!("{}  {}{msg}", one_line(&t.task_id), t.status.as_str())
 }
 
 async fn wait(a: WaitArgs) -> Exit {
-    let (url, rest) = match a.remote.split(a.positionals) {
+    let (url, mut rest) = match a.remote.split(a.positionals) {
         Ok(x) => x,
         Err(e) => return e,
     };
+    rest.extend(a.dash_ids);
     let id = match one_id(rest) {
         Ok(id) => id,
         Err(e) => return e,
     };
     let progress = Arc::new(Progress::new());
-    let handler = Terminal { no_input: a.input.no_input, sampler: a.input.sampler.clone(), progress: progress.clone() };
+    let handler = match a.input.terminal(progress.clone()) {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
     let client = match a.remote.connect(url.as_deref(), handler).await {
         Ok(c) => c,
         Err(e) => return e,
@@ -131,10 +145,11 @@ async fn wait(a: WaitArgs) -> Exit {
 
 /// Runs `watch`: one line (or JSON object) per change, until every task is terminal.
 pub(crate) async fn watch(a: WatchArgs) -> Exit {
-    let (url, ids) = match a.remote.split(a.positionals) {
+    let (url, mut ids) = match a.remote.split(a.positionals) {
         Ok(x) => x,
         Err(e) => return e,
     };
+    ids.extend(a.dash_ids);
     if ids.is_empty() {
         return usage("expected at least one TASK_ID");
     }
@@ -150,9 +165,13 @@ pub(crate) async fn watch(a: WatchArgs) -> Exit {
         _ = tokio::signal::ctrl_c() => return Exit::Interrupted,
     } {
         match ev {
-            Ok(TaskEvent::Status(t)) if a.remote.json => println!("{}", serde_json::to_string(&t).unwrap_or_default()),
+            Ok(TaskEvent::Status(t)) if a.remote.json => {
+                println!("{}", json_safe(&serde_json::to_string(&t).unwrap_or_default()))
+            }
             Ok(TaskEvent::Status(t)) => println!("{}", line(&t)),
-            Ok(TaskEvent::InputRequested(keys)) if !a.remote.json => println!("  asks for input: {}", keys.join(", ")),
+            Ok(TaskEvent::InputRequested(keys)) if !a.remote.json => {
+                println!("  asks for input: {}", one_line(&keys.join(", ")))
+            }
             Ok(_) => {}
             Err(e) => exit = fail(&e),
         }

@@ -2,6 +2,7 @@
 
 use crate::remote::{Exit, Remote, fail};
 use conduit_mcp::client::NoInput;
+use conduit_mcp::client::sanitize::{json_safe, one_line};
 use serde_json::Value;
 
 /// `tools` arguments.
@@ -32,11 +33,11 @@ pub(crate) async fn run(args: ToolsArgs) -> Exit {
         Err(e) => return fail(&e),
     };
     if args.remote.json {
-        println!("{}", serde_json::to_string_pretty(&tools).unwrap_or_default());
+        println!("{}", json_safe(&serde_json::to_string_pretty(&tools).unwrap_or_default()));
         return Exit::Ok;
     }
     for t in &tools {
-        println!("{}  {}", t.name, t.description.as_deref().unwrap_or(""));
+        println!("{}  {}", one_line(&t.name), one_line(t.description.as_deref().unwrap_or("")));
         let required: Vec<&str> = t
             .input_schema
             .get("required")
@@ -49,7 +50,7 @@ pub(crate) async fn run(args: ToolsArgs) -> Exit {
             let ty = p.get("type").and_then(Value::as_str).unwrap_or("any");
             let req = if required.contains(&name.as_str()) { ", required" } else { "" };
             let desc = p.get("description").and_then(Value::as_str).unwrap_or("");
-            println!("    {name} ({ty}{req})  {desc}");
+            println!("    {} ({}{req})  {}", one_line(name), one_line(ty), one_line(desc));
         }
     }
     Exit::Ok

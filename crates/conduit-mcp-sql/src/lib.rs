@@ -104,4 +104,4 @@ pub use transaction::sqlite_connection;
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).
-pub const SCHEMA_VERSION: i64 = 14;
+pub const SCHEMA_VERSION: i64 = 20;

@@ -82,7 +82,7 @@ async fn the_cap_holds_under_concurrent_creates_on_two_nodes() {
     let (mut ok, mut full) = (0, 0);
     while let Some(r) = set.join_next().await {
         match r.expect("join") {
-            Ok(()) => ok += 1,
+            Ok(_) => ok += 1,
             Err(SessionError::LimitReached) => full += 1,
             Err(e) => panic!("unexpected {e}"),
         }

@@ -55,7 +55,7 @@ pub fn client_info(info: &Value) -> String {
 }
 
 /// The size of `v` as compact JSON, counted without building the string.
-pub fn json_len(v: &Value) -> usize {
+pub fn json_len<T: serde::Serialize + ?Sized>(v: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -8,6 +8,7 @@ use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{MESSAGE, PROGRESS};
 use crate::protocol::version::Era;
+use crate::quota::ClientKey;
 use crate::subscriptions::Changes;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -27,6 +28,8 @@ pub(crate) struct CtxInner {
     pub(crate) method: String,
     pub(crate) era: Era,
     pub(crate) principal: Option<Principal>,
+    /// Who per-client limits count this request against.
+    pub(crate) client: ClientKey,
     pub(crate) caps: ClientCapabilities,
     pub(crate) meta: Map<String, Value>,
     pub(crate) progress_token: Option<Value>,
@@ -87,6 +90,12 @@ impl Ctx {
         self.inner.principal.as_ref().map(|p| p.id.as_str())
     }
 
+    /// Who per-client limits count this request against: the principal, or without
+    /// authentication the client's address (the process on stdio).
+    pub fn client_key(&self) -> &ClientKey {
+        &self.inner.client
+    }
+
     /// The capabilities declared on this request (and only this request).
     pub fn client_capabilities(&self) -> &ClientCapabilities {
         &self.inner.caps
@@ -132,7 +141,8 @@ impl Ctx {
         &self.inner.changes
     }
 
-    /// Sends `notifications/progress` if the request carried a progress token.
+    /// Sends `notifications/progress` if the request carried a progress token, its
+    /// `message` cut at [`MAX_STATUS_MESSAGE_BYTES`](crate::bounds::MAX_STATUS_MESSAGE_BYTES).
     /// Returns whether a notification was sent.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
         let (Some(token), Some(out)) = (&self.inner.progress_token, &self.inner.out) else {
@@ -143,7 +153,9 @@ impl Ctx {
             p["total"] = json!(t);
         }
         if let Some(m) = message {
-            p["message"] = json!(m);
+            // Cut like a task's status message: a progress message may repeat client input,
+            // and a legacy session keeps it for replay.
+            p["message"] = json!(crate::bounds::cut_message(m.to_owned()));
         }
         out.send(Message::notification(PROGRESS, p)).is_ok()
     }

@@ -70,6 +70,8 @@ pub mod mrtr;
 #[cfg(feature = "server")]
 pub mod prompt;
 #[cfg(feature = "server")]
+pub mod quota;
+#[cfg(feature = "server")]
 pub mod resource;
 #[cfg(feature = "server")]
 pub mod server;

@@ -5,15 +5,18 @@
 mod common;
 mod legacy_common;
 
-use common::start;
+use common::{serve_with, start, start_with};
+use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::bounds::{MAX_CLIENT_INFO_BYTES, json_len};
-use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp::clock::{Clock, ManualClock, SystemClock};
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::{MemorySessionStore, SessionConfig, SessionStore};
 use legacy_common::*;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 fn ask_tool() -> Tool {
     Tool::new("ask", "Asks the user's name").handle(|ctx, _args| async move {
@@ -66,4 +69,131 @@ async fn a_session_keeps_only_what_the_server_reads_of_a_padded_initialize() {
     assert_eq!(c.post(&answer).await.status(), StatusCode::ACCEPTED);
     let msgs = ev.until_response(&json!(1)).await;
     assert_eq!(msgs.last().expect("answer")["result"]["content"][0]["text"], "Hello, Ada!");
+}
+
+const T0: u64 = 1_800_000_000_000;
+
+fn server_on(clock: &ManualClock, sessions: SessionConfig) -> Server {
+    Server::builder("bounds", "1")
+        .clock(Arc::new(clock.clone()))
+        .tool(ask_tool())
+        .tool(Tool::new("chatty", "Logs and reports progress").handle(|ctx, _args| async move {
+            for n in 0..8 {
+                ctx.progress(f64::from(n), None, Some("working"));
+            }
+            Ok(CallToolResult::text("done"))
+        }))
+        .sessions(sessions)
+        .build()
+        .expect("server")
+}
+
+fn init_body() -> Value {
+    rpc(
+        0,
+        "initialize",
+        json!({ "protocolVersion": LV, "capabilities": {}, "clientInfo": { "name": "t", "version": "1" } }),
+    )
+}
+
+/// The JSON-RPC error of an `initialize` that opened no session.
+async fn refused_initialize(c: &Legacy) -> Value {
+    let r = c.post(&init_body()).await;
+    assert!(r.headers().get("mcp-session-id").is_none(), "no session was opened");
+    let m: Value = r.json().await.expect("JSON");
+    assert_message(&m);
+    m["error"].clone()
+}
+
+/// Finding 2: at the cap, the session `initialize` evicts leaves the node's memory at
+/// once (its record, streams and buffers), not 30 minutes later.
+#[tokio::test]
+async fn an_evicted_session_leaves_the_node_at_once() {
+    let clock = ManualClock::new(T0);
+    let sessions = SessionConfig::default().max_sessions(2).evict_idle_after(Duration::from_secs(60));
+    let h = start(server_on(&clock, sessions)).await;
+    let mut first = Legacy::new(&h.url);
+    first.initialize(json!({})).await;
+    // Something in its replay buffer.
+    let (before, _) =
+        first.request(1, "tools/call", json!({ "name": "chatty", "_meta": { "progressToken": 1 } })).await;
+    assert_eq!(before.len(), 8, "the progress went on the request's stream");
+    clock.advance(1_000);
+    let mut second = Legacy::new(&h.url);
+    second.initialize(json!({})).await;
+    assert_eq!(h.server.session_stats().held, 2);
+    clock.advance(120_000);
+    assert_eq!(second.result(2, "ping", json!({})).await, json!({}));
+    let mut third = Legacy::new(&h.url);
+    third.initialize(json!({})).await;
+    // Before the evicted session's client comes back (which would also drop it here).
+    assert_eq!(h.server.session_stats().held, 2, "the evicted session is no longer held by the node");
+    assert_eq!(first.post(&rpc(3, "ping", json!({}))).await.status(), StatusCode::NOT_FOUND, "evicted");
+}
+
+/// Finding 5: one principal cannot take every session: a cap per principal (per
+/// address without authentication) refuses it clearly while others still get in.
+#[tokio::test]
+async fn one_client_cannot_take_every_session() {
+    let clock = ManualClock::new(T0);
+    let sessions = SessionConfig::default().max_sessions(4).max_sessions_per_client(2);
+    let tokens = BearerTokens::new().token("alice", Principal::new("alice")).token("bob", Principal::new("bob"));
+    let h = start_with(server_on(&clock, sessions), HttpConfig::default().auth(tokens)).await;
+    for _ in 0..2 {
+        Legacy::new(&h.url).with_token("alice").initialize(json!({})).await;
+    }
+    let e = refused_initialize(&Legacy::new(&h.url).with_token("alice")).await;
+    assert_eq!(e["code"], -32000);
+    assert!(e["message"].as_str().unwrap_or_default().contains("for this client"), "{e}");
+    let mut bob = Legacy::new(&h.url).with_token("bob");
+    bob.initialize(json!({})).await;
+    assert_eq!(bob.result(1, "ping", json!({})).await, json!({}), "another principal still gets a session");
+    // An idle session of alice's makes room for her next one, not anyone else's.
+    clock.advance(120_000);
+    Legacy::new(&h.url).with_token("alice").initialize(json!({})).await;
+    assert_eq!(bob.result(2, "ping", json!({})).await, json!({}), "bob's idle session was not taken");
+}
+
+/// Finding 5, without authentication: the cap counts per client address.
+#[tokio::test]
+async fn without_authentication_the_cap_counts_per_address() {
+    let clock = ManualClock::new(T0);
+    let sessions = SessionConfig::default().max_sessions_per_client(2);
+    let h = serve_with(server_on(&clock, sessions), HttpConfig::default()).await;
+    for _ in 0..2 {
+        Legacy::new(&h.url).initialize(json!({})).await;
+    }
+    let e = refused_initialize(&Legacy::new(&h.url)).await;
+    assert!(e["message"].as_str().unwrap_or_default().contains("for this client"), "{e}");
+    // Another address on the loopback network is another client.
+    let other: IpAddr = "127.0.0.2".parse().expect("ip");
+    let mut c = Legacy::new(&h.url);
+    c.client = reqwest::Client::builder().local_address(other).build().expect("client");
+    c.initialize(json!({})).await;
+    assert_eq!(c.result(1, "ping", json!({})).await, json!({}));
+}
+
+/// Finding 5: a session whose GET stream is open is in use, however long since its
+/// last request: eviction at the cap passes it over.
+#[tokio::test]
+async fn an_open_stream_keeps_its_session_from_eviction() {
+    let clock = ManualClock::new(T0);
+    let sessions = SessionConfig::default().max_sessions(3).evict_idle_after(Duration::from_secs(60));
+    let h = start(server_on(&clock, sessions)).await;
+    let mut listener = Legacy::new(&h.url);
+    listener.initialize(json!({})).await;
+    let mut get = listener.get_stream().await;
+    clock.advance(1_000);
+    for _ in 0..2 {
+        Legacy::new(&h.url).initialize(json!({})).await;
+    }
+    // Every session is idle past the eviction window; the listener's stream is open. Whatever
+    // the stream carries after that (here a list change) marks the session as used before it
+    // goes out.
+    clock.advance(120_000);
+    h.server.notify_tools_list_changed();
+    let (_, m) = get.next_msg().await.expect("the list change");
+    assert_eq!(m["method"], "notifications/tools/list_changed");
+    Legacy::new(&h.url).initialize(json!({})).await;
+    assert_eq!(listener.result(1, "ping", json!({})).await, json!({}), "the session with an open stream is kept");
 }

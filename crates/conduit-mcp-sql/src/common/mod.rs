@@ -16,7 +16,7 @@ pub(crate) use row::{Columns, Query, backend, decode_row};
 pub(crate) use schema::{Migration, check_applied, check_task_table};
 #[cfg(feature = "sqlite")]
 pub(crate) use session::SESSION_COLUMNS;
-pub(crate) use session::{decode_session, id_hash, json_columns, session_backend};
+pub(crate) use session::{decode_session, digests, id_hash, json_columns, session_backend};
 pub use store::{Engine, SqlStore, Sweep};
 pub(crate) use store::{Rows, Stripes, cleanup, get, modify};
 

@@ -26,8 +26,8 @@ pub(crate) fn json_columns(engine: &str, record: &SessionRecord) -> Result<(Stri
 
 /// The columns a session read selects, in the order [`decode_session`] reads them.
 #[cfg(feature = "sqlite")]
-pub(crate) const SESSION_COLUMNS: &str =
-    "owner, protocol_version, client_capabilities, client_info, log_level, initialized, created_ms, last_seen_ms";
+pub(crate) const SESSION_COLUMNS: &str = "owner, protocol_version, client_capabilities, client_info, log_level, \
+                                           initialized, created_ms, last_seen_ms, client_key";
 
 /// Rebuilds session `id` from a row selected as [`SESSION_COLUMNS`] (the JSON
 /// columns as text).
@@ -52,5 +52,11 @@ where
     r.log_level = row.try_get(4).map_err(get)?;
     r.initialized = row.try_get(5).map_err(get)?;
     r.last_seen_ms = u64::try_from(row.try_get::<i64, _>(7).map_err(get)?).unwrap_or(0);
+    r.client_key = row.try_get(8).map_err(get)?;
     Ok(r)
+}
+
+/// The id digests a `DELETE … RETURNING id_hash` gave (what a create removed).
+pub(crate) fn digests(rows: Vec<Vec<u8>>) -> Vec<[u8; 32]> {
+    rows.into_iter().filter_map(|h| <[u8; 32]>::try_from(h.as_slice()).ok()).collect()
 }

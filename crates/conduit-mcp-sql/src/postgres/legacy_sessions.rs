@@ -5,7 +5,7 @@ use super::{PostgresStore, is_connection_error};
 use crate::common;
 use crate::pool::bounded;
 use async_trait::async_trait;
-use conduit_mcp::session::{SessionError, SessionLimits, SessionRecord, SessionStore};
+use conduit_mcp::session::{self as store, SessionError, SessionLimits, SessionRecord, SessionStore};
 use sqlx::AssertSqlSafe;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
@@ -51,9 +51,10 @@ fn decode(id: &str, row: &PgRow) -> Result<SessionRecord, SessionError> {
 
 /// How a create's transaction ended.
 enum Created {
-    Yes,
+    Yes(Vec<Vec<u8>>),
     Duplicate,
     Full,
+    ClientFull,
 }
 
 /// A statement that deletes the rows `condition` selects and lowers the
@@ -116,10 +117,12 @@ impl PostgresSessionStore {
 
 #[async_trait]
 impl SessionStore for PostgresSessionStore {
-    async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<(), SessionError> {
+    async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<store::Created, SessionError> {
         let (caps, info) = common::json_columns(ENGINE, &record)?;
         let now = ms(record.last_seen_ms);
-        let max = common::limit(limits.max_sessions);
+        let expired_bound = now.saturating_sub(ms(limits.idle_ms));
+        let evict_bound = now.saturating_sub(ms(limits.evict_idle_ms));
+        let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.max_per_client));
         let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
         let done: Result<Created, sqlx::Error> = bounded(c.deadline(), async {
             use sqlx::Connection;
@@ -136,33 +139,65 @@ impl SessionStore for PostgresSessionStore {
                 tx.rollback().await?;
                 return Ok(Created::Duplicate);
             }
+            let mut removed: Vec<Vec<u8>> = Vec::new();
+            // The client's own cap first: its oldest idle session makes room.
+            let held: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM conduit_legacy_sessions WHERE client_key = $1 AND last_seen_ms > $2",
+            )
+            .bind(record.client_key.as_str())
+            .bind(expired_bound)
+            .fetch_one(&mut *tx)
+            .await?;
+            if held >= max_client {
+                let need = held - max_client + 1;
+                let evicted: Vec<Vec<u8>> = sqlx::query_scalar(
+                    "DELETE FROM conduit_legacy_sessions WHERE id_hash IN (SELECT id_hash FROM conduit_legacy_sessions \
+                     WHERE client_key = $1 AND last_seen_ms > $2 AND last_seen_ms <= $3 ORDER BY last_seen_ms LIMIT $4) \
+                     RETURNING id_hash",
+                )
+                .bind(record.client_key.as_str())
+                .bind(expired_bound)
+                .bind(evict_bound)
+                .bind(need)
+                .fetch_all(&mut *tx)
+                .await?;
+                if i64::try_from(evicted.len()).unwrap_or(0) < need {
+                    tx.rollback().await?;
+                    return Ok(Created::ClientFull);
+                }
+                n -= need;
+                removed.extend(evicted);
+            }
             if n >= max {
-                let expired = sqlx::query("DELETE FROM conduit_legacy_sessions WHERE last_seen_ms <= $1")
-                    .bind(now.saturating_sub(ms(limits.idle_ms)))
-                    .execute(&mut *tx)
-                    .await?;
-                n -= i64::try_from(expired.rows_affected()).unwrap_or(0);
+                let expired: Vec<Vec<u8>> =
+                    sqlx::query_scalar("DELETE FROM conduit_legacy_sessions WHERE last_seen_ms <= $1 RETURNING id_hash")
+                        .bind(expired_bound)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                n -= i64::try_from(expired.len()).unwrap_or(0);
+                removed.extend(expired);
             }
             if n >= max {
                 let need = n - max + 1;
-                let evicted = sqlx::query(
+                let evicted: Vec<Vec<u8>> = sqlx::query_scalar(
                     "DELETE FROM conduit_legacy_sessions WHERE id_hash IN (SELECT id_hash FROM conduit_legacy_sessions \
-                     WHERE last_seen_ms <= $1 ORDER BY last_seen_ms LIMIT $2)",
+                     WHERE last_seen_ms <= $1 ORDER BY last_seen_ms LIMIT $2) RETURNING id_hash",
                 )
-                .bind(now.saturating_sub(ms(limits.evict_idle_ms)))
+                .bind(evict_bound)
                 .bind(need)
-                .execute(&mut *tx)
+                .fetch_all(&mut *tx)
                 .await?;
-                if i64::try_from(evicted.rows_affected()).unwrap_or(0) < need {
+                if i64::try_from(evicted.len()).unwrap_or(0) < need {
                     tx.rollback().await?;
                     return Ok(Created::Full);
                 }
                 n -= need;
+                removed.extend(evicted);
             }
             sqlx::query(
                 "INSERT INTO conduit_legacy_sessions (id_hash, owner, protocol_version, client_capabilities, \
-                 client_info, log_level, initialized, created_ms, last_seen_ms) \
-                 VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9)",
+                 client_info, log_level, initialized, created_ms, last_seen_ms, client_key) \
+                 VALUES ($1, $2, $3, $4::json, $5::json, $6, $7, $8, $9, $10)",
             )
             .bind(hash(&record.id))
             .bind(record.owner.as_deref())
@@ -173,6 +208,7 @@ impl SessionStore for PostgresSessionStore {
             .bind(record.initialized)
             .bind(ms(record.created_ms))
             .bind(now)
+            .bind(record.client_key.as_str())
             .execute(&mut *tx)
             .await?;
             sqlx::query("UPDATE conduit_legacy_session_count SET n = $1 WHERE id = 1")
@@ -180,13 +216,14 @@ impl SessionStore for PostgresSessionStore {
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
-            Ok(Created::Yes)
+            Ok(Created::Yes(removed))
         })
         .await;
         match c.finish(done, is_connection_error) {
-            Ok(Created::Yes) => Ok(()),
+            Ok(Created::Yes(removed)) => Ok(store::Created::new(common::digests(removed))),
             Ok(Created::Duplicate) => Err(SessionError::Duplicate),
             Ok(Created::Full) => Err(SessionError::LimitReached),
+            Ok(Created::ClientFull) => Err(SessionError::ClientLimitReached),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(SessionError::Duplicate),
             Err(e) => Err(backend("create a session", e)),
         }
@@ -200,7 +237,7 @@ impl SessionStore for PostgresSessionStore {
         idle_ms: u64,
     ) -> Result<SessionRecord, SessionError> {
         let returning = "owner, protocol_version, client_capabilities::text, client_info::text, log_level, \
-                         initialized, created_ms, last_seen_ms";
+                         initialized, created_ms, last_seen_ms, client_key";
         let row = self.touched(id, owner, now_ms, idle_ms, returning).await?;
         decode(id, &row)
     }

@@ -34,6 +34,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "the row cap on a sharded counter (conduit_task_shards, conduit_tasks.shard)",
         sql: include_str!("../../migrations/postgres/0014_task_shards.sql"),
     },
+    Migration {
+        version: 20,
+        description: "conduit_legacy_sessions.client_key, for the per-client session cap",
+        sql: include_str!("../../migrations/postgres/0020_session_client_key.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").

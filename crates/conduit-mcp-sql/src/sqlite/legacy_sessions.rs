@@ -5,7 +5,7 @@ use super::{SqliteStore, broken};
 use crate::common::{self, SESSION_COLUMNS};
 use crate::pool::bounded;
 use async_trait::async_trait;
-use conduit_mcp::session::{SessionError, SessionLimits, SessionRecord, SessionStore};
+use conduit_mcp::session::{self as store, SessionError, SessionLimits, SessionRecord, SessionStore};
 use sqlx::AssertSqlSafe;
 use sqlx::Connection;
 
@@ -42,9 +42,10 @@ fn connect(e: conduit_mcp::ext::tasks::StoreError) -> SessionError {
 
 /// How a create's transaction ended.
 enum Created {
-    Yes,
+    Yes(Vec<Vec<u8>>),
     Duplicate,
     Full,
+    ClientFull,
 }
 
 impl SqliteSessionStore {
@@ -58,10 +59,12 @@ impl SqliteSessionStore {
 
 #[async_trait]
 impl SessionStore for SqliteSessionStore {
-    async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<(), SessionError> {
+    async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<store::Created, SessionError> {
         let (caps, info) = common::json_columns(ENGINE, &record)?;
         let now = common::ms(record.last_seen_ms);
-        let max = common::limit(limits.max_sessions);
+        let expired_bound = now.saturating_sub(common::ms(limits.idle_ms));
+        let evict_bound = now.saturating_sub(common::ms(limits.evict_idle_ms));
+        let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.max_per_client));
         let hash = common::id_hash(&record.id);
         let mut c = self.store.engine().writer().await.map_err(connect)?;
         let done: Result<Created, sqlx::Error> = bounded(c.deadline(), async {
@@ -74,34 +77,65 @@ impl SessionStore for SqliteSessionStore {
                 tx.rollback().await?;
                 return Ok(Created::Duplicate);
             }
+            let mut removed: Vec<Vec<u8>> = Vec::new();
+            // The client's own cap first: its oldest idle session makes room.
+            let held: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM conduit_legacy_sessions WHERE client_key = ?1 AND last_seen_ms > ?2",
+            )
+            .bind(record.client_key.as_str())
+            .bind(expired_bound)
+            .fetch_one(&mut *tx)
+            .await?;
+            if held >= max_client {
+                let need = held - max_client + 1;
+                let evicted: Vec<Vec<u8>> = sqlx::query_scalar(
+                    "DELETE FROM conduit_legacy_sessions WHERE id_hash IN (SELECT id_hash FROM conduit_legacy_sessions \
+                     WHERE client_key = ?1 AND last_seen_ms > ?2 AND last_seen_ms <= ?3 ORDER BY last_seen_ms LIMIT ?4) \
+                     RETURNING id_hash",
+                )
+                .bind(record.client_key.as_str())
+                .bind(expired_bound)
+                .bind(evict_bound)
+                .bind(need)
+                .fetch_all(&mut *tx)
+                .await?;
+                if i64::try_from(evicted.len()).unwrap_or(0) < need {
+                    tx.rollback().await?;
+                    return Ok(Created::ClientFull);
+                }
+                removed.extend(evicted);
+            }
             let count = "SELECT n FROM conduit_legacy_session_count WHERE id = 1";
             let mut n: i64 = sqlx::query_scalar(count).fetch_one(&mut *tx).await?;
             if n >= max {
-                sqlx::query("DELETE FROM conduit_legacy_sessions WHERE last_seen_ms <= ?1")
-                    .bind(now.saturating_sub(common::ms(limits.idle_ms)))
-                    .execute(&mut *tx)
-                    .await?;
+                let expired: Vec<Vec<u8>> =
+                    sqlx::query_scalar("DELETE FROM conduit_legacy_sessions WHERE last_seen_ms <= ?1 RETURNING id_hash")
+                        .bind(expired_bound)
+                        .fetch_all(&mut *tx)
+                        .await?;
+                removed.extend(expired);
                 n = sqlx::query_scalar(count).fetch_one(&mut *tx).await?;
             }
             if n >= max {
                 let need = n - max + 1;
-                let evicted = sqlx::query(
+                let evicted: Vec<Vec<u8>> = sqlx::query_scalar(
                     "DELETE FROM conduit_legacy_sessions WHERE id_hash IN (SELECT id_hash FROM conduit_legacy_sessions \
-                     WHERE last_seen_ms <= ?1 ORDER BY last_seen_ms LIMIT ?2)",
+                     WHERE last_seen_ms <= ?1 ORDER BY last_seen_ms LIMIT ?2) RETURNING id_hash",
                 )
-                .bind(now.saturating_sub(common::ms(limits.evict_idle_ms)))
+                .bind(evict_bound)
                 .bind(need)
-                .execute(&mut *tx)
+                .fetch_all(&mut *tx)
                 .await?;
-                if i64::try_from(evicted.rows_affected()).unwrap_or(0) < need {
+                if i64::try_from(evicted.len()).unwrap_or(0) < need {
                     tx.rollback().await?;
                     return Ok(Created::Full);
                 }
+                removed.extend(evicted);
             }
             sqlx::query(
                 "INSERT INTO conduit_legacy_sessions (id_hash, owner, protocol_version, client_capabilities, \
-                 client_info, log_level, initialized, created_ms, last_seen_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 client_info, log_level, initialized, created_ms, last_seen_ms, client_key) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .bind(hash.as_slice())
             .bind(record.owner.as_deref())
@@ -112,16 +146,18 @@ impl SessionStore for SqliteSessionStore {
             .bind(record.initialized)
             .bind(common::ms(record.created_ms))
             .bind(now)
+            .bind(record.client_key.as_str())
             .execute(&mut *tx)
             .await?;
             tx.commit().await?;
-            Ok(Created::Yes)
+            Ok(Created::Yes(removed))
         })
         .await;
         match c.finish(done, broken) {
-            Ok(Created::Yes) => Ok(()),
+            Ok(Created::Yes(removed)) => Ok(store::Created::new(common::digests(removed))),
             Ok(Created::Duplicate) => Err(SessionError::Duplicate),
             Ok(Created::Full) => Err(SessionError::LimitReached),
+            Ok(Created::ClientFull) => Err(SessionError::ClientLimitReached),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(SessionError::Duplicate),
             Err(e) => Err(backend("create a session", e)),
         }

@@ -28,6 +28,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "an index on owner, for the per-principal cap",
         sql: include_str!("../../migrations/sqlite/0013_owner_index.sql"),
     },
+    Migration {
+        version: 20,
+        description: "conduit_legacy_sessions.client_key, for the per-client session cap",
+        sql: include_str!("../../migrations/sqlite/0020_session_client_key.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).

@@ -27,6 +27,16 @@ pub enum ClientError {
     /// (`conduit-mcp login URL`). Holds the server URL.
     #[error("{0} requires authorization: log in first")]
     LoginRequired(String),
+    /// The server asks for more scope than the stored tokens carry, and this
+    /// client cannot start a login (no authorizer): log in again asking for
+    /// `scopes` (what was held plus what the server asks for).
+    #[error("{server} asks for more scope: log in again for {}", .scopes.join(" "))]
+    ScopeRequired {
+        /// The server URL.
+        server: String,
+        /// The scopes to ask for.
+        scopes: Vec<String>,
+    },
     /// OAuth failed: discovery, registration, the authorization server's
     /// answer, or a check the client makes (issuer, `iss`, `resource`, PKCE support).
     #[error("oauth: {0}")]

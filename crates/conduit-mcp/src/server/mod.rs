@@ -143,6 +143,11 @@ impl Server {
         self.inner.changes.open_streams()
     }
 
+    /// What this node holds for the legacy sessions it serves.
+    pub fn session_stats(&self) -> crate::session::SessionStats {
+        self.inner.sessions.stats()
+    }
+
     /// Starts the extensions' background work (the Tasks janitor, ...), once.
     ///
     /// The transports call it when they start serving; call it yourself only

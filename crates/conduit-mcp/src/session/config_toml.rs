@@ -5,8 +5,10 @@
 //! [sessions]
 //! idle_timeout_ms = 1800000   # idle sessions expire (default 30 min)
 //! max_sessions = 10000        # live sessions at most
+//! max_sessions_per_client = 64 # live sessions of one principal (or address) at most
 //! evict_idle_ms = 60000       # at the cap, sessions idle this long may be evicted
 //! replay_events = 256         # events kept per session for Last-Event-ID
+//! replay_bytes = 262144       # bytes of messages kept per session for Last-Event-ID
 //! ```
 
 use super::manager::SessionConfig;
@@ -38,12 +40,15 @@ impl SessionConfig {
             match k.as_str() {
                 "idle_timeout_ms" => cfg.limits.idle_ms = n,
                 "max_sessions" => cfg.limits.max_sessions = n as usize,
+                "max_sessions_per_client" => cfg.limits.max_per_client = n as usize,
                 "evict_idle_ms" => cfg.limits.evict_idle_ms = n,
                 "replay_events" => cfg.replay_events = n as usize,
+                "replay_bytes" => cfg.replay_bytes = n as usize,
                 _ => {
                     return Err(err(
                         k,
-                        "unknown key (expected idle_timeout_ms, max_sessions, evict_idle_ms, replay_events)",
+                        "unknown key (expected idle_timeout_ms, max_sessions, max_sessions_per_client, evict_idle_ms, \
+                         replay_events, replay_bytes)",
                     ));
                 }
             }

@@ -8,6 +8,10 @@
 //! When a connection drops, its stream's messages still enter the buffer, and a
 //! `GET` with `Last-Event-ID` replays what followed that id and attaches the new
 //! connection to the same stream.
+//!
+//! The buffer is bounded twice: at most `cap` events and `budget` bytes (each
+//! message counted as its JSON); the oldest events go first, and the newest is
+//! always kept (a pending answer stays replayable whatever its size).
 
 use crate::protocol::jsonrpc::Message;
 use std::collections::{HashMap, VecDeque};
@@ -19,6 +23,9 @@ pub type Event = (String, Option<Message>);
 
 /// Default number of events kept for replay per session.
 pub const DEFAULT_REPLAY: usize = 256;
+
+/// Default bytes of messages (as JSON) kept for replay per session.
+pub const DEFAULT_REPLAY_BYTES: usize = 256 * 1024;
 
 #[derive(Debug)]
 struct Stream {
@@ -33,8 +40,10 @@ struct Stream {
 struct Inner {
     next_stream: u64,
     streams: HashMap<u64, Stream>,
-    /// (stream, seq, message), oldest first.
-    buffer: VecDeque<(u64, u64, Message)>,
+    /// (stream, seq, message, its size as JSON), oldest first.
+    buffer: VecDeque<(u64, u64, Message, usize)>,
+    /// The sizes in `buffer`, summed.
+    bytes: usize,
     standalone: Option<u64>,
 }
 
@@ -43,6 +52,7 @@ struct Inner {
 pub struct EventLog {
     inner: Mutex<Inner>,
     cap: usize,
+    budget: usize,
 }
 
 fn event_id(stream: u64, seq: u64) -> String {
@@ -55,9 +65,14 @@ fn parse_event_id(id: &str) -> Option<(u64, u64)> {
 }
 
 impl EventLog {
-    /// An empty log keeping at most `cap` events for replay.
-    pub fn new(cap: usize) -> Self {
-        Self { inner: Mutex::new(Inner::default()), cap: cap.max(1) }
+    /// An empty log keeping at most `cap` events and `budget` bytes for replay.
+    pub fn new(cap: usize, budget: usize) -> Self {
+        Self { inner: Mutex::new(Inner::default()), cap: cap.max(1), budget }
+    }
+
+    /// The bytes of messages kept for replay.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -109,14 +124,31 @@ impl EventLog {
             s.ended = true;
             s.conn = None;
         }
-        g.buffer.push_back((stream, seq, msg));
-        while g.buffer.len() > self.cap {
-            if let Some((old, _, _)) = g.buffer.pop_front() {
+        let len = crate::bounds::json_len(&msg);
+        g.buffer.push_back((stream, seq, msg, len));
+        g.bytes += len;
+        while g.buffer.len() > 1 && (g.buffer.len() > self.cap || g.bytes > self.budget) {
+            if let Some((old, _, _, len)) = g.buffer.pop_front() {
+                g.bytes -= len;
                 // A finished stream whose events are all gone is forgotten.
-                if g.streams.get(&old).is_some_and(|s| s.ended) && !g.buffer.iter().any(|(s, _, _)| *s == old) {
+                if g.streams.get(&old).is_some_and(|s| s.ended) && !g.buffer.iter().any(|(s, ..)| *s == old) {
                     g.streams.remove(&old);
                 }
             }
+        }
+    }
+
+    /// Ends `stream` without a response (a cancelled request): nothing more is sent on it,
+    /// and it is forgotten once its events have left the buffer.
+    pub fn end(&self, stream: u64) {
+        let mut g = self.lock();
+        let buffered = g.buffer.iter().any(|(s, ..)| *s == stream);
+        if let Some(s) = g.streams.get_mut(&stream) {
+            s.ended = true;
+            s.conn = None;
+        }
+        if !buffered {
+            g.streams.remove(&stream);
         }
     }
 
@@ -145,7 +177,7 @@ impl EventLog {
         let (stream, after) = parse_event_id(last_event_id)?;
         let (tx, rx) = unbounded_channel();
         let mut g = self.lock();
-        for (s, seq, m) in &g.buffer {
+        for (s, seq, m, _) in &g.buffer {
             if *s == stream && *seq > after {
                 let _ = tx.send((event_id(*s, *seq), Some(m.clone())));
             }
@@ -170,7 +202,7 @@ mod tests {
 
     #[test]
     fn replays_after_the_last_event_and_ends_with_the_response() {
-        let log = EventLog::new(16);
+        let log = EventLog::new(16, DEFAULT_REPLAY_BYTES);
         let (s, mut rx) = log.open_request_stream();
         assert_eq!(rx.try_recv().expect("priming"), (format!("{s}-0"), None));
         log.send(s, note(1));
@@ -187,8 +219,33 @@ mod tests {
     }
 
     #[test]
+    fn the_buffer_is_bounded_in_bytes_and_keeps_the_newest() {
+        let one = crate::bounds::json_len(&note(0));
+        let log = EventLog::new(100, 3 * one);
+        let (s, _rx) = log.open_request_stream();
+        for n in 0..10 {
+            log.send(s, note(n % 10));
+        }
+        assert!(log.bytes() <= 3 * one, "{} > {}", log.bytes(), 3 * one);
+        let big =
+            Message::notification("notifications/progress", json!({ "progress": 1, "message": "x".repeat(10 * one) }));
+        log.send(s, big.clone());
+        let mut again = log.resume(&format!("{s}-0")).expect("known");
+        assert_eq!(again.try_recv().expect("the newest is kept").1, Some(big), "only the newest, over the budget");
+        assert!(again.try_recv().is_err());
+    }
+
+    #[test]
+    fn a_stream_ended_without_a_response_is_forgotten() {
+        let log = EventLog::new(16, DEFAULT_REPLAY_BYTES);
+        let (s, _rx) = log.open_request_stream();
+        log.end(s);
+        assert!(log.resume(&format!("{s}-0")).is_none(), "nothing is kept of it");
+    }
+
+    #[test]
     fn the_buffer_is_bounded() {
-        let log = EventLog::new(2);
+        let log = EventLog::new(2, DEFAULT_REPLAY_BYTES);
         let (s, _rx) = log.open_request_stream();
         for n in 0..5 {
             log.send(s, note(n));

@@ -53,28 +53,29 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl LegacySession {
     /// A session served over HTTP (its record is in the store).
-    pub(crate) fn http(record: SessionRecord, replay: usize, node: Arc<str>) -> Self {
+    /// `replay` bounds its replay buffer: (events, bytes).
+    pub(crate) fn http(record: SessionRecord, replay: (usize, usize), node: Arc<str>) -> Self {
         let key = session_digest(&record.id);
         Self::build(record, true, None, replay, node, key)
     }
 
     /// A session bound to one stdio process: everything goes to `out`.
     pub(crate) fn local(record: SessionRecord, out: UnboundedSender<Message>) -> Self {
-        Self::build(record, false, Some(out), 1, Arc::from("local"), [0; 32])
+        Self::build(record, false, Some(out), (1, 0), Arc::from("local"), [0; 32])
     }
 
     fn build(
         record: SessionRecord,
         persisted: bool,
         local_out: Option<UnboundedSender<Message>>,
-        replay: usize,
+        replay: (usize, usize),
         node: Arc<str>,
         key: [u8; 32],
     ) -> Self {
         Self {
             record: Mutex::new(record),
             persisted,
-            events: EventLog::new(replay),
+            events: EventLog::new(replay.0, replay.1),
             local_out,
             waiting: Mutex::default(),
             node,
@@ -94,6 +95,16 @@ impl LegacySession {
     /// Changes the record (the caller writes it to the store when persisted).
     pub(crate) fn edit(&self, f: impl FnOnce(&mut SessionRecord)) {
         f(&mut lock(&self.record));
+    }
+
+    /// When the session was last seen (epoch ms).
+    pub(crate) fn last_seen_ms(&self) -> u64 {
+        lock(&self.record).last_seen_ms
+    }
+
+    /// The SHA-256 of the id.
+    pub(crate) fn digest(&self) -> &[u8; 32] {
+        &self.key
     }
 
     /// Whether the session is still live at `now_ms` with this idle timeout.

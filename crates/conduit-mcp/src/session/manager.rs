@@ -1,9 +1,10 @@
 //! `Sessions`: the store plus the sessions this node is serving.
 
+use super::MemorySessionStore;
+use super::events::{DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES};
 use super::live::LegacySession;
 use super::relay::ResponseRelay;
 use super::store::{SessionError, SessionLimits, SessionRecord, SessionStore};
-use super::{MemorySessionStore, events::DEFAULT_REPLAY};
 use crate::clock::Clock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,6 +20,9 @@ pub struct SessionConfig {
     pub store: Arc<dyn SessionStore>,
     /// Events kept per session for `Last-Event-ID` replay.
     pub replay_events: usize,
+    /// Bytes of messages (as JSON) kept per session for replay; the newest message is
+    /// kept whatever its size.
+    pub replay_bytes: usize,
     /// Carries a client's response to the node holding the call that waits for it, when the
     /// store is shared by several nodes (`None`: one node, or sticky routing).
     pub relay: Option<Arc<dyn ResponseRelay>>,
@@ -30,6 +34,7 @@ impl Default for SessionConfig {
             limits: SessionLimits::default(),
             store: Arc::new(MemorySessionStore::new()),
             replay_events: DEFAULT_REPLAY,
+            replay_bytes: DEFAULT_REPLAY_BYTES,
             relay: None,
         }
     }
@@ -41,6 +46,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("limits", &self.limits)
             .field("store", &self.store)
             .field("replay_events", &self.replay_events)
+            .field("replay_bytes", &self.replay_bytes)
             .field("relay", &self.relay)
             .finish()
     }
@@ -56,6 +62,13 @@ impl SessionConfig {
     /// Sets the cap on live sessions.
     pub fn max_sessions(mut self, n: usize) -> Self {
         self.limits.max_sessions = n;
+        self
+    }
+
+    /// Sets the cap on one client's live sessions (the principal's, or without
+    /// authentication the address's).
+    pub fn max_sessions_per_client(mut self, n: usize) -> Self {
+        self.limits.max_per_client = n;
         self
     }
 
@@ -78,11 +91,27 @@ impl SessionConfig {
         self
     }
 
-    /// Sets the per-session replay buffer size.
+    /// Sets the per-session replay buffer size, in events.
     pub fn replay_events(mut self, n: usize) -> Self {
         self.replay_events = n;
         self
     }
+
+    /// Sets the per-session replay buffer size, in bytes.
+    pub fn replay_bytes(mut self, n: usize) -> Self {
+        self.replay_bytes = n;
+        self
+    }
+}
+
+/// What a node holds for the legacy sessions it serves ([`Server::session_stats`](crate::Server::session_stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionStats {
+    /// Sessions this node holds (their streams, replay buffers and waiting requests).
+    pub held: usize,
+    /// Bytes of messages in their replay buffers.
+    pub replay_bytes: usize,
 }
 
 /// The sessions of one server: the store is the truth (existence, owner,
@@ -105,26 +134,59 @@ impl Sessions {
         self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// A new session's replay bounds: (events, bytes).
+    fn replay(&self) -> (usize, usize) {
+        (self.config.replay_events, self.config.replay_bytes)
+    }
+
     pub(crate) fn now(&self) -> u64 {
         self.clock.now_ms()
     }
 
-    /// Stores a new HTTP session (the cap applies) and serves it here.
+    /// Stores a new HTTP session (the caps apply) and serves it here. What the store
+    /// removed to make room, and what expired, leaves this node at once.
     pub(crate) async fn open(&self, record: SessionRecord) -> Result<Arc<LegacySession>, SessionError> {
-        self.config.store.create(record.clone(), self.config.limits).await?;
+        let created = self.config.store.create(record.clone(), self.config.limits).await?;
         let now = self.now();
         let idle = self.config.limits.idle_ms;
-        let s = Arc::new(LegacySession::http(record.clone(), self.config.replay_events, self.node.clone()));
-        let mut live = self.live();
-        live.retain(|_, s| {
-            let keep = s.is_live(now, idle);
-            if !keep {
-                s.end();
-            }
-            keep
-        });
-        live.insert(record.id, s.clone());
+        let s = Arc::new(LegacySession::http(record.clone(), self.replay(), self.node.clone()));
+        let gone: Vec<Arc<LegacySession>> = {
+            let mut live = self.live();
+            let ids: Vec<String> = live
+                .iter()
+                .filter(|(_, s)| !s.is_live(now, idle) || created.removed.contains(s.digest()))
+                .map(|(id, _)| id.clone())
+                .collect();
+            let gone = ids.iter().filter_map(|id| live.remove(id)).collect();
+            live.insert(record.id, s.clone());
+            gone
+        };
+        gone.iter().for_each(|s| s.end());
         Ok(s)
+    }
+
+    /// An open stream of session `s` is activity: its last-seen time moves (in the store
+    /// too) once a quarter of the eviction and idle windows has passed since the last
+    /// move, so a session with a stream open is never idle long enough to be evicted or
+    /// expire, while keep-alives cost the store one write per window, not one each.
+    pub(crate) async fn stream_alive(&self, s: &LegacySession) {
+        let (now, limits) = (self.now(), self.config.limits);
+        let due = limits.evict_idle_ms.min(limits.idle_ms) / 4;
+        if !s.persisted || now.saturating_sub(s.last_seen_ms()) < due {
+            return;
+        }
+        let r = s.record();
+        match self.config.store.touch_seen(&r.id, r.owner.as_deref(), now, limits.idle_ms).await {
+            Ok(seen) => s.edit(|r| r.last_seen_ms = seen),
+            Err(e) => tracing::debug!(error = %e, "an open stream could not mark its session as used"),
+        }
+    }
+
+    /// What this node holds for the sessions it serves.
+    pub(crate) fn stats(&self) -> SessionStats {
+        let live = self.live();
+        let replay_bytes = live.values().map(|s| s.events.bytes()).sum();
+        SessionStats { held: live.len(), replay_bytes }
     }
 
     /// The live session `id` of `owner`, touched; `NotFound` for unknown, expired and foreign ones.
@@ -153,24 +215,38 @@ impl Sessions {
             },
             None => {
                 let record = store.touch(id, owner, now, idle).await?;
-                let s = Arc::new(LegacySession::http(record, self.config.replay_events, self.node.clone()));
+                let s = Arc::new(LegacySession::http(record, self.replay(), self.node.clone()));
                 Ok(self.live().entry(id.to_owned()).or_insert(s).clone())
             }
         }
     }
 
     /// Drops expired sessions: from the store, and the runtime half this node holds.
+    /// A session held here that another node sharing the store may have evicted (one idle
+    /// at least the eviction window) is looked up, and dropped here when it is gone.
     /// Returns how many the store removed.
     pub(crate) async fn sweep(&self) -> Result<usize, SessionError> {
-        let (now, idle) = (self.now(), self.config.limits.idle_ms);
-        let removed = self.config.store.sweep(now, idle).await?;
-        let expired: Vec<Arc<LegacySession>> = {
+        let (now, limits) = (self.now(), self.config.limits);
+        let removed = self.config.store.sweep(now, limits.idle_ms).await?;
+        let (mut gone, evictable): (Vec<_>, Vec<_>) = {
             let mut live = self.live();
             let ids: Vec<String> =
-                live.iter().filter(|(_, s)| !s.is_live(now, idle)).map(|(id, _)| id.clone()).collect();
-            ids.iter().filter_map(|id| live.remove(id)).collect()
+                live.iter().filter(|(_, s)| !s.is_live(now, limits.idle_ms)).map(|(id, _)| id.clone()).collect();
+            let gone = ids.iter().filter_map(|id| live.remove(id)).collect();
+            let old = |s: &LegacySession| now.saturating_sub(s.last_seen_ms()) >= limits.evict_idle_ms;
+            (gone, live.values().filter(|s| s.persisted && old(s)).cloned().collect())
         };
-        expired.iter().for_each(|s| s.end());
+        for s in evictable {
+            let r = s.record();
+            // `now` = its own last-seen time: an existence check that moves nothing.
+            if let Err(SessionError::NotFound) =
+                self.config.store.touch_seen(&r.id, r.owner.as_deref(), r.last_seen_ms, limits.idle_ms).await
+                && let Some(s) = self.live().remove(&r.id)
+            {
+                gone.push(s);
+            }
+        }
+        gone.iter().for_each(|s| s.end());
         Ok(removed)
     }
 

@@ -8,7 +8,9 @@
 //! A session is bound to the principal that opened it: another principal
 //! presenting its id is answered exactly like an unknown id. Idle sessions
 //! expire (default 30 minutes, measured on the server's injected clock), and
-//! the number of live sessions is capped.
+//! the number of live sessions is capped, in all and per client (the principal,
+//! or without authentication the address: [`ClientKey`](crate::quota::ClientKey)).
+//! A session with an open stream is in use: it is not idle.
 
 mod config_toml;
 mod events;
@@ -20,15 +22,17 @@ mod relay;
 mod store;
 
 pub use config_toml::SessionConfigError;
-pub use events::{DEFAULT_REPLAY, Event, EventLog};
+pub use events::{DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES, Event, EventLog};
 pub(crate) use forward::Routed;
 pub use live::LegacySession;
 pub(crate) use live::{UnsolicitedSink, lock_changes, lock_uris};
-pub use manager::SessionConfig;
 pub(crate) use manager::Sessions;
+pub use manager::{SessionConfig, SessionStats};
 pub use memory::MemorySessionStore;
+#[cfg(feature = "testing")]
+pub(crate) use relay::session_digest;
 pub use relay::{ForwardedResponse, RelayError, RelaySink, ResponseRelay, session_key};
-pub use store::{SessionError, SessionLimits, SessionRecord, SessionStore};
+pub use store::{Created, SessionError, SessionLimits, SessionRecord, SessionStore};
 
 /// A new session id: 32 random bytes as 64 lowercase hex digits (visible ASCII,
 /// `0x21..=0x7E`, as the 2025-11-25 transport requires).

@@ -1,6 +1,7 @@
 //! The `SessionStore` trait: where legacy (2025-11-25) sessions live, so any
 //! node sharing the store serves any session's requests.
 
+use crate::quota::ClientKey;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -16,6 +17,10 @@ pub struct SessionRecord {
     pub id: String,
     /// The principal id that opened the session (`None` without authentication).
     pub owner: Option<String>,
+    /// Who the per-client cap counts the session against: the text of its
+    /// [`ClientKey`](crate::quota::ClientKey) (`principal:<id>`, or without authentication
+    /// `ip:<address>`).
+    pub client_key: String,
     /// The negotiated protocol revision.
     pub protocol_version: String,
     /// What the server reads of the capabilities the client declared at `initialize`:
@@ -41,6 +46,7 @@ impl fmt::Debug for SessionRecord {
         // The id is a capability: not printed.
         f.debug_struct("SessionRecord")
             .field("owner", &self.owner)
+            .field("client_key", &self.client_key)
             .field("protocol_version", &self.protocol_version)
             .field("initialized", &self.initialized)
             .field("last_seen_ms", &self.last_seen_ms)
@@ -50,10 +56,18 @@ impl fmt::Debug for SessionRecord {
 
 impl SessionRecord {
     /// A fresh, not yet initialized session opened at `now_ms`.
+    ///
+    /// Its [`client_key`](Self::client_key) is the owner's (`local` without one): set it to
+    /// the client's address for an unauthenticated HTTP client.
     pub fn new(id: String, owner: Option<String>, protocol_version: impl Into<String>, now_ms: u64) -> Self {
+        let client_key = match &owner {
+            Some(o) => ClientKey::Principal(o.as_str().into()).to_string(),
+            None => ClientKey::Local.to_string(),
+        };
         Self {
             id,
             owner,
+            client_key,
             protocol_version: protocol_version.into(),
             client_capabilities: Map::new(),
             client_info: "null".to_owned(),
@@ -76,6 +90,8 @@ impl SessionRecord {
 pub struct SessionLimits {
     /// Live sessions at most.
     pub max_sessions: usize,
+    /// Live sessions of one client (one [`client_key`](SessionRecord::client_key)) at most.
+    pub max_per_client: usize,
     /// A session idle this long is expired (ms).
     pub idle_ms: u64,
     /// At the cap, a session idle at least this long may be evicted (oldest first) to make room;
@@ -85,7 +101,7 @@ pub struct SessionLimits {
 
 impl Default for SessionLimits {
     fn default() -> Self {
-        Self { max_sessions: 10_000, idle_ms: 30 * 60 * 1000, evict_idle_ms: 60 * 1000 }
+        Self { max_sessions: 10_000, max_per_client: 64, idle_ms: 30 * 60 * 1000, evict_idle_ms: 60 * 1000 }
     }
 }
 
@@ -97,6 +113,8 @@ pub enum SessionError {
     NotFound,
     /// The cap on live sessions is reached and no session is idle long enough to evict.
     LimitReached,
+    /// The client holds its cap of live sessions and none of them is idle long enough to evict.
+    ClientLimitReached,
     /// A session with this id exists already.
     Duplicate,
     /// The backend failed (its own words).
@@ -108,6 +126,7 @@ impl fmt::Display for SessionError {
         match self {
             SessionError::NotFound => f.write_str("session not found"),
             SessionError::LimitReached => f.write_str("too many live sessions"),
+            SessionError::ClientLimitReached => f.write_str("too many live sessions for this client"),
             SessionError::Duplicate => f.write_str("session id already exists"),
             SessionError::Backend(m) => write!(f, "session store backend error: {m}"),
         }
@@ -116,14 +135,36 @@ impl fmt::Display for SessionError {
 
 impl std::error::Error for SessionError {}
 
+/// What a [`create`](SessionStore::create) removed to make room.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Created {
+    /// The SHA-256 digests of the ids ([`session_key`](super::session_key)) of the sessions
+    /// it removed, expired or evicted: the node that created the session drops what it
+    /// holds of them at once.
+    pub removed: Vec<[u8; 32]>,
+}
+
+impl Created {
+    /// A create that removed the sessions with these id digests.
+    pub fn new(removed: Vec<[u8; 32]>) -> Self {
+        Self { removed }
+    }
+}
+
 /// Storage of legacy sessions. Every method takes the time from the caller
 /// (the server's injected clock), so stores never read a clock of their own.
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
-    /// Stores a new session. At `limits.max_sessions` live sessions it first drops
-    /// expired ones, then evicts the least recently seen session idle at least
-    /// `limits.evict_idle_ms`; if none qualifies it fails with `LimitReached`.
-    async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<(), SessionError>;
+    /// Stores a new session and says which sessions it removed to make room.
+    ///
+    /// When the record's client holds `limits.max_per_client` live sessions, that
+    /// client's least recently seen session idle at least `limits.evict_idle_ms` is
+    /// evicted; if none qualifies it fails with `ClientLimitReached`. Then, at
+    /// `limits.max_sessions` live sessions, it drops expired ones, then evicts the least
+    /// recently seen session idle at least `limits.evict_idle_ms`; if none qualifies it
+    /// fails with `LimitReached`. A failed create removes nothing.
+    async fn create(&self, record: SessionRecord, limits: SessionLimits) -> Result<Created, SessionError>;
 
     /// The live session `id` owned by `owner`, its `last_seen_ms` moved to `now_ms`.
     /// Unknown, expired (idle `idle_ms` or more) and foreign sessions are all `NotFound`.

@@ -1,7 +1,7 @@
 //! The `SessionStore` contract suite: every session store, in memory or in a
 //! database, meets the same checks.
 
-use crate::session::{SessionError, SessionLimits, SessionRecord, SessionStore, new_session_id};
+use crate::session::{SessionError, SessionLimits, SessionRecord, SessionStore, new_session_id, session_digest};
 use serde_json::json;
 use std::future::Future;
 
@@ -9,7 +9,14 @@ const T0: u64 = 1_800_000_000_000;
 const IDLE: u64 = 30 * 60 * 1000;
 
 fn limits(max: usize) -> SessionLimits {
-    SessionLimits { max_sessions: max, idle_ms: IDLE, evict_idle_ms: 60_000 }
+    SessionLimits { max_sessions: max, max_per_client: 1000, idle_ms: IDLE, evict_idle_ms: 60_000 }
+}
+
+/// A record of `client` opened at `at`.
+fn of(client: &str, at: u64) -> SessionRecord {
+    let mut r = SessionRecord::new(new_session_id(), None, "2025-11-25", at);
+    r.client_key = client.to_owned();
+    r
 }
 
 /// Runs every check against stores built by `make`, which must return an empty
@@ -26,6 +33,7 @@ where
     touch_seen_matches_touch(&make().await).await;
     delete_ends_it(&make().await).await;
     cap_evicts_oldest_idle(&make().await).await;
+    per_client_cap_evicts_only_the_clients_own(&make().await).await;
     sweep_removes_idle(&make().await).await;
 }
 
@@ -49,7 +57,9 @@ async fn round_trip<S: SessionStore>(s: &S) {
 
 async fn owner_binding<S: SessionStore>(s: &S) {
     let r = SessionRecord::new(new_session_id(), Some("alice".into()), "2025-11-25", T0);
+    assert_eq!(r.client_key, "principal:alice", "an owner is its own client");
     s.create(r.clone(), limits(10)).await.expect("create");
+    assert_eq!(s.touch(&r.id, Some("alice"), T0, IDLE).await.expect("touch").client_key, "principal:alice");
     assert!(matches!(s.touch(&r.id, Some("mallory"), T0, IDLE).await, Err(SessionError::NotFound)));
     assert!(matches!(s.touch(&r.id, None, T0, IDLE).await, Err(SessionError::NotFound)));
     assert!(matches!(s.delete(&r.id, Some("mallory")).await, Err(SessionError::NotFound)));
@@ -111,7 +121,8 @@ async fn cap_evicts_oldest_idle<S: SessionStore>(s: &S) {
     s.touch(&ids[1], None, later, IDLE).await.expect("touch");
     s.touch(&ids[2], None, later, IDLE).await.expect("touch");
     let newcomer = SessionRecord::new(new_session_id(), None, "2025-11-25", later + 70_000);
-    s.create(newcomer.clone(), limits(3)).await.expect("room made by eviction");
+    let created = s.create(newcomer.clone(), limits(3)).await.expect("room made by eviction");
+    assert_eq!(created.removed, vec![session_digest(&ids[0])], "the create names what it evicted");
     assert!(
         matches!(s.touch(&ids[0], None, later + 70_000, IDLE).await, Err(SessionError::NotFound)),
         "oldest evicted"
@@ -129,4 +140,37 @@ async fn sweep_removes_idle<S: SessionStore>(s: &S) {
     assert_eq!(s.sweep(T0 + IDLE + 1, IDLE).await.expect("sweep"), 1);
     assert_eq!(s.count().await.expect("len"), 1);
     s.touch(&fresh.id, None, T0 + IDLE + 1, IDLE).await.expect("fresh kept");
+}
+
+/// One client at its cap: its own least recently seen idle session makes room, or the
+/// create is refused with `ClientLimitReached`; other clients' sessions are never touched.
+async fn per_client_cap_evicts_only_the_clients_own<S: SessionStore>(s: &S) {
+    let cap = SessionLimits { max_per_client: 2, ..limits(10) };
+    let (a1, a2, b1) = (of("ip:192.0.2.1", T0), of("ip:192.0.2.1", T0 + 1), of("principal:bob", T0 + 2));
+    for r in [&a1, &a2, &b1] {
+        assert!(s.create(r.clone(), cap).await.expect("under the caps").removed.is_empty());
+    }
+    // Nobody of this client idle long enough: refused, and nothing went.
+    let a3 = of("ip:192.0.2.1", T0 + 10);
+    assert!(matches!(s.create(a3, cap).await, Err(SessionError::ClientLimitReached)), "the client's cap");
+    assert_eq!(s.count().await.expect("len"), 3, "a refused create evicts nothing");
+    let b2 = of("principal:bob", T0 + 11);
+    s.create(b2.clone(), cap).await.expect("another client still has room");
+    // The client's oldest idle session makes room; bob's, idle as long, stay.
+    let later = T0 + 120_000;
+    s.touch(&a2.id, None, later, IDLE).await.expect("touch");
+    let a4 = of("ip:192.0.2.1", later + 10_000);
+    let created = s.create(a4.clone(), cap).await.expect("room made by the client's own eviction");
+    assert_eq!(created.removed, vec![session_digest(&a1.id)]);
+    let now = later + 10_000;
+    assert!(matches!(s.touch(&a1.id, None, now, IDLE).await, Err(SessionError::NotFound)), "evicted");
+    for r in [&a2, &a4, &b1, &b2] {
+        s.touch(&r.id, None, now, IDLE).await.expect("kept");
+    }
+    // Expired sessions do not count against the client.
+    let c1 = of("ip:198.51.100.9", now);
+    let c2 = of("ip:198.51.100.9", now);
+    s.create(c1, cap).await.expect("create");
+    s.create(c2, cap).await.expect("create");
+    s.create(of("ip:198.51.100.9", now + IDLE + 1), cap).await.expect("the expired two are not counted");
 }

@@ -273,6 +273,18 @@ pub async fn start_with(server: Server, config: HttpConfig) -> Harness {
     Harness { addr, url: format!("http://{addr}/mcp"), server, client: reqwest::Client::new(), task }
 }
 
+/// Starts `server` with `config` on the library's own [`http::Bound::serve`] (which knows
+/// each client's address, for the limits that count per address without authentication).
+pub async fn serve_with(server: Server, config: HttpConfig) -> Harness {
+    let bound = http::bind("127.0.0.1:0".parse().expect("address")).await.expect("bind 127.0.0.1:0");
+    let addr = bound.local_addr();
+    let s = server.clone();
+    let task = tokio::spawn(async move {
+        bound.serve(s, config, std::future::pending()).await.expect("serve");
+    });
+    Harness { addr, url: format!("http://{addr}/mcp"), server, client: reqwest::Client::new(), task }
+}
+
 impl Harness {
     /// A POST of `body` with the standard headers, edited by `edit`, not yet sent.
     pub fn post_with(&self, body: &Value, edit: impl FnOnce(&mut HeaderMap)) -> reqwest::RequestBuilder {

@@ -73,6 +73,27 @@ impl Fetch {
     }
 }
 
+/// Authenticates `client` on a form post as it registered: returns the HTTP
+/// Basic credentials (`client_secret_basic`), or adds `client_id` (and
+/// `client_secret` for `client_secret_post`) to the form.
+pub(crate) fn client_auth<'a>(
+    form: &mut Vec<(&'a str, &'a str)>,
+    client: &'a super::store::ClientRegistration,
+) -> Option<(&'a str, &'a str)> {
+    let secret = client.client_secret.as_deref();
+    match (client.token_endpoint_auth_method.as_str(), secret) {
+        ("client_secret_basic", Some(s)) => Some((client.client_id.as_str(), s)),
+        ("client_secret_post", Some(s)) => {
+            form.extend([("client_id", client.client_id.as_str()), ("client_secret", s)]);
+            None
+        }
+        _ => {
+            form.push(("client_id", client.client_id.as_str()));
+            None
+        }
+    }
+}
+
 /// `application/x-www-form-urlencoded` encoding of one value.
 fn form_encode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()

@@ -201,25 +201,14 @@ pub(crate) async fn logout(oauth: &OAuth, server_url: &str, opts: HttpOptions) -
     if let Some(endpoint) = t.revocation_endpoint.as_deref().and_then(|e| reqwest::Url::parse(e).ok()) {
         let fetch = fetch::Fetch::new(opts)?;
         let client = oauth.store.registration(&t.issuer).await?.filter(|r| r.client_id == t.client_id);
-        let (secret, method) = client
-            .as_ref()
-            .map_or((None, "none"), |c| (c.client_secret.as_deref(), c.token_endpoint_auth_method.as_str()));
+        let client =
+            client.unwrap_or_else(|| ClientRegistration::new(&t.issuer, &t.client_id, None, "none", "unknown"));
         for (token, hint) in
             [(t.refresh_token.as_deref(), "refresh_token"), (Some(t.access_token.as_str()), "access_token")]
         {
             let Some(token) = token else { continue };
             let mut form = vec![("token", token), ("token_type_hint", hint)];
-            let basic = match (method, secret) {
-                ("client_secret_basic", Some(s)) => Some((t.client_id.as_str(), s)),
-                ("client_secret_post", Some(s)) => {
-                    form.extend([("client_id", t.client_id.as_str()), ("client_secret", s)]);
-                    None
-                }
-                _ => {
-                    form.push(("client_id", t.client_id.as_str()));
-                    None
-                }
-            };
+            let basic = fetch::client_auth(&mut form, &client);
             if let Err(e) = fetch.post_form(&endpoint, &form, basic).await {
                 tracing::debug!("token revocation failed: {e}");
             }

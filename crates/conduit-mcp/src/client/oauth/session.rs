@@ -107,6 +107,9 @@ impl Session {
                 had.join(" ")
             )));
         }
+        if self.cfg.authorizer.is_none() && self.cfg.grant == GrantKind::AuthorizationCode {
+            return Err(ClientError::ScopeRequired { server: self.key.clone(), scopes: wanted });
+        }
         // A refresh cannot add scope: authorize again with the union (SEP-2350).
         let challenge = Challenge { scopes: Some(asked), ..Challenge::default() };
         self.obtain(&mut st, Some(&challenge), Some(wanted), false).await?;

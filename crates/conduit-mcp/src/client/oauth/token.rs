@@ -3,7 +3,7 @@
 //! authenticated as it registered (`client_secret_basic`,
 //! `client_secret_post` or `none`).
 
-use super::fetch::{Fetch, oauth_error};
+use super::fetch::{Answer, Fetch, client_auth, oauth_error};
 use super::store::ClientRegistration;
 use crate::client::ClientError;
 use reqwest::Url;
@@ -37,7 +37,11 @@ pub(crate) struct Tokens {
     pub(crate) expires_in: Option<i64>,
 }
 
-/// One token request.
+/// One token request. A refresh sends the scopes first requested, so the
+/// new token has the same; an authorization server that answers
+/// `invalid_scope` to that (it kept resource scopes out of the refresh
+/// token's own) is asked once more without `scope`, which means "as
+/// originally granted" (RFC 6749 §6).
 pub(crate) async fn request(
     fetch: &Fetch,
     endpoint: &Url,
@@ -46,9 +50,29 @@ pub(crate) async fn request(
     resource: &str,
     scopes: &[String],
 ) -> Result<Tokens, ClientError> {
+    let answer = send(fetch, endpoint, client, &grant, resource, scopes).await?;
+    let answer = match (&grant, &answer) {
+        (Grant::Refresh(_), (400, body))
+            if !scopes.is_empty() && body.get("error") == Some(&Value::from("invalid_scope")) =>
+        {
+            send(fetch, endpoint, client, &grant, resource, &[]).await?
+        }
+        _ => answer,
+    };
+    read(&grant, answer)
+}
+
+async fn send(
+    fetch: &Fetch,
+    endpoint: &Url,
+    client: &ClientRegistration,
+    grant: &Grant<'_>,
+    resource: &str,
+    scopes: &[String],
+) -> Result<Answer, ClientError> {
     let scope = scopes.join(" ");
     let mut form: Vec<(&str, &str)> = vec![("grant_type", grant.name())];
-    match &grant {
+    match grant {
         Grant::Code { code, redirect_uri, verifier } => {
             form.extend([("code", *code), ("redirect_uri", *redirect_uri), ("code_verifier", *verifier)]);
         }
@@ -59,19 +83,11 @@ pub(crate) async fn request(
         form.push(("scope", &scope));
     }
     form.push(("resource", resource));
-    let secret = client.client_secret.as_deref().unwrap_or_default();
-    let basic = match client.token_endpoint_auth_method.as_str() {
-        "client_secret_basic" => Some((client.client_id.as_str(), secret)),
-        "client_secret_post" => {
-            form.extend([("client_id", client.client_id.as_str()), ("client_secret", secret)]);
-            None
-        }
-        _ => {
-            form.push(("client_id", client.client_id.as_str()));
-            None
-        }
-    };
-    let answer = fetch.post_form(endpoint, &form, basic).await?;
+    let basic = client_auth(&mut form, client);
+    fetch.post_form(endpoint, &form, basic).await
+}
+
+fn read(grant: &Grant<'_>, answer: Answer) -> Result<Tokens, ClientError> {
     let (status, body) = &answer;
     let access = body.get("access_token").and_then(Value::as_str).filter(|t| !t.is_empty());
     let (200..=299, Some(access)) = (status, access) else {

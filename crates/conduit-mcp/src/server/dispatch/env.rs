@@ -3,6 +3,7 @@
 use crate::auth::Principal;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::Message;
+use crate::quota::ClientKey;
 use crate::session::LegacySession;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -62,6 +63,9 @@ impl SessionSlot {
 pub struct RequestEnv {
     /// The authenticated caller (`None` without authentication).
     pub principal: Option<Principal>,
+    /// Who per-client limits count this request against: the principal, else the
+    /// client's address (HTTP, [`with_peer`](Self::with_peer)), else the process (stdio).
+    pub client: ClientKey,
     /// Header rules (HTTP only).
     pub headers: Option<Box<dyn HeaderCheck>>,
     /// Fires when the client goes away or cancels.
@@ -78,6 +82,7 @@ impl std::fmt::Debug for RequestEnv {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RequestEnv")
             .field("principal", &self.principal)
+            .field("client", &self.client)
             .field("headers", &self.headers.is_some())
             .finish_non_exhaustive()
     }
@@ -86,7 +91,16 @@ impl std::fmt::Debug for RequestEnv {
 impl RequestEnv {
     /// An environment with a principal, a cancellation token and an outlet for notifications.
     pub fn new(principal: Option<Principal>, cancel: CancellationToken, out: Option<UnboundedSender<Message>>) -> Self {
-        Self { principal, headers: None, cancel, out, session: None, close_stream: None }
+        let client = ClientKey::local(principal.as_ref());
+        Self { principal, client, headers: None, cancel, out, session: None, close_stream: None }
+    }
+
+    /// Sets the client's address (HTTP): without a principal, limits count per address
+    /// (`None`: the transport does not know it; such clients count as one).
+    #[must_use]
+    pub fn with_peer(mut self, peer: Option<std::net::IpAddr>) -> Self {
+        self.client = ClientKey::of(self.principal.as_ref(), peer);
+        self
     }
 
     /// Adds header rules.

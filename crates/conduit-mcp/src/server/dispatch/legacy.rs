@@ -91,6 +91,7 @@ impl Server {
         let owner = env.principal.as_ref().map(|p| p.id.clone());
         let sessions = &self.inner.sessions;
         let mut record = SessionRecord::new(new_session_id(), owner, version, sessions.now());
+        record.client_key = env.client.to_string();
         // Only what the server reads back is kept (finding 1 of issue 20): the input
         // declarations, and the client's identity within its bound.
         record.client_capabilities = match params.remove("capabilities") {
@@ -107,6 +108,10 @@ impl Server {
                 SessionError::LimitReached => {
                     RpcError::new(ErrorCode::Other(-32000), "Too many live sessions; try again later")
                 }
+                SessionError::ClientLimitReached => RpcError::new(
+                    ErrorCode::Other(-32000),
+                    "Too many live sessions for this client; end one (DELETE) or try again later",
+                ),
                 e => RpcError::internal(e.to_string()),
             })?,
         };

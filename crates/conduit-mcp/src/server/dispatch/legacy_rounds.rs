@@ -41,6 +41,7 @@ impl Server {
                 method: method.clone(),
                 era: Era::Legacy,
                 principal: env.principal.clone(),
+                client: env.client.clone(),
                 caps: session.client_capabilities(),
                 progress_token: progress_token.clone(),
                 log_level: session.log_level(),

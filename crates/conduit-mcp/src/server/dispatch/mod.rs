@@ -158,6 +158,7 @@ impl Server {
             method,
             era,
             principal: env.principal,
+            client: env.client,
             caps,
             progress_token,
             log_level,

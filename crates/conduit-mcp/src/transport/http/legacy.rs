@@ -109,6 +109,7 @@ pub(super) async fn legacy_request(
     st: &Arc<AppState>,
     session: Arc<LegacySession>,
     principal: Option<Principal>,
+    peer: Option<std::net::IpAddr>,
     headers: &HeaderMap,
     req: Request,
 ) -> Response {
@@ -128,6 +129,7 @@ pub(super) async fn legacy_request(
     // handler that needs to ask the client fails at once instead of waiting for an answer.
     let sse_ok = accepts_sse(headers);
     let env = RequestEnv::new(principal, cancel.clone(), sse_ok.then_some(tx))
+        .with_peer(peer)
         .with_session(Arc::new(SessionSlot::http(Some(session.clone()))))
         .with_close_stream(close.clone());
     let server = st.server.clone();
@@ -146,10 +148,12 @@ pub(super) async fn legacy_request(
         for m in sent_first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
             session.events.send(stream_id, m);
         }
-        if !cancel.is_cancelled() {
+        if cancel.is_cancelled() {
+            session.events.end(stream_id);
+        } else {
             session.events.send(stream_id, answer);
         }
-        return if sse_ok { sse(conn, st.config.keep_alive) } else { json_answer(conn).await };
+        return if sse_ok { sse(st, &session, conn) } else { json_answer(conn).await };
     }
     let (stream_id, conn) = session.events.open_request_stream();
     let s = session.clone();
@@ -178,12 +182,14 @@ pub(super) async fn legacy_request(
             s.events.detach(stream_id);
         }
         s.untrack(&id);
-        // A cancelled request gets no response.
-        if !cancel.is_cancelled() {
+        // A cancelled request gets no response; its stream ends all the same.
+        if cancel.is_cancelled() {
+            s.events.end(stream_id);
+        } else {
             s.events.send(stream_id, answer);
         }
     });
-    if sse_ok { sse(conn, st.config.keep_alive) } else { json_answer(conn).await }
+    if sse_ok { sse(st, &session, conn) } else { json_answer(conn).await }
 }
 
 /// A response as JSON: legacy clients read JSON-RPC errors from 200s; a request that is
@@ -208,16 +214,20 @@ async fn json_answer(mut conn: UnboundedReceiver<LogEvent>) -> Response {
 
 /// An SSE response from a stream's connection: events with ids, the priming one
 /// (`id`, `retry`, empty `data`) first; a comment every `keep_alive` while idle.
-/// Framed here because the priming event needs its empty `data:` line.
-fn sse(conn: UnboundedReceiver<LogEvent>, keep_alive: Duration) -> Response {
-    let frames = stream::unfold(conn, move |mut conn| async move {
+/// Framed here because the priming event needs its empty `data:` line. While the
+/// connection is open the session is in use: every frame may mark it seen.
+fn sse(st: &Arc<AppState>, session: &Arc<LegacySession>, conn: UnboundedReceiver<LogEvent>) -> Response {
+    let keep_alive = st.config.keep_alive;
+    let state = (conn, st.clone(), session.clone());
+    let frames = stream::unfold(state, move |(mut conn, st, session)| async move {
         let frame = match tokio::time::timeout(keep_alive, conn.recv()).await {
             Err(_) => ":\n\n".to_owned(),
             Ok(None) => return None,
             Ok(Some((id, None))) => format!("id: {id}\nretry: {}\ndata: \n\n", RETRY.as_millis()),
             Ok(Some((id, Some(m)))) => format!("event: message\nid: {id}\ndata: {}\n\n", m.to_json()),
         };
-        Some((Ok::<_, Infallible>(frame), conn))
+        st.server.inner.sessions.stream_alive(&session).await;
+        Some((Ok::<_, Infallible>(frame), (conn, st, session)))
     });
     let mut r = Response::new(Body::from_stream(frames));
     let h = r.headers_mut();
@@ -229,7 +239,8 @@ fn sse(conn: UnboundedReceiver<LogEvent>, keep_alive: Duration) -> Response {
 
 /// GET: the session's stand-alone stream, or with `Last-Event-ID` the rest of an earlier stream.
 /// Outside a legacy session: 405 (the modern lane has no GET).
-pub(super) async fn handle_get(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn handle_get(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
+    let headers = request.into_parts().0.headers;
     let principal = match admit(&st.config, &headers).await {
         Ok(p) => p,
         Err(refused) => return refused,
@@ -244,11 +255,12 @@ pub(super) async fn handle_get(State(st): State<Arc<AppState>>, headers: HeaderM
     }
     let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|id| session.events.resume(id));
     let conn = resumed.unwrap_or_else(|| session.events.open_standalone());
-    sse(conn, st.config.keep_alive)
+    sse(&st, &session, conn)
 }
 
 /// DELETE: ends the session (204); 404 when it is unknown. Outside a legacy session: 405.
-pub(super) async fn handle_delete(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+pub(super) async fn handle_delete(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
+    let headers = request.into_parts().0.headers;
     let principal = match admit(&st.config, &headers).await {
         Ok(p) => p,
         Err(refused) => return refused,

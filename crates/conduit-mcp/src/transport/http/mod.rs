@@ -33,6 +33,7 @@ mod conn;
 mod guard;
 mod headers;
 mod legacy;
+mod peer;
 mod post;
 mod route;
 mod serve;

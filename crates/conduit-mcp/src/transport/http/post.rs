@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
     // The request's own header map, not a copy (the `HeaderMap` extractor clones it).
     let (parts, body) = request.into_parts();
+    let peer = super::peer::peer(&parts.extensions);
     let headers: HeaderMap = parts.headers;
     let cfg = &st.config;
     let principal = match admit(cfg, &headers).await {
@@ -60,7 +61,9 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     };
     let req = match (parse_incoming(&bytes), &session) {
         (Ok(Incoming::Request(r)), None) => r,
-        (Ok(Incoming::Request(r)), Some(s)) => return legacy_request(&st, s.clone(), principal, &headers, r).await,
+        (Ok(Incoming::Request(r)), Some(s)) => {
+            return legacy_request(&st, s.clone(), principal, peer, &headers, r).await;
+        }
         (Ok(Incoming::Notification { method, params }), Some(s)) => {
             st.server.handle_legacy_notification(s, &method, params.as_ref()).await;
             return StatusCode::ACCEPTED.into_response();
@@ -78,6 +81,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     // An `initialize` opens its session in this slot.
     let slot = Arc::new(SessionSlot::http(None));
     let env = RequestEnv::new(principal, cancel.clone(), Some(tx))
+        .with_peer(peer)
         .with_headers(Box::new(McpHeaders::from_headers(&headers)))
         .with_session(slot.clone());
     // Run the handler in this task: most requests answer without notifications,

@@ -48,14 +48,14 @@ pub(super) async fn dispatch(st: Arc<AppState>, other: Option<axum::Router>, req
     }
     match *req.method() {
         Method::POST => post::handle_post(State(st), req).await,
-        Method::GET => legacy::handle_get(State(st), req.into_parts().0.headers).await,
+        Method::GET => legacy::handle_get(State(st), req).await,
         // As a router's GET route does: the GET answer without its body.
         Method::HEAD => {
-            let r = legacy::handle_get(State(st), req.into_parts().0.headers).await;
+            let r = legacy::handle_get(State(st), req).await;
             let (parts, _) = r.into_parts();
             Response::from_parts(parts, Body::empty())
         }
-        Method::DELETE => legacy::handle_delete(State(st), req.into_parts().0.headers).await,
+        Method::DELETE => legacy::handle_delete(State(st), req).await,
         _ => method_not_allowed().await,
     }
 }

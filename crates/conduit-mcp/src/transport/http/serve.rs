@@ -96,7 +96,7 @@ impl Bound {
                 p = slots.clone().acquire_owned() => p.map_err(std::io::Error::other)?,
                 () = &mut shutdown => break,
             };
-            let (tcp, _peer) = tokio::select! {
+            let (tcp, peer) = tokio::select! {
                 a = self.listener.accept() => match a {
                     Ok(a) => a,
                     // Out of descriptors, or a connection reset before accept: keep serving.
@@ -121,13 +121,13 @@ impl Bound {
                     if let Some(acceptor) = acceptor {
                         // The handshake gets the request head's deadline.
                         match tokio::time::timeout(limits.header, acceptor.accept(tcp)).await {
-                            Ok(Ok(tls)) => serve_connection(tls, app, routes, limits, &mut closed).await,
+                            Ok(Ok(tls)) => serve_connection(tls, peer, app, routes, limits, &mut closed).await,
                             Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
                             Err(_) => tracing::debug!("TLS handshake timed out"),
                         }
                         return;
                     }
-                    serve_connection(tcp, app, routes, limits, &mut closed).await;
+                    serve_connection(tcp, peer, app, routes, limits, &mut closed).await;
                 };
                 tokio::select! {
                     () = work => {}
@@ -179,6 +179,7 @@ impl Limits {
 /// finish (it then ends once its requests have).
 async fn serve_connection<S>(
     tcp: S,
+    peer: SocketAddr,
     app: Arc<AppState>,
     routes: Option<axum::Router>,
     limits: Limits,
@@ -190,7 +191,9 @@ async fn serve_connection<S>(
     let io = TokioIo::new(Watched::new(tcp, in_flight.clone(), limits.header, limits.idle));
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let guard = in_flight.enter();
-        let req = req.map(|b| Body::new(Deadline::new(b, limits.body)));
+        let mut req = req.map(|b| Body::new(Deadline::new(b, limits.body)));
+        // Where per-client limits find the address (as axum's `into_make_service_with_connect_info` puts it).
+        req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
         let (app, routes) = (app.clone(), routes.clone());
         async move {
             let resp = dispatch(app, routes, req).await;

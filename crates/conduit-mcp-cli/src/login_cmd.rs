@@ -1,0 +1,156 @@
+//! `conduit-mcp login URL` and `conduit-mcp logout URL`: an OAuth 2.1 login
+//! through the person's browser (or a command, or a printed URL) completed
+//! on a loopback listener, or a client-credentials grant; the tokens are
+//! stored for every later command and never printed.
+
+use crate::credentials::FreshLogin;
+use crate::remote::{Exit, Remote, fail, usage};
+use conduit_mcp::client::ClientError;
+use conduit_mcp::client::oauth::{LoopbackBrowser, OAuth};
+use conduit_mcp::client::sanitize::one_line;
+
+/// `login` arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct LoginArgs {
+    /// The server's URL.
+    #[arg(value_name = "URL")]
+    url: String,
+    /// Open the authorization page with CMD (run as `CMD URL`) instead of the system's browser.
+    #[arg(long, value_name = "CMD", conflicts_with = "no_browser")]
+    browser_command: Option<String>,
+    /// Print the authorization URL instead of opening a browser.
+    #[arg(long)]
+    no_browser: bool,
+    /// A client id registered at the authorization server (else a dynamic registration).
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// The secret of `--client-id`.
+    #[arg(long, value_name = "SECRET", requires = "client_id")]
+    client_secret: Option<String>,
+    /// The scopes to ask for, space-separated (default: what the server asks for).
+    #[arg(long, value_name = "SCOPE")]
+    scope: Option<String>,
+    /// A machine login: the client credentials grant with `--client-id` and `--client-secret`.
+    #[arg(long, requires = "client_secret")]
+    client_credentials: bool,
+    /// Seconds to wait for the browser to come back.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    login_timeout: u64,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+/// `logout` arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct LogoutArgs {
+    /// The server's URL.
+    #[arg(value_name = "URL")]
+    url: String,
+    #[command(flatten)]
+    remote: Remote,
+}
+
+/// Opens `url` in the system's browser, or says where to go.
+fn system_browser(url: &str) -> Result<(), ClientError> {
+    let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
+    eprintln!("Opening the authorization page in your browser. If it does not open, visit:\n  {}", one_line(url));
+    let spawned = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if spawned.is_err() {
+        eprintln!("(could not run {opener}: open the URL yourself)");
+    }
+    Ok(())
+}
+
+fn browser(a: &LoginArgs) -> LoopbackBrowser {
+    let b = match (&a.browser_command, a.no_browser) {
+        (Some(cmd), _) => LoopbackBrowser::command(cmd.clone()),
+        (None, true) => LoopbackBrowser::new(|url| {
+            eprintln!("Open this URL in a browser to log in:\n  {}", one_line(url));
+            Ok(())
+        }),
+        (None, false) => LoopbackBrowser::new(system_browser),
+    };
+    b.timeout(std::time::Duration::from_secs(a.login_timeout))
+}
+
+/// Runs `login`.
+pub(crate) async fn login(a: LoginArgs) -> Exit {
+    if a.remote.token.is_some() || a.remote.stdio {
+        return usage("login takes a server URL, without --token or --stdio");
+    }
+    let store = match Remote::credentials() {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let mut oauth = if a.client_credentials {
+        let (Some(id), Some(secret)) = (&a.client_id, &a.client_secret) else {
+            return usage("--client-credentials needs --client-id and --client-secret");
+        };
+        OAuth::client_credentials(id, secret)
+    } else {
+        let mut o = OAuth::new().authorizer(browser(&a));
+        if let Some(id) = &a.client_id {
+            o = o.client_id(id);
+        }
+        if let Some(secret) = &a.client_secret {
+            o = o.client_secret(secret);
+        }
+        o
+    };
+    oauth = oauth.client_name("conduit-mcp").store(FreshLogin::new(store.clone()));
+    if let Some(scope) = &a.scope {
+        oauth = oauth.scopes(scope.split_whitespace());
+    }
+    let builder = match a.remote.http_builder(&a.url) {
+        Ok(b) => b.oauth(oauth.clone()).client_info("conduit-mcp-cli", env!("CARGO_PKG_VERSION")),
+        Err(e) => return e,
+    };
+    if let Err(e) = builder.connect().await {
+        return fail(&e);
+    }
+    match oauth.tokens(&a.url).await {
+        Ok(Some(t)) => {
+            let scopes = if t.scopes.is_empty() { "none requested".into() } else { t.scopes.join(" ") };
+            eprintln!(
+                "logged in to {} (authorization server {}, scopes: {})",
+                one_line(&a.url),
+                one_line(&t.issuer),
+                one_line(&scopes)
+            );
+            Exit::Ok
+        }
+        Ok(None) => {
+            eprintln!("{} did not ask for authorization: nothing to store", one_line(&a.url));
+            Exit::Ok
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// Runs `logout`.
+pub(crate) async fn logout(a: LogoutArgs) -> Exit {
+    let store = match Remote::credentials() {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    let builder = match a.remote.http_builder(&a.url) {
+        Ok(b) => b.oauth(OAuth::new().store(store)),
+        Err(e) => return e,
+    };
+    match builder.logout().await {
+        Ok(true) => {
+            eprintln!("logged out of {}", one_line(&a.url));
+            Exit::Ok
+        }
+        Ok(false) => {
+            eprintln!("not logged in to {}", one_line(&a.url));
+            Exit::Ok
+        }
+        Err(e) => fail(&e),
+    }
+}

@@ -1,0 +1,81 @@
+//! What a legacy session keeps for `Last-Event-ID` replay is bounded in bytes,
+//! not only in events, and progress messages are cut like status messages
+//! (issue 20, finding 4). Over a real socket.
+
+mod common;
+mod legacy_common;
+
+use common::start;
+use conduit_mcp::bounds::MAX_STATUS_MESSAGE_BYTES;
+use conduit_mcp::prelude::*;
+use conduit_mcp::session::DEFAULT_REPLAY_BYTES;
+use legacy_common::*;
+use serde_json::{Value, json};
+
+/// Reports 20 steps, each naming the `ref` it builds (as the demo's `build` does).
+fn build_tool() -> Tool {
+    Tool::new("build", "Builds a ref in 20 steps").handle(|ctx, args| async move {
+        let reference = args.get("ref").and_then(Value::as_str).unwrap_or_default().to_owned();
+        for step in 1..=20 {
+            ctx.progress(f64::from(step), Some(20.0), Some(&format!("step {step} of 20: building {reference}")));
+        }
+        Ok(CallToolResult::text("built"))
+    })
+}
+
+#[tokio::test]
+async fn a_padded_build_leaves_a_bounded_replay_buffer() {
+    let server = Server::builder("replay", "1").tool(build_tool()).build().expect("server");
+    let h = start(server).await;
+    let mut c = Legacy::new(&h.url);
+    c.initialize(json!({})).await;
+    let reference = "r".repeat(3 * 1024 * 1024);
+    let params = json!({ "name": "build", "arguments": { "ref": reference }, "_meta": { "progressToken": "p" } });
+    // The client leaves as soon as the stream opens; the call runs on into the buffer.
+    let mut ev = c.open(1, "tools/call", params).await;
+    let priming = ev.next().await.expect("the priming event").id.expect("an event id");
+    drop(ev);
+    let resumed = c.get(Some(&priming)).await;
+    let msgs = Events::new(resumed).until_response(&json!(1)).await;
+    let (answer, progress) = msgs.split_last().expect("the answer");
+    assert_eq!(answer["result"]["content"][0]["text"], "built");
+    assert!(!progress.is_empty(), "some progress is replayed");
+    for p in progress {
+        let m = p["params"]["message"].as_str().expect("a message");
+        assert!(m.len() <= MAX_STATUS_MESSAGE_BYTES, "a progress message of {} bytes", m.len());
+        assert!(m.starts_with("step "), "cut at the end: {}", &m[..20]);
+    }
+    let held = h.server.session_stats().replay_bytes;
+    assert!(held <= DEFAULT_REPLAY_BYTES, "the replay buffer holds {held} bytes");
+}
+
+/// The newest message is kept whatever its size (a pending answer stays replayable);
+/// everything older fits the budget.
+#[tokio::test]
+async fn an_answer_larger_than_the_budget_is_still_replayable() {
+    let big = Tool::new("big", "Answers 400 KiB").handle(|ctx, _args| async move {
+        ctx.progress(1.0, None, Some("starting")); // so the answer comes on a stream
+        Ok(CallToolResult::text("b".repeat(400 * 1024)))
+    });
+    let server = Server::builder("replay", "1").tool(build_tool()).tool(big).build().expect("server");
+    let h = start(server).await;
+    let mut c = Legacy::new(&h.url);
+    c.initialize(json!({})).await;
+    let mut ev = c
+        .open(
+            1,
+            "tools/call",
+            json!({ "name": "build", "arguments": { "ref": "main" },
+        "_meta": { "progressToken": "p" } }),
+        )
+        .await;
+    ev.until_response(&json!(1)).await;
+    let mut ev = c.open(2, "tools/call", json!({ "name": "big", "_meta": { "progressToken": "q" } })).await;
+    let priming = ev.next().await.expect("the priming event").id.expect("an event id");
+    drop(ev);
+    let msgs = Events::new(c.get(Some(&priming)).await).until_response(&json!(2)).await;
+    let text = msgs.last().expect("the answer")["result"]["content"][0]["text"].as_str().map(str::len);
+    assert_eq!(text, Some(400 * 1024), "the whole answer is replayed");
+    let held = h.server.session_stats().replay_bytes;
+    assert!(held > DEFAULT_REPLAY_BYTES && held < DEFAULT_REPLAY_BYTES + 410 * 1024, "{held}");
+}
