@@ -85,6 +85,8 @@ mod pool;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod transaction;
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use common::SqlStore;
@@ -95,6 +97,10 @@ pub use pg_notifier::PgNotifier;
 pub use postgres::{PgEngine, PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteEngine, SqliteLegacyStore, SqliteOptions, SqliteSessionStore, SqliteStore};
+#[cfg(feature = "postgres")]
+pub use transaction::postgres_connection;
+#[cfg(feature = "sqlite")]
+pub use transaction::sqlite_connection;
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).

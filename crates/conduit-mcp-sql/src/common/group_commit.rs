@@ -6,10 +6,11 @@
 //! The engine says how a batch is written ([`BatchWriter::write`]); this
 //! module owns the queue, who flushes it, and where each result goes.
 
+use super::hooked::{Hooked, RowWrite, run_hooked};
 use super::{Columns, limit};
 use crate::pool::{ConnPool, bounded, is_timeout};
 use async_trait::async_trait;
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TransactionHook};
 use sqlx::Connection;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,11 +26,29 @@ pub(crate) struct NewRow {
     pub max_per_owner: Option<i64>,
 }
 
+impl NewRow {
+    /// The row of `record` under `caps`.
+    pub(crate) fn of(record: &TaskRecord, caps: CreateCaps) -> Result<Self, StoreError> {
+        Ok(NewRow {
+            task_id: record.task_id.clone(),
+            columns: Columns::of(record)?,
+            max_rows: caps.max_rows.map(limit),
+            max_per_owner: caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(limit),
+        })
+    }
+}
+
 /// How an engine writes a batch of new rows.
 #[async_trait]
 pub(crate) trait BatchWriter: std::fmt::Debug + Send + Sync + 'static {
     /// The engine's connection.
-    type Conn: Connection;
+    type Conn: Connection<Database: sqlx::Database<Connection = Self::Conn>> + Send + 'static;
+
+    /// The engine's name, as a hook's transaction reports it.
+    const STORE: &'static str;
+
+    /// The statement that begins a hooked create's transaction.
+    const BEGIN: &'static str = "BEGIN";
 
     /// Where the batches' connections come from.
     fn pool(&self) -> &ConnPool<Self::Conn>;
@@ -51,6 +70,26 @@ pub(crate) trait BatchWriter: std::fmt::Debug + Send + Sync + 'static {
     /// per row (`TaskLimitReached`, `Duplicate` fail that row alone), or
     /// `Err` when nothing was committed.
     async fn write(&self, conn: &mut Self::Conn, rows: &[&NewRow]) -> Result<Vec<Result<(), StoreError>>, sqlx::Error>;
+
+    /// Writes one row inside a transaction the caller holds and will commit
+    /// (a hooked create). Default: [`write`](Self::write) of the row alone,
+    /// for an engine whose batches nest in an open transaction.
+    async fn write_in_transaction(&self, conn: &mut Self::Conn, row: &NewRow) -> Hooked<()> {
+        Ok(self.write(conn, &[row]).await?.pop().unwrap_or(Err(StoreError::TaskLimitReached)))
+    }
+}
+
+/// A hooked create's row: written by the engine's [`BatchWriter`].
+struct HookedCreate<'a, W> {
+    writer: &'a W,
+    row: &'a NewRow,
+}
+
+#[async_trait]
+impl<W: BatchWriter> RowWrite<W::Conn> for HookedCreate<'_, W> {
+    async fn write(&self, conn: &mut W::Conn) -> Hooked<bool> {
+        Ok(self.writer.write_in_transaction(conn, self.row).await?.map(|()| true))
+    }
 }
 
 /// The queue of creates in front of one engine's writer.
@@ -100,9 +139,7 @@ impl<W: BatchWriter> GroupCommit<W> {
         record: TaskRecord,
         caps: CreateCaps,
     ) -> Result<(), StoreError> {
-        let columns = Columns::of(&record)?;
-        let max_per_owner = caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(limit);
-        let row = NewRow { task_id: record.task_id, columns, max_rows: caps.max_rows.map(limit), max_per_owner };
+        let row = NewRow::of(&record, caps)?;
         let in_flight = InFlight::enter(&self.in_flight);
         if in_flight.alone {
             // No other create under way: nothing to batch with, so no queue.
@@ -116,6 +153,22 @@ impl<W: BatchWriter> GroupCommit<W> {
         let queue = self.clone();
         tokio::spawn(async move { queue.flush().await });
         outcome.await.unwrap_or_else(|e| Err(StoreError::backend("the task insert was abandoned", e)))
+    }
+
+    /// Inserts `record` (at version 1) under `caps` and runs `hook`, in one
+    /// transaction on a connection of its own: not batched, so the hook's
+    /// rows commit with this task alone.
+    pub(crate) async fn insert_with(
+        &self,
+        record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError> {
+        let row = NewRow::of(&record, caps)?;
+        let write = HookedCreate { writer: &self.writer, row: &row };
+        let conn = self.writer.pool().get().await.map_err(|e| W::backend("insert a task", e))?;
+        let done = run_hooked(conn, W::BEGIN, W::STORE, &record, hook, &write, W::broken).await;
+        done.map_err(|e| W::backend("insert a task", e))?.map(|_| ())
     }
 
     /// Takes a turn and a connection, then commits every create queued at

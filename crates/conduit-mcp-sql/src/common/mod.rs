@@ -2,6 +2,7 @@
 //! an engine's row operations (`store`), and the schema checks (`schema`).
 
 mod group_commit;
+mod hooked;
 mod row;
 mod schema;
 mod session;
@@ -10,6 +11,7 @@ mod store;
 #[cfg(feature = "postgres")]
 pub(crate) use group_commit::InFlight;
 pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
+pub(crate) use hooked::{Hooked, RowWrite, Swap, run_hooked};
 pub(crate) use row::{Columns, Query, backend, decode_row};
 pub(crate) use schema::{Migration, check_applied, check_task_table};
 #[cfg(feature = "sqlite")]

@@ -39,13 +39,15 @@ impl Columns {
 
 impl Columns {
     /// Binds the nine columns after the id, in table order (`owner` … `doc`).
-    pub(crate) fn bind<'q, DB>(&'q self, q: Query<'q, DB>) -> Query<'q, DB>
+    /// The values are encoded as they are bound, so the query does not
+    /// borrow them.
+    pub(crate) fn bind<'a, 'q, DB>(&'a self, q: Query<'q, DB>) -> Query<'q, DB>
     where
         DB: Database,
-        &'q str: Encode<'q, DB> + Type<DB>,
-        Option<&'q str>: Encode<'q, DB> + Type<DB>,
-        i64: Encode<'q, DB> + Type<DB>,
-        Option<i64>: Encode<'q, DB> + Type<DB>,
+        &'a str: Encode<'a, DB> + Type<DB>,
+        Option<&'a str>: Encode<'a, DB> + Type<DB>,
+        i64: Encode<'a, DB> + Type<DB>,
+        Option<i64>: Encode<'a, DB> + Type<DB>,
     {
         q.bind(self.owner.as_deref())
             .bind(self.status)

@@ -5,7 +5,7 @@
 use super::{CLEANUP_BATCH, ms};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
 use std::sync::Arc;
 
 /// The row operations of one database engine (SQLite, PostgreSQL): all a
@@ -22,12 +22,27 @@ pub trait Engine: std::fmt::Debug + Send + Sync + 'static {
     /// before this returns.
     async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError>;
 
+    /// Inserts `record` (version 1) under `caps` and runs `hook`, in one
+    /// transaction of its own (never batched).
+    async fn insert_with(
+        &self,
+        record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError>;
+
     /// The row as it is now, if it exists (expired or not, anyone's).
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
 
     /// Writes `next` if the row is still at `expected` version; `false` when
-    /// another writer got there first (or the row is gone).
-    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError>;
+    /// another writer got there first (or the row is gone). With `hook`, the
+    /// write and the hook share one transaction.
+    async fn swap(
+        &self,
+        next: &TaskRecord,
+        expected: u64,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError>;
 
     /// Deletes up to [`CLEANUP_BATCH`] rows of `sweep` below `bound` (epoch
     /// milliseconds), lowering the row counter with them; returns how many.
@@ -122,7 +137,28 @@ impl<E: Engine> TaskStore for SqlStore<E> {
 
     /// See [`modify`].
     async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
-        modify(self, task_id, owner, f).await
+        modify(self, task_id, owner, f, None).await
+    }
+
+    async fn create_with(
+        &self,
+        mut record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError> {
+        record.version = 1;
+        self.inner.engine.insert_with(record, caps, hook).await
+    }
+
+    /// See [`modify`].
+    async fn update_with(
+        &self,
+        task_id: &str,
+        owner: Owner<'_>,
+        f: UpdateFn<'_>,
+        hook: &dyn TransactionHook,
+    ) -> Result<TaskRecord, StoreError> {
+        modify(self, task_id, owner, f, Some(hook)).await
     }
 
     /// See [`cleanup`].
@@ -157,8 +193,13 @@ impl<E: Engine> Rows for SqlStore<E> {
         self.inner.engine.read(task_id).await
     }
 
-    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
-        self.inner.engine.swap(next, expected).await
+    async fn swap(
+        &self,
+        next: &TaskRecord,
+        expected: u64,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError> {
+        self.inner.engine.swap(next, expected, hook).await
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
@@ -177,8 +218,14 @@ pub(crate) trait Rows: TaskStore {
     async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
 
     /// Writes `next` if the row is still at `expected` version; `false` when
-    /// another writer got there first (or the row is gone).
-    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError>;
+    /// another writer got there first (or the row is gone). With `hook`, the
+    /// write and the hook share one transaction.
+    async fn swap(
+        &self,
+        next: &TaskRecord,
+        expected: u64,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError>;
 
     /// Deletes up to [`CLEANUP_BATCH`] rows of `sweep` below `bound` (epoch
     /// milliseconds), lowering the row counter with them; returns how many.
@@ -228,12 +275,14 @@ pub(crate) async fn get<R: Rows + ?Sized>(
 /// refusal), which changes nothing. When another writer changed the row in
 /// between, the read and `f` run again on the new state, so no acknowledged
 /// write is ever overwritten. Terminal records are returned unchanged
-/// whatever `f` returns.
+/// whatever `f` returns. With `hook`, each write attempt and the hook share
+/// one transaction (the hook runs only on the attempt that wins).
 pub(crate) async fn modify<R: Rows + ?Sized>(
     store: &R,
     task_id: &str,
     owner: Owner<'_>,
     f: UpdateFn<'_>,
+    hook: Option<&dyn TransactionHook>,
 ) -> Result<TaskRecord, StoreError> {
     let _turn = store.stripes().lock(task_id).await;
     loop {
@@ -245,7 +294,7 @@ pub(crate) async fn modify<R: Rows + ?Sized>(
         }
         next.task_id.clone_from(&cur.task_id);
         next.version = cur.version + 1;
-        if store.swap(&next, cur.version).await? {
+        if store.swap(&next, cur.version, hook).await? {
             return Ok(next);
         }
         // Lost the race: another write landed between our read and our swap.

@@ -41,6 +41,7 @@ const MAX_ROUNDS: usize = 4;
 #[async_trait]
 impl BatchWriter for Writer {
     type Conn = PgConnection;
+    const STORE: &'static str = super::ENGINE;
 
     fn pool(&self) -> &ConnPool<PgConnection> {
         &self.pool

@@ -17,11 +17,13 @@ pub use legacy_sessions::PostgresSessionStore;
 pub use options::PostgresOptions;
 
 use crate::OpenError;
-use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STATUSES, SqlStore, Sweep};
+use crate::common::{
+    self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, LIVE_STATUSES, RowWrite, SqlStore, Swap, Sweep, run_hooked,
+};
 use crate::pool::{Checkout, ConnPool, bounded, is_timeout};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TransactionHook};
 use sqlx::postgres::{PgConnection, PgRow};
 use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr};
 use std::sync::Arc;
@@ -166,6 +168,33 @@ impl PgEngine {
 
 type PgQuery<'q> = common::Query<'q, Postgres>;
 
+#[async_trait]
+impl RowWrite<PgConnection> for Swap<'_> {
+    async fn write(&self, conn: &mut PgConnection) -> Hooked<bool> {
+        Ok(Ok(self.query::<Postgres>().execute(conn).await?.rows_affected() == 1))
+    }
+}
+
+impl PgEngine {
+    /// Runs `swap` (of either task table); `false` when another writer got
+    /// there first. With `hook`, the write and the hook share one transaction.
+    pub(super) async fn swap_row(
+        &self,
+        what: &str,
+        swap: Swap<'_>,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError> {
+        match hook {
+            None => Ok(self.write(what, swap.query()).await? == 1),
+            Some(hook) => {
+                run_hooked(self.conn().await?, "BEGIN", ENGINE, swap.record(), hook, &swap, is_connection_error)
+                    .await
+                    .map_err(|e| backend(what, e))?
+            }
+        }
+    }
+}
+
 /// Runs an idempotent read on a connection of `pool`, again on a fresh
 /// connection (up to `retries` times) when the one it got turns out to be
 /// dead (the database restarted, or an administrator ended the session).
@@ -233,17 +262,25 @@ impl Engine for PgEngine {
         self.reads.read(task_id).await
     }
 
-    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
-        let c = Columns::of(next)?;
-        let q = c
-            .bind(sqlx::query(
-                "UPDATE conduit_tasks SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
-                 expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, lease_expires_ms = $8, doc = $9::json \
-                 WHERE task_id = $10 AND version = $11",
-            ))
-            .bind(next.task_id.as_str())
-            .bind(common::ms(expected));
-        Ok(self.write("write a task", q).await? == 1)
+    async fn swap(
+        &self,
+        next: &TaskRecord,
+        expected: u64,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError> {
+        const SWAP: &str = "UPDATE conduit_tasks SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
+             expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, lease_expires_ms = $8, doc = $9::json \
+             WHERE task_id = $10 AND version = $11";
+        self.swap_row("write a task", Swap::new(SWAP, next, expected)?, hook).await
+    }
+
+    async fn insert_with(
+        &self,
+        record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError> {
+        self.commits.insert_with(record, caps, hook).await
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {

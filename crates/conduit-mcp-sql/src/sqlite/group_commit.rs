@@ -20,6 +20,9 @@ pub(super) struct Writer(pub(super) Arc<ConnPool<SqliteConnection>>);
 #[async_trait]
 impl BatchWriter for Writer {
     type Conn = SqliteConnection;
+    const STORE: &'static str = super::ENGINE;
+    // Take the write lock at once: the hook's rows go in under it too.
+    const BEGIN: &'static str = "BEGIN IMMEDIATE";
 
     fn pool(&self) -> &ConnPool<SqliteConnection> {
         &self.0

@@ -2,11 +2,11 @@
 //! in a table of their own (`conduit_legacy_tasks`), listable per owner.
 
 use super::{SqliteStore, backend, broken};
-use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Sweep};
+use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Swap, Sweep};
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
 use sqlx::AssertSqlSafe;
 use std::sync::Arc;
 
@@ -62,17 +62,16 @@ impl Rows for SqliteLegacyStore {
         Ok(rows.into_iter().next())
     }
 
-    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
-        let c = Columns::of(next)?;
-        let q = c
-            .bind(sqlx::query(
-                "UPDATE conduit_legacy_tasks SET owner = ?1, status = ?2, version = ?3, created_at_ms = ?4, \
-                 expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, lease_expires_ms = ?8, doc = ?9 \
-                 WHERE task_id = ?10 AND version = ?11",
-            ))
-            .bind(next.task_id.as_str())
-            .bind(common::ms(expected));
-        Ok(self.store().engine().write("write a legacy task", q).await? == 1)
+    async fn swap(
+        &self,
+        next: &TaskRecord,
+        expected: u64,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError> {
+        const SWAP: &str = "UPDATE conduit_legacy_tasks SET owner = ?1, status = ?2, version = ?3, \
+             created_at_ms = ?4, expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, \
+             lease_expires_ms = ?8, doc = ?9 WHERE task_id = ?10 AND version = ?11";
+        self.store().engine().swap_row("write a legacy task", Swap::new(SWAP, next, expected)?, hook).await
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
@@ -136,7 +135,17 @@ impl TaskStore for SqliteLegacyStore {
     }
 
     async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
-        common::modify(self, task_id, owner, f).await
+        common::modify(self, task_id, owner, f, None).await
+    }
+
+    async fn update_with(
+        &self,
+        task_id: &str,
+        owner: Owner<'_>,
+        f: UpdateFn<'_>,
+        hook: &dyn TransactionHook,
+    ) -> Result<TaskRecord, StoreError> {
+        common::modify(self, task_id, owner, f, Some(hook)).await
     }
 
     async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {

@@ -17,11 +17,13 @@ pub use legacy_sessions::SqliteSessionStore;
 pub use options::SqliteOptions;
 
 use crate::OpenError;
-use crate::common::{self, CLEANUP_BATCH, Columns, Engine, GroupCommit, LIVE_STATUSES, SqlStore, Sweep};
+use crate::common::{
+    self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, LIVE_STATUSES, RowWrite, SqlStore, Swap, Sweep, run_hooked,
+};
 use crate::pool::{Checkout, ConnPool, bounded};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TransactionHook};
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{AssertSqlSafe, SqlSafeStr, Sqlite};
 use std::sync::Arc;
@@ -146,6 +148,34 @@ impl SqliteEngine {
 
 type SqlQuery<'q> = common::Query<'q, Sqlite>;
 
+#[async_trait]
+impl RowWrite<SqliteConnection> for Swap<'_> {
+    async fn write(&self, conn: &mut SqliteConnection) -> Hooked<bool> {
+        Ok(Ok(self.query::<Sqlite>().execute(conn).await?.rows_affected() == 1))
+    }
+}
+
+impl SqliteEngine {
+    /// Runs `swap` (of either task table) on the writer; `false` when another
+    /// writer got there first. With `hook`, the write and the hook share one
+    /// `BEGIN IMMEDIATE` transaction.
+    pub(super) async fn swap_row(
+        &self,
+        what: &str,
+        swap: Swap<'_>,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError> {
+        match hook {
+            None => Ok(self.write(what, swap.query()).await? == 1),
+            Some(hook) => {
+                run_hooked(self.writer().await?, "BEGIN IMMEDIATE", ENGINE, swap.record(), hook, &swap, broken)
+                    .await
+                    .map_err(|e| backend(what, e))?
+            }
+        }
+    }
+}
+
 /// Whether an error may have left the connection unusable (anything but an
 /// error the database reported about the statement).
 fn broken(e: &sqlx::Error) -> bool {
@@ -177,17 +207,25 @@ impl Engine for SqliteEngine {
         row.as_ref().map(decode_row).transpose()
     }
 
-    async fn swap(&self, next: &TaskRecord, expected: u64) -> Result<bool, StoreError> {
-        let c = Columns::of(next)?;
-        let q = c
-            .bind(sqlx::query(
-                "UPDATE conduit_tasks SET owner = ?1, status = ?2, version = ?3, created_at_ms = ?4, \
-                 expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, lease_expires_ms = ?8, doc = ?9 \
-                 WHERE task_id = ?10 AND version = ?11",
-            ))
-            .bind(next.task_id.as_str())
-            .bind(common::ms(expected));
-        Ok(self.write("write a task", q).await? == 1)
+    async fn swap(
+        &self,
+        next: &TaskRecord,
+        expected: u64,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError> {
+        const SWAP: &str = "UPDATE conduit_tasks SET owner = ?1, status = ?2, version = ?3, created_at_ms = ?4, \
+             expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, lease_expires_ms = ?8, doc = ?9 \
+             WHERE task_id = ?10 AND version = ?11";
+        self.swap_row("write a task", Swap::new(SWAP, next, expected)?, hook).await
+    }
+
+    async fn insert_with(
+        &self,
+        record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError> {
+        self.commits.insert_with(record, caps, hook).await
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {

@@ -13,7 +13,7 @@
 //! message counted as its JSON); the oldest events go first, and the newest is
 //! always kept (a pending answer stays replayable whatever its size).
 
-use crate::protocol::jsonrpc::Message;
+use crate::protocol::jsonrpc::{Message, RequestId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -44,6 +44,8 @@ struct Inner {
     buffer: VecDeque<(u64, u64, Message, usize)>,
     /// The sizes in `buffer`, summed.
     bytes: usize,
+    /// The stream each server→client request went out on, until its asker forgets it.
+    asks: HashMap<RequestId, u64>,
     standalone: Option<u64>,
 }
 
@@ -124,6 +126,9 @@ impl EventLog {
             s.ended = true;
             s.conn = None;
         }
+        if let Message::Request(r) = &msg {
+            g.asks.insert(r.id.clone(), stream);
+        }
         let len = crate::bounds::json_len(&msg);
         g.buffer.push_back((stream, seq, msg, len));
         g.bytes += len;
@@ -150,6 +155,23 @@ impl EventLog {
         if !buffered {
             g.streams.remove(&stream);
         }
+    }
+
+    /// Whether the server→client request `id` was sent on a stream that now has no
+    /// connection (the client left it; a `GET` with `Last-Event-ID` would attach one
+    /// again). `false` when it did not go out here (yet).
+    pub fn ask_detached(&self, id: &RequestId) -> bool {
+        let g = self.lock();
+        let Some(stream) = g.asks.get(id) else { return false };
+        match g.streams.get(stream) {
+            Some(s) => s.ended || s.conn.as_ref().is_none_or(UnboundedSender::is_closed),
+            None => true,
+        }
+    }
+
+    /// Forgets where request `id` went (its answer came, or its asker gave up).
+    pub fn forget_ask(&self, id: &RequestId) {
+        self.lock().asks.remove(id);
     }
 
     /// Sends `msg` on the stand-alone stream; `false` when no `GET` stream was ever opened.

@@ -5,8 +5,9 @@
 use super::events::EventLog;
 use super::relay::{ASK_PREFIX, hex, session_digest};
 use super::store::SessionRecord;
+use super::waits::{self, Gave, WaitPolicy};
 use crate::protocol::RpcError;
-use crate::protocol::jsonrpc::{Message, Request, RequestId};
+use crate::protocol::jsonrpc::{ErrorCode, Message, Request, RequestId};
 use crate::protocol::meta::ClientCapabilities;
 use crate::subscriptions::Registration;
 use serde_json::{Map, Value};
@@ -30,6 +31,8 @@ pub struct LegacySession {
     /// stdio: the one output every message goes to.
     local_out: Option<UnboundedSender<Message>>,
     waiting: Mutex<HashMap<RequestId, Waiter>>,
+    /// The bounds on `waiting`, shared with the node's other sessions.
+    waits: Arc<WaitPolicy>,
     /// The tag of this node, in every request id it sends (so another node can forward the answer).
     node: Arc<str>,
     /// The SHA-256 of the id (how a forwarded response names the session); zeros on stdio.
@@ -53,15 +56,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl LegacySession {
     /// A session served over HTTP (its record is in the store).
-    /// `replay` bounds its replay buffer: (events, bytes).
-    pub(crate) fn http(record: SessionRecord, replay: (usize, usize), node: Arc<str>) -> Self {
+    /// `replay` bounds its replay buffer: (events, bytes); `waits` its waiting requests.
+    pub(crate) fn http(record: SessionRecord, replay: (usize, usize), waits: Arc<WaitPolicy>, node: Arc<str>) -> Self {
         let key = session_digest(&record.id);
-        Self::build(record, true, None, replay, node, key)
+        Self::build(record, true, None, replay, waits, node, key)
     }
 
     /// A session bound to one stdio process: everything goes to `out`.
     pub(crate) fn local(record: SessionRecord, out: UnboundedSender<Message>) -> Self {
-        Self::build(record, false, Some(out), (1, 0), Arc::from("local"), [0; 32])
+        Self::build(record, false, Some(out), (1, 0), Arc::new(WaitPolicy::local()), Arc::from("local"), [0; 32])
     }
 
     fn build(
@@ -69,6 +72,7 @@ impl LegacySession {
         persisted: bool,
         local_out: Option<UnboundedSender<Message>>,
         replay: (usize, usize),
+        waits: Arc<WaitPolicy>,
         node: Arc<str>,
         key: [u8; 32],
     ) -> Self {
@@ -78,6 +82,7 @@ impl LegacySession {
             events: EventLog::new(replay.0, replay.1),
             local_out,
             waiting: Mutex::default(),
+            waits,
             node,
             key,
             next_request: AtomicU64::new(1),
@@ -152,7 +157,9 @@ impl LegacySession {
     }
 
     /// Sends `method` to the client on `out` (the stream of the request that needs the
-    /// answer) and waits for the client's response, at most `timeout`.
+    /// answer) and waits for the client's response, at most `timeout`, and no longer
+    /// once its stream has been left without a connection (see [`super::waits`]).
+    /// Refused at once past the session's or the client's cap on waiting requests.
     pub(crate) async fn ask(
         &self,
         out: &UnboundedSender<Message>,
@@ -160,24 +167,37 @@ impl LegacySession {
         params: Option<Value>,
         timeout: Duration,
     ) -> Result<Value, RpcError> {
+        let client = lock(&self.record).client_key.clone();
+        let _held = self.waits.admit(&client)?;
         let id = RequestId::String(format!(
             "{ASK_PREFIX}{}-{}",
             self.node,
             self.next_request.fetch_add(1, Ordering::Relaxed)
         ));
         let (tx, rx) = oneshot::channel();
-        lock(&self.waiting).insert(id.clone(), tx);
+        {
+            let mut waiting = lock(&self.waiting);
+            if waiting.len() >= self.waits.per_session {
+                return Err(waits::too_many("session"));
+            }
+            waiting.insert(id.clone(), tx);
+        }
         let sent = out.send(Message::Request(Request::new(id.clone(), method, params)));
         if sent.is_err() {
             lock(&self.waiting).remove(&id);
             return Err(RpcError::internal("the request's stream is closed"));
         }
-        let answer = tokio::time::timeout(timeout, rx).await;
+        let answer = waits::wait_for(&self.events, &id, rx, timeout, self.waits.abandon_after).await;
         lock(&self.waiting).remove(&id);
+        self.events.forget_ask(&id);
         match answer {
-            Ok(Ok(r)) => r,
-            Ok(Err(_)) => Err(RpcError::internal("the session ended while waiting for the client")),
-            Err(_) => Err(RpcError::internal(format!("the client did not answer {method} in time"))),
+            Ok(r) => r,
+            Err(Gave::Ended) => Err(RpcError::internal("the session ended while waiting for the client")),
+            Err(Gave::Timeout) => Err(RpcError::internal(format!("the client did not answer {method} in time"))),
+            Err(Gave::Abandoned) => Err(RpcError::new(
+                ErrorCode::Other(-32000),
+                format!("the client left without answering {method} (its stream was not resumed)"),
+            )),
         }
     }
 

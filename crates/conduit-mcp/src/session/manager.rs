@@ -5,6 +5,7 @@ use super::events::{DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES};
 use super::live::LegacySession;
 use super::relay::ResponseRelay;
 use super::store::{SessionError, SessionLimits, SessionRecord, SessionStore};
+use super::waits::{DEFAULT_ABANDON_AFTER, DEFAULT_WAITING_PER_CLIENT, DEFAULT_WAITING_PER_SESSION, WaitPolicy};
 use crate::clock::Clock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,14 @@ pub struct SessionConfig {
     /// Carries a client's response to the node holding the call that waits for it, when the
     /// store is shared by several nodes (`None`: one node, or sticky routing).
     pub relay: Option<Arc<dyn ResponseRelay>>,
+    /// Server→client requests one session may have awaiting answers at once.
+    pub max_waiting_per_session: usize,
+    /// Server→client requests one client (principal, or address) may have awaiting
+    /// answers at once, over its sessions on this node.
+    pub max_waiting_per_client: usize,
+    /// A request waiting on the client's answer whose stream has had no connection this
+    /// long (the client left and did not resume) stops waiting.
+    pub abandon_after: std::time::Duration,
 }
 
 impl Default for SessionConfig {
@@ -36,6 +45,9 @@ impl Default for SessionConfig {
             replay_events: DEFAULT_REPLAY,
             replay_bytes: DEFAULT_REPLAY_BYTES,
             relay: None,
+            max_waiting_per_session: DEFAULT_WAITING_PER_SESSION,
+            max_waiting_per_client: DEFAULT_WAITING_PER_CLIENT,
+            abandon_after: DEFAULT_ABANDON_AFTER,
         }
     }
 }
@@ -48,6 +60,9 @@ impl std::fmt::Debug for SessionConfig {
             .field("replay_events", &self.replay_events)
             .field("replay_bytes", &self.replay_bytes)
             .field("relay", &self.relay)
+            .field("max_waiting_per_session", &self.max_waiting_per_session)
+            .field("max_waiting_per_client", &self.max_waiting_per_client)
+            .field("abandon_after", &self.abandon_after)
             .finish()
     }
 }
@@ -97,6 +112,20 @@ impl SessionConfig {
         self
     }
 
+    /// Sets the caps on requests waiting on the client: per session, and per client
+    /// over its sessions on this node.
+    pub fn max_waiting(mut self, per_session: usize, per_client: usize) -> Self {
+        self.max_waiting_per_session = per_session;
+        self.max_waiting_per_client = per_client;
+        self
+    }
+
+    /// Sets how long a waiting request's stream may stay without a connection.
+    pub fn abandon_after(mut self, d: std::time::Duration) -> Self {
+        self.abandon_after = d;
+        self
+    }
+
     /// Sets the per-session replay buffer size, in bytes.
     pub fn replay_bytes(mut self, n: usize) -> Self {
         self.replay_bytes = n;
@@ -112,6 +141,8 @@ pub struct SessionStats {
     pub held: usize,
     /// Bytes of messages in their replay buffers.
     pub replay_bytes: usize,
+    /// Server→client requests awaiting the clients' answers.
+    pub waiting: usize,
 }
 
 /// The sessions of one server: the store is the truth (existence, owner,
@@ -122,12 +153,20 @@ pub(crate) struct Sessions {
     /// This node's tag in the request ids it sends (random per server).
     pub(super) node: Arc<str>,
     live: Mutex<HashMap<String, Arc<LegacySession>>>,
+    /// The bounds on requests waiting on clients, shared by every session held here.
+    waits: Arc<WaitPolicy>,
 }
 
 impl Sessions {
     pub(crate) fn new(config: SessionConfig, clock: Arc<dyn Clock>) -> Self {
         let node = Arc::from(format!("{:016x}", rand::random::<u64>()));
-        Self { config, clock, node, live: Mutex::default() }
+        let waits = Arc::new(WaitPolicy {
+            per_session: config.max_waiting_per_session,
+            per_client: config.max_waiting_per_client,
+            abandon_after: config.abandon_after,
+            counts: Default::default(),
+        });
+        Self { config, clock, node, live: Mutex::default(), waits }
     }
 
     pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
@@ -149,7 +188,7 @@ impl Sessions {
         let created = self.config.store.create(record.clone(), self.config.limits).await?;
         let now = self.now();
         let idle = self.config.limits.idle_ms;
-        let s = Arc::new(LegacySession::http(record.clone(), self.replay(), self.node.clone()));
+        let s = Arc::new(LegacySession::http(record.clone(), self.replay(), self.waits.clone(), self.node.clone()));
         let gone: Vec<Arc<LegacySession>> = {
             let mut live = self.live();
             let ids: Vec<String> = live
@@ -186,7 +225,7 @@ impl Sessions {
     pub(crate) fn stats(&self) -> SessionStats {
         let live = self.live();
         let replay_bytes = live.values().map(|s| s.events.bytes()).sum();
-        SessionStats { held: live.len(), replay_bytes }
+        SessionStats { held: live.len(), replay_bytes, waiting: self.waits.counts.total() }
     }
 
     /// The live session `id` of `owner`, touched; `NotFound` for unknown, expired and foreign ones.
@@ -215,7 +254,7 @@ impl Sessions {
             },
             None => {
                 let record = store.touch(id, owner, now, idle).await?;
-                let s = Arc::new(LegacySession::http(record, self.replay(), self.node.clone()));
+                let s = Arc::new(LegacySession::http(record, self.replay(), self.waits.clone(), self.node.clone()));
                 Ok(self.live().entry(id.to_owned()).or_insert(s).clone())
             }
         }

@@ -20,6 +20,7 @@
 //! moves it (a [`ManualClock`]) instead of sleeping. Each check creates its
 //! own tasks, so the suite may share one database with other tests.
 
+mod hooks;
 mod legacy;
 
 pub use legacy::{
@@ -28,6 +29,7 @@ pub use legacy::{
 };
 mod sessions;
 
+pub use hooks::transaction_hooks;
 pub use sessions::session_store_contract;
 
 use crate::clock::{Clock, ManualClock};
@@ -101,6 +103,8 @@ where
         let owner_capped = make(Arc::new(clock.clone())).await;
         owner_cap(&owner_capped, &clock).await;
     }
+    let hooked = make(Arc::new(clock.clone())).await;
+    transaction_hooks(&hooked, &clock).await;
     race(store, &clock, options).await;
 }
 

@@ -52,6 +52,7 @@ mod recovery;
 mod runtime;
 mod store;
 mod task;
+mod transaction;
 mod worker;
 
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TasksConfig};
@@ -62,6 +63,7 @@ pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
 pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn};
 pub use task::{Lease, TaskFailure, TaskRecord};
+pub use transaction::{HookError, StoreTransaction, TransactionHook};
 pub use worker::Tasks;
 
 use crate::server::{Extension, IntoExtension};

@@ -45,6 +45,18 @@ pub enum StoreError {
     /// A list cursor that this store did not issue for this caller, or that
     /// was altered (`-32602` on the wire). Only listing stores return it.
     InvalidCursor,
+    /// A [`TransactionHook`](super::TransactionHook) failed: its transaction
+    /// rolled back, so neither the task write nor the hook's rows exist.
+    #[non_exhaustive]
+    Hook {
+        /// The hook's error, as text.
+        message: String,
+        /// The hook's error itself.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// The store cannot do what was asked (a transaction hook on a store
+    /// without transactions); the operation changed nothing.
+    Unsupported(String),
     /// The backend failed (database down, I/O, ...). Built with
     /// [`StoreError::backend`] or [`StoreError::backend_message`].
     #[non_exhaustive]
@@ -68,6 +80,18 @@ impl StoreError {
     pub fn backend_message(message: impl Into<String>) -> Self {
         StoreError::Backend { message: message.into(), source: None }
     }
+
+    /// A [`TransactionHook`](super::TransactionHook)'s failure.
+    pub fn hook(error: super::HookError) -> Self {
+        StoreError::Hook { message: error.to_string(), source: Arc::from(error) }
+    }
+
+    /// The refusal of a store without transactions to run a hook.
+    pub(crate) fn no_transactions(store: &str) -> Self {
+        StoreError::Unsupported(format!(
+            "the {store} store cannot write a task and other rows in one transaction (use a SQL store)"
+        ))
+    }
 }
 
 impl fmt::Display for StoreError {
@@ -80,6 +104,8 @@ impl fmt::Display for StoreError {
             StoreError::Duplicate => f.write_str("task id already exists"),
             StoreError::Refused(reason) => write!(f, "update refused: {reason}"),
             StoreError::InvalidCursor => f.write_str("invalid list cursor"),
+            StoreError::Hook { message, .. } => write!(f, "transaction hook failed: {message}"),
+            StoreError::Unsupported(what) => write!(f, "not supported by this store: {what}"),
             StoreError::Backend { message, .. } => write!(f, "store backend error: {message}"),
         }
     }
@@ -89,6 +115,7 @@ impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StoreError::Backend { source: Some(source), .. } => Some(&**source),
+            StoreError::Hook { source, .. } => Some(&**source),
             _ => None,
         }
     }
@@ -104,6 +131,8 @@ impl PartialEq for StoreError {
             (Duplicate, Duplicate) | (InvalidCursor, InvalidCursor) | (OwnerLimitReached, OwnerLimitReached) => true,
             (Refused(a), Refused(b)) => a == b,
             (Backend { message: a, .. }, Backend { message: b, .. }) => a == b,
+            (Hook { message: a, .. }, Hook { message: b, .. }) => a == b,
+            (Unsupported(a), Unsupported(b)) => a == b,
             _ => false,
         }
     }
@@ -191,6 +220,43 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `conduit-mcp-sql` enforce both.
     async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         self.create(record, caps.max_rows).await
+    }
+
+    /// Stores a new record under `caps` and runs `hook` in the same
+    /// database transaction, after the row is written: both commit or
+    /// neither does. A failing hook is [`StoreError::Hook`] with nothing
+    /// written; a cap or a duplicate id refuses the create before the hook
+    /// runs. Such creates are written one by one, outside any batching of
+    /// plain creates.
+    ///
+    /// Default: [`StoreError::Unsupported`] — a store without transactions
+    /// cannot promise that the task and the hook's rows commit together.
+    async fn create_with(
+        &self,
+        record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn super::TransactionHook,
+    ) -> Result<(), StoreError> {
+        let _ = (record, caps, hook);
+        Err(StoreError::no_transactions(self.name()))
+    }
+
+    /// [`update`](Self::update), with `hook` run on the record as written in
+    /// the same transaction as the write: both commit or neither does (a
+    /// failing hook is [`StoreError::Hook`], the record unchanged). The hook
+    /// runs only when something is written: not for a refusal, nor for a
+    /// terminal record.
+    ///
+    /// Default: [`StoreError::Unsupported`].
+    async fn update_with(
+        &self,
+        task_id: &str,
+        owner: Owner<'_>,
+        f: UpdateFn<'_>,
+        hook: &dyn super::TransactionHook,
+    ) -> Result<TaskRecord, StoreError> {
+        let _ = (task_id, owner, f, hook);
+        Err(StoreError::no_transactions(self.name()))
     }
 
     /// Reads a record.

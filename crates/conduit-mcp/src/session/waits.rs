@@ -1,0 +1,100 @@
+//! Requests waiting on the client: how many a session and a client may have
+//! at once, and when one stops waiting because nobody is left to answer it.
+//!
+//! A server→client request (`elicitation/create`, `sampling/createMessage`,
+//! `roots/list`) keeps its call, its stream and its buffered events alive
+//! until the client answers. A client that asks and leaves must not be able
+//! to pile those up: each session may have `per_session` waiting, each client
+//! (principal, or address) `per_client` over all its sessions on this node, and
+//! a request whose stream has had no connection for `abandon_after` (the client
+//! left and did not resume with `Last-Event-ID`) stops waiting at once instead
+//! of at the end of its round timeout.
+
+use super::events::EventLog;
+use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::{ErrorCode, RequestId};
+use crate::quota::{Counts, Held};
+use serde_json::Value;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// Default cap on one session's requests waiting on the client.
+pub const DEFAULT_WAITING_PER_SESSION: usize = 16;
+/// Default cap on one client's requests waiting on it, over its sessions on a node.
+pub const DEFAULT_WAITING_PER_CLIENT: usize = 64;
+/// Default time a waiting request's stream may stay without a connection.
+pub const DEFAULT_ABANDON_AFTER: Duration = Duration::from_secs(30);
+
+/// The bounds on waiting requests, shared by the sessions of a node.
+#[derive(Debug)]
+pub(crate) struct WaitPolicy {
+    pub(crate) per_session: usize,
+    pub(crate) per_client: usize,
+    pub(crate) abandon_after: Duration,
+    /// Requests waiting, per client key (a session record's `client_key`).
+    pub(crate) counts: Counts<String>,
+}
+
+impl WaitPolicy {
+    /// A stdio session's: one client, the session cap only.
+    pub(crate) fn local() -> Self {
+        Self {
+            per_session: DEFAULT_WAITING_PER_SESSION,
+            per_client: usize::MAX,
+            abandon_after: DEFAULT_ABANDON_AFTER,
+            counts: Counts::default(),
+        }
+    }
+
+    /// A place for one more of `client`'s waiting requests, or the refusal.
+    pub(crate) fn admit(&self, client: &String) -> Result<Held<String>, RpcError> {
+        self.counts.hold(client, self.per_client, usize::MAX).map_err(|_| too_many("client"))
+    }
+}
+
+/// The refusal of one request too many waiting on the client.
+pub(crate) fn too_many(whose: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::Other(-32000),
+        format!("Too many requests of this {whose} are waiting for the client's answers; answer or cancel them first"),
+    )
+}
+
+/// How a wait ended without an answer.
+pub(crate) enum Gave {
+    /// The round timeout passed.
+    Timeout,
+    /// The request's stream had no connection for `abandon_after`, twice in a row checked.
+    Abandoned,
+    /// The session ended.
+    Ended,
+}
+
+/// Waits for the answer to request `id` at most `timeout`; gives up earlier once its
+/// stream in `events` has had no connection at two checks `abandon_after` apart.
+pub(crate) async fn wait_for(
+    events: &EventLog,
+    id: &RequestId,
+    answer: oneshot::Receiver<Result<Value, RpcError>>,
+    timeout: Duration,
+    abandon_after: Duration,
+) -> Result<Result<Value, RpcError>, Gave> {
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline, answer);
+    let mut checks = tokio::time::interval(abandon_after.max(Duration::from_millis(1)));
+    checks.tick().await;
+    let mut detached_before = false;
+    loop {
+        tokio::select! {
+            a = &mut answer => return a.map_err(|_| Gave::Ended),
+            () = &mut deadline => return Err(Gave::Timeout),
+            _ = checks.tick() => {
+                let detached = events.ask_detached(id);
+                if detached && detached_before {
+                    return Err(Gave::Abandoned);
+                }
+                detached_before = detached;
+            }
+        }
+    }
+}
