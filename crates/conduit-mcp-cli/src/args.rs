@@ -43,7 +43,7 @@ pub(crate) struct ServeArgs {
     /// Serve on stdin/stdout instead of HTTP.
     #[arg(long)]
     pub(crate) stdio: bool,
-    /// TOML configuration file: its tables are `[ext_tasks]` and `[sessions]` (an unknown key is an
+    /// TOML configuration file: its tables are `[ext_tasks]`, `[sessions]`, `[oauth]` and `[http]` (an unknown key is an
     /// error; without `[ext_tasks]`, or without a file, tasks are enabled with defaults).
     #[arg(long)]
     pub(crate) config: Option<PathBuf>,
@@ -93,6 +93,8 @@ pub(crate) struct ServeArgs {
     pub(crate) oauth: crate::oauth_args::OAuthArgs,
     #[command(flatten)]
     pub(crate) tls: crate::tls_args::TlsArgs,
+    #[command(flatten)]
+    pub(crate) limits: crate::limit_args::LimitArgs,
 }
 
 impl ServeArgs {
@@ -105,6 +107,7 @@ impl ServeArgs {
                 (self.listen != "127.0.0.1:8080", "--listen"),
                 (self.oauth.any(), self.oauth.first_flag()),
                 (self.tls.any(), "--tls-cert"),
+                (self.limits.any(), "--max-listen-streams, --listen-idle-timeout-s or --require-task-name"),
             ];
             if let Some((_, flag)) = http_only.iter().find(|(set, _)| *set) {
                 return Err(format!("{flag} has no effect with --stdio (stdio has no HTTP, and no authentication)"));

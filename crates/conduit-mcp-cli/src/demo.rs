@@ -92,54 +92,11 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving<'_>
                         ),
                     ))
                 }),
-        ))
-        .tool(tool(
-            Tool::new("deploy", "Deploy to an environment: a task that asks for confirmation mid-flight")
-                .param("environment", Param::string("Where to deploy").required())
-                .task_support(TaskSupport::Required)
-                .handle(|ctx, args| async move {
-                    // It will ask for confirmation: without elicitation declared the task
-                    // could only fail, so the call is refused before one is made.
-                    if !ctx.client_capabilities().elicitation_form() {
-                        return Err(RpcError::missing_capability(json!({ "elicitation": {} })));
-                    }
-                    let env = args["environment"].as_str().unwrap_or("staging").to_owned();
-                    Ok(TaskSpec::new().status_message("Preparing").spawn(move |task| async move {
-                        let schema = json!({
-                            "type": "object",
-                            "properties": { "confirm": { "type": "boolean", "description": "Deploy now?" } },
-                            "required": ["confirm"]
-                        });
-                        let answer = task
-                            .input("confirm", mrtr::elicit(format!("Deploy to {env}?"), schema))
-                            .await
-                            .map_err(|e| RpcError::internal(format!("no confirmation: {e}")))?;
-                        let yes = answer["action"] == "accept" && answer["content"]["confirm"] == true;
-                        if yes {
-                            Ok(CallToolResult::text(format!("deployed to {env}")))
-                        } else {
-                            Ok(CallToolResult::error(format!("deployment to {env} was not confirmed")))
-                        }
-                    }))
-                }),
-        ))
-        .tool(tool(
-            Tool::new("sleep", "Wait until cancelled (or `seconds` pass): try tasks/cancel on it")
-                .param(
-                    "seconds",
-                    Param::integer("Upper bound").keyword("minimum", json!(1)).keyword("maximum", json!(3600)),
-                )
-                .task_support(TaskSupport::Required)
-                .handle(|_ctx, args| async move {
-                    let secs = args["seconds"].as_u64().unwrap_or(600);
-                    Ok(TaskSpec::new().spawn(move |task| async move {
-                        tokio::select! {
-                            _ = tokio::time::sleep(Duration::from_secs(secs)) => Ok(CallToolResult::text("woke up")),
-                            _ = task.cancelled() => Err(RpcError::internal("cancelled")),
-                        }
-                    }))
-                }),
         ));
+    if tasks.is_some() {
+        // Task-only tools are listed only where they can run.
+        b = b.tool(tool(crate::demo_tasks::deploy())).tool(tool(crate::demo_tasks::sleep()));
+    }
     b = b
         .tool(tool(Tool::new("ask_name", "Ask the user's name, then greet them (elicitation)").handle(
             |ctx, _args| async move {

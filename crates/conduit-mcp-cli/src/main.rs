@@ -14,7 +14,9 @@ mod args;
 mod call_cmd;
 mod credentials;
 mod demo;
+mod demo_tasks;
 mod follow_ui;
+mod limit_args;
 mod login_cmd;
 #[cfg(feature = "metrics")]
 mod metrics;
@@ -147,12 +149,13 @@ async fn listen_addr(listen: &str) -> Result<SocketAddr, String> {
 }
 
 fn http_config(args: &ServeArgs, oauth: Option<OAuthConfig>) -> Result<HttpConfig, String> {
-    let mut cfg = HttpConfig::default()
+    let cfg = HttpConfig::default()
         .header_timeout(Duration::from_secs(args.header_timeout_s))
         .body_timeout(Duration::from_secs(args.body_timeout_s))
         .idle_timeout(Duration::from_secs(args.idle_timeout_s))
         .max_connections(args.max_connections)
         .shutdown_timeout(Duration::from_secs(args.shutdown_timeout_s));
+    let mut cfg = args.limits.apply(cfg, args.config.as_ref())?;
     if !args.allow_hosts.is_empty() {
         cfg = cfg.hosts(HostPolicy::AllowList(args.allow_hosts.clone()));
     }
@@ -191,6 +194,8 @@ async fn main() -> ExitCode {
     init_tracing();
     let prepared = async {
         args.check()?;
+        // The whole file first: a syntax error is reported as one, before any table is read.
+        let _ = read_config(args.config.as_ref())?;
         #[cfg(feature = "metrics")]
         if let Some(addr) = args.metrics {
             metrics::install(addr)?;

@@ -145,3 +145,82 @@ async fn a_pg_schema_without_a_postgres_store_is_refused() {
     let (code, stderr) = Node::refused(&["--pg-schema", "mcp"]).await;
     assert_eq!(code, Some(2), "the default store: {stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_toml_is_reported_as_such_with_its_line_and_column() {
+    let bad = temp_config("[ext_tasks]\nmax_rows = = 3\n");
+    let (code, stderr) = Node::refused(&["--config", &bad.display().to_string()]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not valid TOML: line 2, column 12"), "{stderr}");
+    assert!(!stderr.contains("invalid ext_tasks configuration"), "a syntax error is no setting's fault: {stderr}");
+    let _ = std::fs::remove_file(bad);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undocumented_aliases_are_refused() {
+    for (text, key) in [
+        ("[ext_tasks]\njanitor = { interval = 1000 }\n", "janitor.interval"),
+        ("[ext_tasks]\njanitor = { interval_ms = 1000, ttl = 5000 }\n", "janitor.ttl"),
+    ] {
+        let cfg = temp_config(text);
+        let (code, stderr) = Node::refused(&["--config", &cfg.display().to_string()]).await;
+        assert_eq!(code, Some(2), "{text}: {stderr}");
+        assert!(stderr.contains(&format!("{key}: unknown key")), "{text}: {stderr}");
+        let _ = std::fs::remove_file(cfg);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_tasks_disabled_task_only_tools_are_not_listed() {
+    let cfg = temp_config("ext_tasks = false\n");
+    let node = Node::start(&["--config", &cfg.display().to_string()]).await;
+    let tools = node.client(None).await.list_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"echo") && names.contains(&"build"), "{names:?}");
+    for task_only in ["deploy", "sleep", "job", "complete_job", "countdown"] {
+        assert!(!names.contains(&task_only), "{task_only} can never run without tasks: {names:?}");
+    }
+    let _ = std::fs::remove_file(cfg);
+}
+
+/// Opens a listen stream with raw bytes and returns the status line's code and what came first.
+fn open_listen(addr: &str, id: &str) -> (std::net::TcpStream, String, String) {
+    let body = treq(id, "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } })).to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).expect("timeout");
+    s.write_all(head.as_bytes()).expect("write");
+    let mut buf = [0u8; 4096];
+    let n = s.read(&mut buf).expect("read the answer");
+    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+    (s, text.split_whitespace().nth(1).unwrap_or_default().to_owned(), text)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listen_stream_caps_come_from_the_flags_and_the_http_table() {
+    let node = Node::start(&["--max-listen-streams-per-client", "1"]).await;
+    let addr = node.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let (_first, status, text) = open_listen(&addr, "a");
+    assert_eq!(status, "200", "{text}");
+    let (_, status, text) = open_listen(&addr, "b");
+    assert_eq!(status, "429", "{text}");
+    drop(node);
+    let cfg = temp_config("[http]\nmax_listen_streams_per_client = 2\n");
+    let node = Node::start(&["--config", &cfg.display().to_string()]).await;
+    let addr = node.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let held: Vec<_> = ["a", "b"].iter().map(|id| open_listen(&addr, id)).collect();
+    assert!(held.iter().all(|(_, s, _)| s == "200"), "two fit");
+    let (_, status, _) = open_listen(&addr, "c");
+    assert_eq!(status, "429", "the third does not");
+    let bad = temp_config("[http]\nmax_listen_streams = 0\n");
+    let (code, stderr) = Node::refused(&["--config", &bad.display().to_string()]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("[http] max_listen_streams"), "{stderr}");
+    let (code, stderr) = Node::refused(&["--stdio", "--require-task-name"]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("has no effect with --stdio"), "{stderr}");
+    let _ = (std::fs::remove_file(cfg), std::fs::remove_file(bad));
+}

@@ -15,6 +15,7 @@
 //! | `conduit_tasks_recovered_total` | counter | `how` (`resumed`, `failed`) |
 //! | `conduit_store_errors_total` | counter | `op` |
 //! | `conduit_listen_streams` | gauge | |
+//! | `conduit_limited_total` | counter | `what` (`listen_streams`: a cap refused a stream; `requests`, `task_creates`: a rate limit refused one) |
 
 #![allow(unused_variables)]
 
@@ -117,4 +118,10 @@ pub(crate) fn store_error(op: &'static str) {
 pub(crate) fn listen_streams(delta: f64) {
     #[cfg(feature = "metrics")]
     metrics::gauge!("conduit_listen_streams").increment(delta);
+}
+
+/// A request refused by a per-client cap or rate (`what` it was).
+pub(crate) fn limited(what: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("conduit_limited_total", "what" => what).increment(1);
 }

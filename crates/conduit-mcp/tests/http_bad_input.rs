@@ -497,6 +497,11 @@ async fn the_host_and_origin_guard_refuses_what_it_cannot_trust() {
         ),
         ("a local Host and Origin", &["localhost:8080"], &[("Origin", "http://localhost:8080")], 200),
         ("an IPv6 loopback Host", &["[::1]:8080"], &[], 200),
+        // HTTP/1.1 requires Host (RFC 9112 §3.2); without one the guard has nothing to check.
+        ("no Host header", &[], &[], 400),
+        ("a fully qualified localhost", &["localhost."], &[], 200),
+        ("a fully qualified localhost with a port", &["localhost.:8080"], &[("Origin", "http://localhost.:8080")], 200),
+        ("a name of dots", &["localhost.."], &[], 403),
     ];
     for (name, hosts, extra, status) in cases {
         let r = h.raw_http(&guard_head(hosts, extra, &body), body.as_bytes()).await;

@@ -39,7 +39,6 @@ pub(crate) struct Held<K: Hash + Eq> {
 }
 
 /// Why [`Counts::hold`] refused.
-#[allow(dead_code)] // which cap: read by the stream caps
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Full {
     /// The client holds its cap.

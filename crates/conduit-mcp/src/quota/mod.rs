@@ -5,5 +5,5 @@
 mod counts;
 mod key;
 
-pub(crate) use counts::{Counts, Held};
+pub(crate) use counts::{Counts, Full, Held};
 pub use key::ClientKey;

@@ -130,9 +130,9 @@ impl Default for TasksConfig {
     }
 }
 
-/// An invalid `ext_tasks` setting. The message names `ext_tasks` and the key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid ext_tasks configuration: {key}: {reason}")]
+/// An invalid `ext_tasks` setting. The message names `ext_tasks` and the key;
+/// a document that is not TOML at all is reported as such, with its line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
     /// The offending key (`ext_tasks` itself for the top-level value).
     pub key: String,
@@ -140,8 +140,34 @@ pub struct ConfigError {
     pub reason: String,
 }
 
+/// The `key` of a [`ConfigError`] for a document that is not valid TOML.
+pub const TOML_SYNTAX: &str = "toml";
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.key == TOML_SYNTAX {
+            write!(f, "not valid TOML: {}", self.reason)
+        } else {
+            write!(f, "invalid ext_tasks configuration: {}: {}", self.key, self.reason)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 fn err(key: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError { key: key.into(), reason: reason.into() }
+}
+
+/// Parses `doc` as a TOML table; a syntax error names its line and column (1-based).
+fn parse_table(doc: &str) -> Result<toml::Table, ConfigError> {
+    doc.parse().map_err(|e: toml::de::Error| {
+        let at = e.span().map_or(0, |s| s.start).min(doc.len());
+        let before = doc.get(..at).unwrap_or(doc);
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        err(TOML_SYNTAX, format!("line {line}, column {column}: {}", e.message().trim_end()))
+    })
 }
 
 impl TasksConfig {
@@ -233,8 +259,7 @@ impl TasksConfig {
     /// Stores other than `"memory"` are resolved by the caller (see
     /// `store_url`), which is why the raw `store` string is returned too.
     pub fn from_toml(doc: &str) -> Result<(Self, Option<String>), ConfigError> {
-        let root: toml::Table =
-            doc.parse().map_err(|e: toml::de::Error| err("ext_tasks", format!("not valid TOML: {}", e.message())))?;
+        let root = parse_table(doc)?;
         let Some(v) = root.get("ext_tasks") else {
             return Ok((Self::disabled(), None));
         };
@@ -245,14 +270,14 @@ impl TasksConfig {
     /// (the reference server's `--config`): `ext_tasks` as in
     /// [`TasksConfig::from_toml`], `sessions` left to
     /// [`SessionConfig::from_toml`](crate::session::SessionConfig::from_toml),
+    /// `http` to `HttpConfig::with_toml` (feature `http`),
     /// any other top-level key an error naming it
     /// (a misspelt `[ext_task]` must not silently turn tasks off), and a
     /// file without `ext_tasks` enables tasks with defaults, as no file does.
     pub fn from_server_toml(doc: &str) -> Result<(Self, Option<String>), ConfigError> {
-        let root: toml::Table =
-            doc.parse().map_err(|e: toml::de::Error| err("config", format!("not valid TOML: {}", e.message())))?;
-        if let Some(other) = root.keys().find(|k| !["ext_tasks", "sessions", "oauth"].contains(&k.as_str())) {
-            return Err(err(other, "unknown top-level key (expected ext_tasks, sessions or oauth)"));
+        let root = parse_table(doc)?;
+        if let Some(other) = root.keys().find(|k| !["ext_tasks", "sessions", "oauth", "http"].contains(&k.as_str())) {
+            return Err(err(other, "unknown top-level key (expected ext_tasks, sessions, oauth or http)"));
         }
         match root.get("ext_tasks") {
             Some(v) => Self::from_toml_value(v),
@@ -296,8 +321,8 @@ impl TasksConfig {
                                     err(&format!("janitor.{jk}"), "must be a positive integer (milliseconds)")
                                 })? as u64;
                                 match jk.as_str() {
-                                    "interval_ms" | "interval" => interval = Duration::from_millis(ms),
-                                    "ttl_ms" | "ttl" => ttl = Duration::from_millis(ms),
+                                    "interval_ms" => interval = Duration::from_millis(ms),
+                                    "ttl_ms" => ttl = Duration::from_millis(ms),
                                     _ => {
                                         return Err(err(
                                             &format!("janitor.{jk}"),
@@ -315,7 +340,7 @@ impl TasksConfig {
                 }
                 "max_rows" => {
                     cfg.max_rows = match v {
-                        toml::Value::String(s) if s == "unlimited" || s == "infinity" => None,
+                        toml::Value::String(s) if s == "unlimited" => None,
                         toml::Value::Integer(n) if *n > 0 => Some(*n as usize),
                         _ => {
                             return Err(err("max_rows", "must be a positive integer or \"unlimited\""));
@@ -390,10 +415,26 @@ mod tests {
             ("[ext_tasks]\nnotifier = \"email\"", "notifier"),
             ("[ext_tasks]\njanitor = { interval_ms = -1 }", "janitor.interval_ms"),
             ("[ext_tasks]\nstore = \"redis:x\"", "store"),
+            // Only the documented names: no `interval`/`ttl` without their unit, no `infinity`.
+            ("[ext_tasks]\njanitor = { interval = 1000 }", "janitor.interval"),
+            ("[ext_tasks]\njanitor = { ttl = 1000 }", "janitor.ttl"),
+            ("[ext_tasks]\nmax_rows = \"infinity\"", "max_rows"),
         ] {
             let e = TasksConfig::from_toml(doc).unwrap_err();
             assert_eq!(e.key, key, "{doc}");
             assert!(e.to_string().contains("ext_tasks") && e.to_string().contains(key), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_syntax_error_is_reported_as_one_with_its_line_and_column() {
+        for doc in ["[ext_tasks]\nmax_rows = = 3\n", "[ext_tasks]\nmax_rows = = 3"] {
+            for e in [TasksConfig::from_toml(doc).unwrap_err(), TasksConfig::from_server_toml(doc).unwrap_err()] {
+                assert_eq!(e.key, TOML_SYNTAX);
+                let text = e.to_string();
+                assert!(text.starts_with("not valid TOML: line 2, column 12: "), "{text}");
+                assert!(!text.contains("ext_tasks configuration"), "{text}");
+            }
         }
     }
 }

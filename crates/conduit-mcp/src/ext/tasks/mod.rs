@@ -55,7 +55,7 @@ mod task;
 mod transaction;
 mod worker;
 
-pub use config::{ConfigError, JanitorConfig, NotifierConfig, TasksConfig};
+pub use config::{ConfigError, JanitorConfig, NotifierConfig, TOML_SYNTAX, TasksConfig};
 pub use extension::{MAX_LISTEN_TASK_IDS, new_task_id};
 pub use janitor::sweep;
 pub use memory::MemoryStore;

@@ -64,6 +64,11 @@ impl ErrorCode {
 /// code outside the reserved range; HTTP answers 403 instead).
 pub const INSUFFICIENT_SCOPE: i64 = 403;
 
+/// The JSON-RPC code of a refusal because the client asks too much: too many
+/// requests for its rate, or more of something than it may hold. No code is
+/// defined for it; this is the first of the implementation-defined server errors.
+pub const TOO_MANY: i64 = -32000;
+
 /// What kind of failure an error reports. Transports pick their answer from it
 /// (HTTP: the status) and from nothing else.
 ///
@@ -92,6 +97,9 @@ pub enum ErrorClass {
     UnsupportedVersion,
     /// The principal lacks a scope a tool requires.
     InsufficientScope,
+    /// The client went past a rate limit or a per-client cap ([`TOO_MANY`];
+    /// HTTP 429, with `Retry-After` when `data.retryAfterMs` says when to retry).
+    TooMany,
     /// Any other (application) code.
     Application,
 }
@@ -219,6 +227,24 @@ impl RpcError {
             ..Self::new(ErrorCode::Other(INSUFFICIENT_SCOPE), "Insufficient scope")
                 .with_data(serde_json::json!({ "requiredScopes": required }))
         }
+    }
+
+    /// [`TOO_MANY`] (HTTP 429): `message` says what the client holds or sends too
+    /// much of; with `retry_after`, `data.retryAfterMs` says when it may try again
+    /// (rounded up to a whole millisecond).
+    pub fn too_many(message: impl Into<String>, retry_after: Option<std::time::Duration>) -> Self {
+        let mut e = Self { special: Some(ErrorClass::TooMany), ..Self::new(ErrorCode::Other(TOO_MANY), message) };
+        if let Some(wait) = retry_after {
+            let ms = wait.as_nanos().div_ceil(1_000_000);
+            e.data = Some(serde_json::json!({ "retryAfterMs": u64::try_from(ms).unwrap_or(u64::MAX) }));
+        }
+        e
+    }
+
+    /// When the client may try again (`data.retryAfterMs`), if the error says.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        let ms = self.data.as_ref()?.get("retryAfterMs")?.as_u64()?;
+        Some(std::time::Duration::from_millis(ms))
     }
 
     /// The code as an [`ErrorCode`].

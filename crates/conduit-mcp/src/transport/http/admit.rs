@@ -10,13 +10,21 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// The principal of an admitted request (`None` without authentication), or the refusal.
-pub(super) async fn admit(cfg: &HttpConfig, headers: &HeaderMap) -> Result<Option<Principal>, Response> {
-    match check(headers, &cfg.hosts) {
+/// `authority` is the request target's, when it has one (absolute form, HTTP/2).
+pub(super) async fn admit(
+    cfg: &HttpConfig,
+    headers: &HeaderMap,
+    authority: Option<&str>,
+) -> Result<Option<Principal>, Response> {
+    match check(headers, authority, &cfg.hosts) {
         Ok(()) => {}
         Err(Refusal::Origin) => return Err(forbidden("Forbidden: Origin not allowed")),
         Err(Refusal::Host) => return Err(forbidden("Forbidden: Host not allowed")),
         Err(Refusal::DuplicateHost) => {
             return Err((StatusCode::BAD_REQUEST, "Bad Request: more than one Host header").into_response());
+        }
+        Err(Refusal::MissingHost) => {
+            return Err((StatusCode::BAD_REQUEST, "Bad Request: missing Host header").into_response());
         }
     }
     match &cfg.auth {

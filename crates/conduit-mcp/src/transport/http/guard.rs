@@ -30,7 +30,9 @@ fn host_name(host: &str) -> Option<(&str, bool)> {
         None => rest.is_empty(),
         Some(port) => (1..=5).contains(&port.len()) && port.bytes().all(|b| b.is_ascii_digit()),
     };
-    (port_ok && !name.is_empty()).then_some((name, bracketed))
+    // A fully qualified name may end in its root's dot (`localhost.`): the same host.
+    let name = if bracketed { name } else { name.strip_suffix('.').unwrap_or(name) };
+    (port_ok && !name.is_empty() && !name.ends_with('.')).then_some((name, bracketed))
 }
 
 /// Whether `host` (a `Host` header value, or the host part of an `Origin`) passes `policy`.
@@ -68,6 +70,9 @@ pub(super) fn origin_host(origin: &str) -> Option<&str> {
 pub(super) enum Refusal {
     /// More than one `Host` header: 400 (which one would a proxy have routed by?).
     DuplicateHost,
+    /// No `Host` header and no authority in the request target: 400 (RFC 9112 §3.2),
+    /// unless the policy is [`HostPolicy::Any`].
+    MissingHost,
     /// An `Origin` (one, valid, allowed) is required when present: 403.
     Origin,
     /// The `Host` is not allowed, or not a `host[:port]`: 403.
@@ -75,8 +80,13 @@ pub(super) enum Refusal {
 }
 
 /// The DNS-rebinding guard on a request's headers: `Origin` (when present)
-/// and `Host` (when present, exactly once) must pass `policy`.
-pub(super) fn check(headers: &axum::http::HeaderMap, policy: &HostPolicy) -> Result<(), Refusal> {
+/// and `Host` (exactly once; without one, the request target's authority, as
+/// HTTP/2 sends it) must pass `policy`.
+pub(super) fn check(
+    headers: &axum::http::HeaderMap,
+    authority: Option<&str>,
+    policy: &HostPolicy,
+) -> Result<(), Refusal> {
     use axum::http::header::{HOST, ORIGIN};
     let mut origins = headers.get_all(ORIGIN).iter();
     if let Some(origin) = origins.next() {
@@ -87,13 +97,19 @@ pub(super) fn check(headers: &axum::http::HeaderMap, policy: &HostPolicy) -> Res
         }
     }
     let mut hosts = headers.get_all(HOST).iter();
-    if let Some(host) = hosts.next() {
-        if hosts.next().is_some() {
-            return Err(Refusal::DuplicateHost);
+    let host = match (hosts.next(), authority) {
+        (Some(host), _) => {
+            if hosts.next().is_some() {
+                return Err(Refusal::DuplicateHost);
+            }
+            host.to_str().ok()
         }
-        if !host.to_str().is_ok_and(|h| host_allowed(policy, h)) {
-            return Err(Refusal::Host);
-        }
+        (None, Some(authority)) => Some(authority),
+        (None, None) if *policy == HostPolicy::Any => return Ok(()),
+        (None, None) => return Err(Refusal::MissingHost),
+    };
+    if !host.is_some_and(|h| host_allowed(policy, h)) {
+        return Err(Refusal::Host);
     }
     Ok(())
 }
@@ -105,7 +121,16 @@ mod tests {
     #[test]
     fn host_policy() {
         let p = HostPolicy::Localhost;
-        for h in ["localhost", "localhost:8080", "127.0.0.1:1", "[::1]:3000", "[::1]", "LOCALHOST"] {
+        for h in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:1",
+            "[::1]:3000",
+            "[::1]",
+            "LOCALHOST",
+            "localhost.",
+            "localhost.:80",
+        ] {
             assert!(host_allowed(&p, h), "{h}");
         }
         for h in [
@@ -121,10 +146,14 @@ mod tests {
             "[::1]:80:1",
             ":80",
             "",
+            ".",
+            "localhost..",
+            "[::1].",
         ] {
             assert!(!host_allowed(&p, h), "{h}");
         }
         assert!(host_allowed(&HostPolicy::AllowList(vec!["mcp.example.com".into()]), "mcp.example.com:443"));
+        assert!(host_allowed(&HostPolicy::AllowList(vec!["mcp.example.com".into()]), "mcp.example.com.:443"));
         assert_eq!(origin_host("http://localhost:3000/x"), Some("localhost:3000"));
         let v6 = HostPolicy::AllowList(vec!["[2001:DB8::1]".into()]);
         assert!(host_allowed(&v6, "[2001:db8::1]:443"));

@@ -4,6 +4,7 @@
 //! (`protocol::routing`); this file reads the headers and compares.
 
 use crate::protocol::RpcError;
+use crate::protocol::methods::{TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
 use crate::protocol::routing::{
     METHOD_HEADER, NAME_HEADER, PARAM_HEADER_PREFIX, PROTOCOL_VERSION_HEADER, decode_value, value_matches,
 };
@@ -45,12 +46,21 @@ pub(crate) struct McpHeaders {
     name: Raw,
     /// `Mcp-Param-*` headers: the full (lower-case) header name and its value.
     params: Vec<(HeaderName, Raw)>,
+    /// Whether a `tasks/*` request must carry `Mcp-Name` ([`HttpConfig::require_task_name`](super::HttpConfig)).
+    require_task_name: bool,
 }
 
 impl McpHeaders {
-    pub(crate) fn from_headers(h: &HeaderMap) -> Self {
+    /// Reads the MCP headers of `h`; `require_task_name` as [`HttpConfig::require_task_name`](super::HttpConfig).
+    pub(crate) fn from_headers(h: &HeaderMap, require_task_name: bool) -> Self {
         // One pass over the map; for a repeated name the first value counts.
-        let mut m = Self { version: Raw::Absent, method: Raw::Absent, name: Raw::Absent, params: Vec::new() };
+        let mut m = Self {
+            version: Raw::Absent,
+            method: Raw::Absent,
+            name: Raw::Absent,
+            params: Vec::new(),
+            require_task_name,
+        };
         for (k, v) in h {
             let slot = match k.as_str() {
                 PROTOCOL_VERSION_HEADER => &mut m.version,
@@ -69,6 +79,14 @@ impl McpHeaders {
             }
         }
         m
+    }
+
+    /// Whether a missing `Mcp-Name` is accepted: on `tasks/get`, `tasks/update` and
+    /// `tasks/cancel` unless required (the body's `taskId` routes the request; some
+    /// clients send no header). `Mcp-Method` was already checked against the body.
+    fn name_may_be_absent(&self) -> bool {
+        !self.require_task_name
+            && matches!(&self.method, Raw::Text(m) if matches!(text(m), TASKS_GET | TASKS_UPDATE | TASKS_CANCEL))
     }
 }
 
@@ -112,6 +130,7 @@ impl HeaderCheck for McpHeaders {
     fn check_routing(&self, name: Option<&str>, params: &[(&str, &Value)]) -> Result<(), RpcError> {
         if let Some(expected) = name {
             match &self.name {
+                Raw::Absent if self.name_may_be_absent() => {}
                 Raw::Absent => return Err(mismatch("missing Mcp-Name header".into())),
                 Raw::Unreadable => {
                     return Err(mismatch("Mcp-Name header has invalid characters".into()));

@@ -240,11 +240,12 @@ fn sse(st: &Arc<AppState>, session: &Arc<LegacySession>, conn: UnboundedReceiver
 /// GET: the session's stand-alone stream, or with `Last-Event-ID` the rest of an earlier stream.
 /// Outside a legacy session: 405 (the modern lane has no GET).
 pub(super) async fn handle_get(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let headers = request.into_parts().0.headers;
-    let principal = match admit(&st.config, &headers).await {
+    let parts = request.into_parts().0;
+    let principal = match admit(&st.config, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await {
         Ok(p) => p,
         Err(refused) => return refused,
     };
+    let headers = parts.headers;
     let session = match session_of(&st, &headers, principal.as_ref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return super::method_not_allowed().await,
@@ -260,11 +261,12 @@ pub(super) async fn handle_get(State(st): State<Arc<AppState>>, request: axum::e
 
 /// DELETE: ends the session (204); 404 when it is unknown. Outside a legacy session: 405.
 pub(super) async fn handle_delete(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let headers = request.into_parts().0.headers;
-    let principal = match admit(&st.config, &headers).await {
+    let parts = request.into_parts().0;
+    let principal = match admit(&st.config, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await {
         Ok(p) => p,
         Err(refused) => return refused,
     };
+    let headers = parts.headers;
     let session = match session_of(&st, &headers, principal.as_ref()).await {
         Ok(Some(s)) => s,
         Ok(None) => return super::method_not_allowed().await,

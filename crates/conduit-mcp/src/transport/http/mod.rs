@@ -29,10 +29,12 @@
 
 mod admit;
 mod body;
+mod config_toml;
 mod conn;
 mod guard;
 mod headers;
 mod legacy;
+mod listen_cap;
 mod peer;
 mod post;
 mod route;
@@ -43,6 +45,7 @@ mod tls;
 #[cfg(feature = "oauth")]
 mod well_known;
 
+pub use config_toml::HttpConfigError;
 pub use guard::HostPolicy;
 pub use serve::{Bound, bind, serve};
 pub use status::status_for;
@@ -93,9 +96,26 @@ pub struct HttpConfig {
     /// Connections served at once (default 512); more wait in the listen
     /// backlog. Keep it below the process's file-descriptor limit.
     pub max_connections: usize,
+    /// `subscriptions/listen` streams open at once on this endpoint (default 256),
+    /// kept below [`max_connections`](Self::max_connections) whatever is set here;
+    /// one more is refused with `-32000` (HTTP 429).
+    pub max_listen_streams: usize,
+    /// `subscriptions/listen` streams one client holds at once (default 16): a
+    /// client is its principal, or without authentication its address (IPv6 by
+    /// its /64). One more is refused with `-32000` (HTTP 429).
+    pub max_listen_streams_per_client: usize,
+    /// How long a listen stream may carry no notification (keep-alive comments
+    /// do not count) before the server ends it with its closing result
+    /// (default 10 min); the client opens a new one if it still wants one.
+    pub listen_idle_timeout: Duration,
     /// How long requests in flight may take to finish after shutdown begins
     /// (default 10 s); then their connections are dropped.
     pub shutdown_timeout: Duration,
+    /// Whether `tasks/get`, `tasks/update` and `tasks/cancel` must carry `Mcp-Name`
+    /// (default `false`: a missing header is accepted, since the body's `taskId`
+    /// names the task; a header that does not match it is refused either way
+    /// with `-32020`). Set it when a gateway in front routes by the header.
+    pub require_task_name: bool,
     /// HTTPS: [`Bound::serve`] speaks TLS with this certificate (feature `tls`);
     /// the handshake must finish within [`header_timeout`](Self::header_timeout).
     #[cfg(feature = "tls")]
@@ -116,7 +136,11 @@ impl Default for HttpConfig {
             body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
             max_connections: 512,
+            max_listen_streams: 256,
+            max_listen_streams_per_client: 16,
+            listen_idle_timeout: Duration::from_secs(600),
             shutdown_timeout: Duration::from_secs(10),
+            require_task_name: false,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -133,7 +157,11 @@ impl std::fmt::Debug for HttpConfig {
             .field("body_timeout", &self.body_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_connections", &self.max_connections)
+            .field("max_listen_streams", &self.max_listen_streams)
+            .field("max_listen_streams_per_client", &self.max_listen_streams_per_client)
+            .field("listen_idle_timeout", &self.listen_idle_timeout)
             .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("require_task_name", &self.require_task_name)
             .finish_non_exhaustive()
     }
 }
@@ -206,10 +234,35 @@ impl HttpConfig {
         self
     }
 
+    /// Sets the cap on all listen streams (see [`max_listen_streams`](Self::max_listen_streams)).
+    pub fn max_listen_streams(mut self, n: usize) -> Self {
+        self.max_listen_streams = n;
+        self
+    }
+
+    /// Sets the cap on one client's listen streams.
+    pub fn max_listen_streams_per_client(mut self, n: usize) -> Self {
+        self.max_listen_streams_per_client = n;
+        self
+    }
+
+    /// Sets how long a listen stream may carry nothing before it is ended.
+    pub fn listen_idle_timeout(mut self, limit: Duration) -> Self {
+        self.listen_idle_timeout = limit;
+        self
+    }
+
     /// Serves HTTPS with this certificate (see [`TlsConfig`]).
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: TlsConfig) -> Self {
         self.tls = Some(tls);
+        self
+    }
+
+    /// Requires `Mcp-Name` on `tasks/get`, `tasks/update` and `tasks/cancel`
+    /// (see [`require_task_name`](Self::require_task_name)).
+    pub fn require_task_name(mut self, required: bool) -> Self {
+        self.require_task_name = required;
         self
     }
 
@@ -233,6 +286,8 @@ pub(super) fn base_scope(cfg: &HttpConfig) -> Option<&str> {
 pub(super) struct AppState {
     pub(super) server: Server,
     pub(super) config: HttpConfig,
+    /// The listen streams each client holds (`listen_cap`).
+    pub(super) listen_streams: crate::quota::Counts<crate::quota::ClientKey>,
 }
 
 /// A router serving MCP at its root: mount it with `Router::nest("/mcp", ...)`.
@@ -251,7 +306,7 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
 /// Starts the server's extensions and wraps it for the handlers.
 fn started(server: Server, config: HttpConfig) -> Arc<AppState> {
     server.start();
-    Arc::new(AppState { server, config })
+    Arc::new(AppState { server, config, listen_streams: Default::default() })
 }
 
 async fn method_not_allowed() -> Response {

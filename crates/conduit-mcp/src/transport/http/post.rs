@@ -8,6 +8,7 @@ use super::legacy::{legacy_request, legacy_response, session_of};
 use super::status::{error_response, json_body};
 use crate::protocol::jsonrpc::{Incoming, Message, RpcError, parse_incoming};
 use crate::protocol::legacy::SESSION_ID_HEADER;
+use crate::protocol::methods::LISTEN;
 use crate::server::{RequestEnv, SessionSlot};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -17,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 
@@ -25,12 +27,12 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     // The request's own header map, not a copy (the `HeaderMap` extractor clones it).
     let (parts, body) = request.into_parts();
     let peer = super::peer::peer(&parts.extensions);
-    let headers: HeaderMap = parts.headers;
     let cfg = &st.config;
-    let principal = match admit(cfg, &headers).await {
+    let principal = match admit(cfg, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await {
         Ok(p) => p,
         Err(refused) => return refused,
     };
+    let headers: HeaderMap = parts.headers;
     // A legacy session named by `Mcp-Session-Id` (404 when unknown, expired or another's).
     let session = match session_of(&st, &headers, principal.as_ref()).await {
         Ok(s) => s,
@@ -75,6 +77,20 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
         }
         (Err((id, e)), _) => return error_response(cfg, id, e),
     };
+    // A listen stream holds one of its client's slots until it ends, and ends once idle.
+    let (slot_held, idle) = if req.method == LISTEN {
+        match super::listen_cap::hold(&st, principal.as_ref(), peer) {
+            Ok(held) => (Some(held), Some(cfg.listen_idle_timeout)),
+            Err(e) => {
+                let mut r = error_response(cfg, Some(req.id), e);
+                // The refused client's connection is not kept for its next attempt.
+                r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+                return r;
+            }
+        }
+    } else {
+        (None, None)
+    };
     let server = st.server.clone();
     let cancel = CancellationToken::new();
     let (tx, mut rx) = unbounded_channel::<Message>();
@@ -82,7 +98,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     let slot = Arc::new(SessionSlot::http(None));
     let env = RequestEnv::new(principal, cancel.clone(), Some(tx))
         .with_peer(peer)
-        .with_headers(Box::new(McpHeaders::from_headers(&headers)))
+        .with_headers(Box::new(McpHeaders::from_headers(&headers, cfg.require_task_name)))
         .with_session(slot.clone());
     // Run the handler in this task: most requests answer without notifications,
     // and then no task is spawned. If a notification comes first, the handler
@@ -91,7 +107,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     let mut handler = Box::pin(async move { server.handle_request(req, env).await });
     // Declared after the handler so that, if this future is dropped, the token
     // fires before the handler is dropped (locals drop in reverse order).
-    let guard = cancel.clone().drop_guard();
+    let guard = (cancel.clone().drop_guard(), slot_held);
     let first = tokio::select! {
         biased;
         msg = &mut handler => match rx.try_recv() {
@@ -114,7 +130,14 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                 let _ = tx2.send(n);
             }
             let mut rx_old = std::mem::replace(&mut rx, rx2);
+            let idle_cancel = cancel.clone();
             tokio::spawn(async move {
+                // A listen stream that forwards nothing for `idle` is cancelled: its
+                // handler then answers with the closing result, which ends the stream.
+                let far = Duration::from_secs(365 * 24 * 3600);
+                let idle_for = idle.unwrap_or(far);
+                let quiet = tokio::time::sleep(idle_for);
+                tokio::pin!(quiet);
                 // Forward what the handler sends until it answers, then the answer.
                 // (Anything sent after the answer is dropped: nothing follows a response.)
                 loop {
@@ -125,6 +148,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                                 if tx2.send(m).is_err() {
                                     return; // the client went away: drop the handler
                                 }
+                                quiet.as_mut().reset(tokio::time::Instant::now() + idle_for);
                             }
                             None => {
                                 let _ = tx2.send(handler.await);
@@ -137,6 +161,11 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                             }
                             let _ = tx2.send(answer);
                             return;
+                        }
+                        () = &mut quiet, if idle.is_some() => {
+                            tracing::debug!("ending a listen stream that carried nothing for its idle timeout");
+                            idle_cancel.cancel();
+                            quiet.as_mut().reset(tokio::time::Instant::now() + far);
                         }
                     }
                 }

@@ -18,6 +18,7 @@ pub fn status_for(error: &RpcError) -> StatusCode {
         | ErrorClass::UnsupportedVersion => StatusCode::BAD_REQUEST,
         ErrorClass::MethodNotFound => StatusCode::NOT_FOUND,
         ErrorClass::InsufficientScope => StatusCode::FORBIDDEN,
+        ErrorClass::TooMany => StatusCode::TOO_MANY_REQUESTS,
         _ => StatusCode::OK,
     }
 }
@@ -44,7 +45,15 @@ pub(super) fn error_response(cfg: &HttpConfig, id: Option<RequestId>, error: Rpc
         all.join(" ")
     });
     let status = status_for(&error);
+    // `Retry-After` in whole seconds, rounded up: never earlier than `data.retryAfterMs`.
+    let retry_after = error.retry_after().filter(|_| status == StatusCode::TOO_MANY_REQUESTS);
     let mut r = json_body(status, &Message::Error { id, error });
+    if let Some(wait) = retry_after {
+        let secs = wait.as_millis().div_ceil(1000).max(1);
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
     if let Some(scopes) = scopes {
         let scheme = cfg.auth.as_ref().map(|a| a.scheme().to_owned()).unwrap_or_else(|| "Bearer".into());
         r.headers_mut().insert(
@@ -89,5 +98,8 @@ mod tests {
         assert_eq!(status_for(&RpcError::insufficient_scope(&[])), StatusCode::FORBIDDEN);
         assert_eq!(status_for(&RpcError::missing_capability(serde_json::json!({}))), StatusCode::BAD_REQUEST);
         assert_eq!(status_for(&RpcError::internal("i")), StatusCode::OK);
+        let slow_down = RpcError::too_many("t", Some(std::time::Duration::from_micros(1_500)));
+        assert_eq!(status_for(&slow_down), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!((slow_down.code, slow_down.retry_after()), (-32000, Some(std::time::Duration::from_millis(2))));
     }
 }

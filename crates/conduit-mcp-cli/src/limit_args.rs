@@ -1,0 +1,57 @@
+//! `serve`'s per-client HTTP limits: listen streams, and `Mcp-Name` on
+//! `tasks/*`. The `[http]` table of `--config` sets them too; a flag wins
+//! over the file.
+
+use clap::Args;
+use conduit_mcp::transport::http::HttpConfig;
+use std::time::Duration;
+
+/// The flags of the HTTP endpoint's per-client limits.
+#[derive(Debug, Clone, Default, Args)]
+pub(crate) struct LimitArgs {
+    /// HTTP: listen streams open at once [default: 256; always below --max-connections].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_listen_streams: Option<u32>,
+    /// HTTP: listen streams one client (its principal, or without authentication its address) holds at once
+    /// [default: 16].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_listen_streams_per_client: Option<u32>,
+    /// HTTP: seconds a listen stream may carry no notification before it is ended [default: 600].
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) listen_idle_timeout_s: Option<u64>,
+    /// HTTP: refuse tasks/get, tasks/update and tasks/cancel without an Mcp-Name header (by default the
+    /// body's taskId is enough; a header naming another task is always refused).
+    #[arg(long)]
+    pub(crate) require_task_name: bool,
+}
+
+impl LimitArgs {
+    /// Whether any of these flags is set (they have no effect with `--stdio`).
+    pub(crate) fn any(&self) -> bool {
+        self.max_listen_streams.is_some()
+            || self.max_listen_streams_per_client.is_some()
+            || self.listen_idle_timeout_s.is_some()
+            || self.require_task_name
+    }
+
+    /// `cfg` with the `[http]` table of the config file, then these flags, applied.
+    pub(crate) fn apply(&self, mut cfg: HttpConfig, file: Option<&std::path::PathBuf>) -> Result<HttpConfig, String> {
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            cfg = cfg.with_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        if let Some(n) = self.max_listen_streams {
+            cfg = cfg.max_listen_streams(n as usize);
+        }
+        if let Some(n) = self.max_listen_streams_per_client {
+            cfg = cfg.max_listen_streams_per_client(n as usize);
+        }
+        if let Some(s) = self.listen_idle_timeout_s {
+            cfg = cfg.listen_idle_timeout(Duration::from_secs(s));
+        }
+        if self.require_task_name {
+            cfg = cfg.require_task_name(true);
+        }
+        Ok(cfg)
+    }
+}
