@@ -107,7 +107,10 @@ impl ServeArgs {
                 (self.listen != "127.0.0.1:8080", "--listen"),
                 (self.oauth.any(), self.oauth.first_flag()),
                 (self.tls.any(), "--tls-cert"),
-                (self.limits.any(), "--max-listen-streams, --listen-idle-timeout-s or --require-task-name"),
+                (
+                    self.limits.any(),
+                    "--max-listen-streams, --listen-idle-timeout-s, --require-task-name or --request-rate",
+                ),
             ];
             if let Some((_, flag)) = http_only.iter().find(|(set, _)| *set) {
                 return Err(format!("{flag} has no effect with --stdio (stdio has no HTTP, and no authentication)"));

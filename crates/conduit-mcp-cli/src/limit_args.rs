@@ -1,8 +1,11 @@
-//! `serve`'s per-client HTTP limits: listen streams, and `Mcp-Name` on
-//! `tasks/*`. The `[http]` table of `--config` sets them too; a flag wins
-//! over the file.
+//! `serve`'s per-client limits: listen streams, the request rate and
+//! `Mcp-Name` on `tasks/*` (HTTP; the `[http]` table of `--config` sets them
+//! too), and the task-creation rate (both transports; `[ext_tasks]
+//! create_rate`). A flag wins over the file.
 
 use clap::Args;
+use conduit_mcp::ext::tasks::TasksConfig;
+use conduit_mcp::quota::RateLimit;
 use conduit_mcp::transport::http::HttpConfig;
 use std::time::Duration;
 
@@ -23,6 +26,13 @@ pub(crate) struct LimitArgs {
     /// body's taskId is enough; a header naming another task is always refused).
     #[arg(long)]
     pub(crate) require_task_name: bool,
+    /// HTTP: JSON-RPC requests one client may send, per node: `COUNT/s`, `COUNT/min` or `COUNT/h`, optionally
+    /// `,burst=N` (e.g. `50/s,burst=100`); past it: 429 with Retry-After [default: no rate].
+    #[arg(long, value_name = "RATE")]
+    pub(crate) request_rate: Option<RateLimit>,
+    /// Tasks one client may create, per node (HTTP and stdio), as `--request-rate` [default: no rate].
+    #[arg(long, value_name = "RATE")]
+    pub(crate) task_create_rate: Option<RateLimit>,
 }
 
 impl LimitArgs {
@@ -32,6 +42,15 @@ impl LimitArgs {
             || self.max_listen_streams_per_client.is_some()
             || self.listen_idle_timeout_s.is_some()
             || self.require_task_name
+            || self.request_rate.is_some()
+    }
+
+    /// `cfg` with `--task-create-rate` applied.
+    pub(crate) fn apply_tasks(&self, cfg: TasksConfig) -> TasksConfig {
+        match self.task_create_rate {
+            Some(rate) => cfg.create_rate(Some(rate)),
+            None => cfg,
+        }
     }
 
     /// `cfg` with the `[http]` table of the config file, then these flags, applied.
@@ -51,6 +70,9 @@ impl LimitArgs {
         }
         if self.require_task_name {
             cfg = cfg.require_task_name(true);
+        }
+        if let Some(rate) = self.request_rate {
+            cfg = cfg.request_rate(Some(rate));
         }
         Ok(cfg)
     }

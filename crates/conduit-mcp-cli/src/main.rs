@@ -81,7 +81,8 @@ async fn build(
     args: &ServeArgs,
     tool_scopes: &demo::ToolScopes,
 ) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
-    let (mut cfg, config_store, mut sessions) = read_config(args.config.as_ref())?;
+    let (cfg, config_store, mut sessions) = read_config(args.config.as_ref())?;
+    let mut cfg = args.limits.apply_tasks(cfg);
     if !cfg.enabled {
         let serving = demo::Serving { eras: args.era, sessions, tool_scopes };
         return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into()));

@@ -224,3 +224,32 @@ async fn listen_stream_caps_come_from_the_flags_and_the_http_table() {
     assert!(stderr.contains("has no effect with --stdio"), "{stderr}");
     let _ = (std::fs::remove_file(cfg), std::fs::remove_file(bad));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_and_task_creation_rates_come_from_the_flags() {
+    let node = Node::start(&["--request-rate", "2/min", "--task-create-rate", "1/min"]).await;
+    let addr = node.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let post = |id: i64, tool: &str| {
+        let body =
+            treq(id, "tools/call", json!({ "name": tool, "arguments": { "text": "x", "name": "n" } })).to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {tool}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+        s.write_all(head.as_bytes()).expect("write");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("read");
+        out
+    };
+    let first = post(1, "job");
+    assert!(first.starts_with("HTTP/1.1 200") && first.contains("taskId"), "{first}");
+    let second = post(2, "job");
+    assert!(second.starts_with("HTTP/1.1 429") && second.contains("Too many tasks created"), "{second}");
+    let third = post(3, "echo");
+    assert!(third.starts_with("HTTP/1.1 429") && third.contains("Too many requests"), "{third}");
+    assert!(third.to_ascii_lowercase().contains("retry-after: "), "{third}");
+    let (code, stderr) = Node::refused(&["--request-rate", "10/day"]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--request-rate"), "{stderr}");
+}

@@ -49,3 +49,27 @@ async fn a_scrape_shows_requests_tasks_and_streams() {
     assert!(text.contains(r#"conduit_request_duration_seconds{method="tools/call",quantile="0.5"}"#), "{text}");
     assert!(text.contains("# TYPE conduit_requests_total counter"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_by_a_rate_are_counted() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let node = Node::start(&["--metrics", &addr, "--task-create-rate", "1/min", "--request-rate", "4/min"]).await;
+    create(&node, None, "job", json!({ "name": "first" })).await;
+    let refused = call_refused(&node, None, "job", json!({ "name": "second" })).await;
+    assert_eq!(refused.code, -32000, "{refused:?}");
+    // Calls until the request rate refuses one (the client's connect used some of it too).
+    let client = node.client(None).await;
+    let mut refused_at = None;
+    for i in 0..5 {
+        if let Err(e) = client.call_tool("echo", json!({ "text": "x" })).await {
+            assert!(e.to_string().contains("Too many requests"), "{e}");
+            refused_at = Some(i);
+            break;
+        }
+    }
+    assert!(refused_at.is_some(), "4/min lets no more than four through");
+    let text = scrape(&format!("http://{addr}/metrics")).await;
+    assert_eq!(sample(&text, r#"conduit_limited_total{what="task_creates"}"#), Some(1.0), "{text}");
+    assert_eq!(sample(&text, r#"conduit_limited_total{what="requests"}"#), Some(1.0), "{text}");
+}

@@ -286,6 +286,13 @@ pub async fn serve_with(server: Server, config: HttpConfig) -> Harness {
 }
 
 impl Harness {
+    /// The same server through another HTTP client (one bound to another loopback address is
+    /// another client for the per-address limits). Dropping it leaves the server running.
+    pub fn clone_with(&self, client: reqwest::Client) -> Harness {
+        let task = tokio::spawn(async {});
+        Harness { addr: self.addr, url: self.url.clone(), server: self.server.clone(), client, task }
+    }
+
     /// A POST of `body` with the standard headers, edited by `edit`, not yet sent.
     pub fn post_with(&self, body: &Value, edit: impl FnOnce(&mut HeaderMap)) -> reqwest::RequestBuilder {
         let mut h = std_headers(body);

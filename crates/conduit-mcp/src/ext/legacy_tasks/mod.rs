@@ -107,6 +107,7 @@ impl TaskMaker for LegacyTasksExtension {
     }
 
     async fn create(&self, ctx: &Ctx, spec: TaskSpec) -> Result<Value, RpcError> {
+        self.tasks.config().admit_create(ctx.client_key())?;
         let invalid = |why: &str| RpcError::internal(format!("Invalid task attributes: {why}"));
         let asked = ctx.task_params().and_then(|t| t.get("ttl")).and_then(Value::as_u64);
         let default = self.tasks.config().default_ttl.as_millis() as u64;

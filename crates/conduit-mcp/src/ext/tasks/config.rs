@@ -2,6 +2,7 @@
 
 use super::notifier::Notifier;
 use super::store::TaskStore;
+use crate::quota::RateLimit;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -78,6 +79,14 @@ pub struct TasksConfig {
     /// (default 30 s). Renewed every third of it; lapsed claims are recovered
     /// by any live node's janitor.
     pub lease: Duration,
+    /// How many tasks one client (its principal; without authentication its
+    /// address, or the stdio process) may create, per node (default `None`:
+    /// no rate). A create past it gets `-32000` with `data.retryAfterMs`
+    /// (HTTP 429 with `Retry-After`); nothing is stored or started. Clones of
+    /// this configuration share one count per client.
+    pub create_rate: Option<RateLimit>,
+    /// The counts behind `create_rate`, shared by clones.
+    pub(crate) create_rates: super::create_rate::CreateRates,
 }
 
 impl TasksConfig {
@@ -110,6 +119,7 @@ impl std::fmt::Debug for TasksConfig {
             .field("notifier", &self.notifier)
             .field("node_id", &self.node_id)
             .field("lease", &self.lease)
+            .field("create_rate", &self.create_rate)
             .finish()
     }
 }
@@ -126,6 +136,8 @@ impl Default for TasksConfig {
             default_ttl: Duration::from_secs(3600),
             node_id: format!("node-{:016x}", rand::random::<u64>()),
             lease: Duration::from_secs(30),
+            create_rate: None,
+            create_rates: Default::default(),
         }
     }
 }
@@ -221,6 +233,17 @@ impl TasksConfig {
     pub fn lease(mut self, period: Duration) -> Self {
         self.lease = period;
         self
+    }
+
+    /// Sets the task-creation rate per client (see [`create_rate`](Self::create_rate)).
+    pub fn create_rate(mut self, rate: Option<RateLimit>) -> Self {
+        self.create_rate = rate;
+        self
+    }
+
+    /// Counts one task create of `client` against [`create_rate`](Self::create_rate).
+    pub(crate) fn admit_create(&self, client: &crate::quota::ClientKey) -> Result<(), crate::protocol::RpcError> {
+        self.create_rates.admit(self.create_rate, client)
     }
 
     /// Sets the default task lifetime.
@@ -353,6 +376,11 @@ impl TasksConfig {
                         _ => return Err(err("max_rows_per_principal", "must be a positive integer")),
                     }
                 }
+                "create_rate" => {
+                    let rate = v.as_str().and_then(|s| s.parse().ok());
+                    let why = "must be a rate such as \"10/s\", \"600/min\" or \"10/s,burst=20\"";
+                    cfg.create_rate = Some(rate.ok_or_else(|| err("create_rate", why))?);
+                }
                 "notifier" => {
                     cfg.notifier = match v.as_str() {
                         Some("listen") => NotifierConfig::Listen,
@@ -363,7 +391,7 @@ impl TasksConfig {
                 other => {
                     return Err(err(
                         other,
-                        "unknown key (expected store, janitor, max_rows, max_rows_per_principal, notifier)",
+                        "unknown key (expected store, janitor, max_rows, max_rows_per_principal, create_rate, notifier)",
                     ));
                 }
             }
@@ -419,6 +447,8 @@ mod tests {
             ("[ext_tasks]\njanitor = { interval = 1000 }", "janitor.interval"),
             ("[ext_tasks]\njanitor = { ttl = 1000 }", "janitor.ttl"),
             ("[ext_tasks]\nmax_rows = \"infinity\"", "max_rows"),
+            ("[ext_tasks]\ncreate_rate = \"10/day\"", "create_rate"),
+            ("[ext_tasks]\ncreate_rate = 10", "create_rate"),
         ] {
             let e = TasksConfig::from_toml(doc).unwrap_err();
             assert_eq!(e.key, key, "{doc}");

@@ -278,6 +278,7 @@ impl TaskMaker for TasksExtension {
 
 impl TasksExtension {
     async fn create_task(&self, ctx: &Ctx, spec: TaskSpec) -> Result<Value, RpcError> {
+        self.tasks.config().admit_create(ctx.client_key())?;
         let invalid = |why: &str| {
             tracing::warn!(reason = why, "tool returned invalid task attributes; no task created");
             RpcError::internal(format!("Invalid task attributes: {why}"))

@@ -42,6 +42,7 @@
 //! The user guide is `docs/tasks.md`.
 
 mod config;
+mod create_rate;
 mod extension;
 mod janitor;
 pub mod legacy;

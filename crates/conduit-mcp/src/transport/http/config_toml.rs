@@ -7,6 +7,7 @@
 //! max_listen_streams_per_client = 16  # ... of one principal (without authentication: one address)
 //! listen_idle_timeout_ms = 600000     # a listen stream carrying nothing this long is ended
 //! require_task_name = false           # tasks/* without Mcp-Name: accepted (false) or refused (true)
+//! request_rate = "50/s,burst=100"     # JSON-RPC requests per client (default: no rate)
 //! ```
 
 use super::HttpConfig;
@@ -28,7 +29,7 @@ fn err(key: &str, message: &str) -> HttpConfigError {
 }
 
 const KEYS: &str = "expected max_listen_streams, max_listen_streams_per_client, listen_idle_timeout_ms, \
-                    require_task_name";
+                    require_task_name, request_rate";
 
 impl HttpConfig {
     /// Applies the `[http]` table of a TOML document to this configuration
@@ -46,6 +47,11 @@ impl HttpConfig {
                 "require_task_name" => {
                     self.require_task_name = v.as_bool().ok_or_else(|| err(k, "must be true or false"))?;
                 }
+                "request_rate" => {
+                    let rate = v.as_str().and_then(|s| s.parse().ok());
+                    let why = "must be a rate such as \"50/s\", \"600/min\" or \"50/s,burst=100\"";
+                    self.request_rate = Some(rate.ok_or_else(|| err(k, why))?);
+                }
                 _ => return Err(err(k, &format!("unknown key ({KEYS})"))),
             }
         }
@@ -60,10 +66,11 @@ mod tests {
     #[test]
     fn reads_and_validates_the_table() {
         let doc = "[http]\nmax_listen_streams = 8\nmax_listen_streams_per_client = 2\nlisten_idle_timeout_ms = 1500\n\
-                   require_task_name = true\n";
+                   require_task_name = true\nrequest_rate = \"5/s\"\n";
         let c = HttpConfig::default().with_toml(doc).expect("valid");
         assert_eq!((c.max_listen_streams, c.max_listen_streams_per_client), (8, 2));
         assert_eq!((c.listen_idle_timeout, c.require_task_name), (Duration::from_millis(1500), true));
+        assert_eq!(c.request_rate, crate::quota::RateLimit::per_second(5));
         let d = HttpConfig::default().with_toml("[ext_tasks]\nmax_rows = 3\n").expect("absent");
         assert_eq!(d.max_listen_streams, HttpConfig::default().max_listen_streams);
         for (doc, key) in [
@@ -71,6 +78,7 @@ mod tests {
             ("[http]\nlisten_idle_timeout_ms = -5\n", "listen_idle_timeout_ms"),
             ("[http]\nrequire_task_name = 1\n", "require_task_name"),
             ("[http]\nbogus = 1\n", "bogus"),
+            ("[http]\nrequest_rate = \"fast\"\n", "request_rate"),
             ("http = 1\n", "http"),
         ] {
             let e = HttpConfig::default().with_toml(doc).expect_err(doc);

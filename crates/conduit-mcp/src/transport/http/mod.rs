@@ -40,6 +40,7 @@ mod post;
 mod route;
 mod serve;
 mod status;
+mod throttle;
 #[cfg(feature = "tls")]
 mod tls;
 #[cfg(feature = "oauth")]
@@ -108,6 +109,11 @@ pub struct HttpConfig {
     /// do not count) before the server ends it with its closing result
     /// (default 10 min); the client opens a new one if it still wants one.
     pub listen_idle_timeout: Duration,
+    /// How many JSON-RPC requests one client (its principal; without
+    /// authentication its address) may POST, per node, of either era (default
+    /// `None`: no rate). One past it is answered `-32000` with
+    /// `data.retryAfterMs`, HTTP 429 with `Retry-After`.
+    pub request_rate: Option<crate::quota::RateLimit>,
     /// How long requests in flight may take to finish after shutdown begins
     /// (default 10 s); then their connections are dropped.
     pub shutdown_timeout: Duration,
@@ -139,6 +145,7 @@ impl Default for HttpConfig {
             max_listen_streams: 256,
             max_listen_streams_per_client: 16,
             listen_idle_timeout: Duration::from_secs(600),
+            request_rate: None,
             shutdown_timeout: Duration::from_secs(10),
             require_task_name: false,
             #[cfg(feature = "tls")]
@@ -160,6 +167,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("max_listen_streams", &self.max_listen_streams)
             .field("max_listen_streams_per_client", &self.max_listen_streams_per_client)
             .field("listen_idle_timeout", &self.listen_idle_timeout)
+            .field("request_rate", &self.request_rate)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("require_task_name", &self.require_task_name)
             .finish_non_exhaustive()
@@ -252,6 +260,12 @@ impl HttpConfig {
         self
     }
 
+    /// Sets the request rate per client (see [`request_rate`](Self::request_rate)).
+    pub fn request_rate(mut self, rate: Option<crate::quota::RateLimit>) -> Self {
+        self.request_rate = rate;
+        self
+    }
+
     /// Serves HTTPS with this certificate (see [`TlsConfig`]).
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: TlsConfig) -> Self {
@@ -288,6 +302,8 @@ pub(super) struct AppState {
     pub(super) config: HttpConfig,
     /// The listen streams each client holds (`listen_cap`).
     pub(super) listen_streams: crate::quota::Counts<crate::quota::ClientKey>,
+    /// Each client's request rate (`throttle`), when one is configured.
+    pub(super) request_rates: Option<crate::quota::Rates>,
 }
 
 /// A router serving MCP at its root: mount it with `Router::nest("/mcp", ...)`.
@@ -306,7 +322,8 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
 /// Starts the server's extensions and wraps it for the handlers.
 fn started(server: Server, config: HttpConfig) -> Arc<AppState> {
     server.start();
-    Arc::new(AppState { server, config, listen_streams: Default::default() })
+    let request_rates = config.request_rate.map(crate::quota::Rates::new);
+    Arc::new(AppState { server, config, listen_streams: Default::default(), request_rates })
 }
 
 async fn method_not_allowed() -> Response {

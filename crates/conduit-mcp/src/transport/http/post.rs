@@ -61,7 +61,19 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
             return r;
         }
     };
-    let req = match (parse_incoming(&bytes), &session) {
+    let parsed = parse_incoming(&bytes);
+    // Requests (and bodies that are none) count against the client's rate; its answers do not.
+    let counted = match &parsed {
+        Ok(Incoming::Request(r)) => Some(Some(r.id.clone())),
+        Err((id, _)) => Some(id.clone()),
+        Ok(_) => None,
+    };
+    if let Some(id) = counted
+        && let Err(refused) = super::throttle::admit_request(&st, principal.as_ref(), peer, id)
+    {
+        return refused;
+    }
+    let req = match (parsed, &session) {
         (Ok(Incoming::Request(r)), None) => r,
         (Ok(Incoming::Request(r)), Some(s)) => {
             return legacy_request(&st, s.clone(), principal, peer, &headers, r).await;

@@ -1,0 +1,29 @@
+//! The request rate per client ([`HttpConfig::request_rate`](super::HttpConfig)):
+//! every JSON-RPC request POSTed, of either era, counts against its client (the
+//! principal, or without authentication the address); one past the rate is
+//! answered `-32000` with `data.retryAfterMs`, HTTP 429 with `Retry-After`,
+//! before the server sees it.
+
+use super::AppState;
+use super::status::error_response;
+use crate::auth::Principal;
+use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::RequestId;
+use crate::quota::ClientKey;
+use axum::response::Response;
+use std::net::IpAddr;
+
+/// Counts one request of this client; the refusal when it is past its rate.
+pub(super) fn admit_request(
+    st: &AppState,
+    principal: Option<&Principal>,
+    peer: Option<IpAddr>,
+    id: Option<RequestId>,
+) -> Result<(), Response> {
+    let Some(rates) = &st.request_rates else { return Ok(()) };
+    rates.check(&ClientKey::of(principal, peer)).map_err(|wait| {
+        crate::metrics::limited("requests");
+        let e = RpcError::too_many("Too many requests from this client; try again after data.retryAfterMs", Some(wait));
+        error_response(&st.config, id, e)
+    })
+}
