@@ -69,7 +69,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
         Ok(_) => None,
     };
     if let Some(id) = counted
-        && let Err(refused) = super::throttle::admit_request(&st, principal.as_ref(), peer, id)
+        && let Some(refused) = super::throttle::refusal(&st, principal.as_ref(), peer, id)
     {
         return refused;
     }

@@ -14,16 +14,14 @@ use axum::response::Response;
 use std::net::IpAddr;
 
 /// Counts one request of this client; the refusal when it is past its rate.
-pub(super) fn admit_request(
+pub(super) fn refusal(
     st: &AppState,
     principal: Option<&Principal>,
     peer: Option<IpAddr>,
     id: Option<RequestId>,
-) -> Result<(), Response> {
-    let Some(rates) = &st.request_rates else { return Ok(()) };
-    rates.check(&ClientKey::of(principal, peer)).map_err(|wait| {
-        crate::metrics::limited("requests");
-        let e = RpcError::too_many("Too many requests from this client; try again after data.retryAfterMs", Some(wait));
-        error_response(&st.config, id, e)
-    })
+) -> Option<Response> {
+    let wait = st.request_rates.as_ref()?.check(&ClientKey::of(principal, peer)).err()?;
+    crate::metrics::limited("requests");
+    let e = RpcError::too_many("Too many requests from this client; try again after data.retryAfterMs", Some(wait));
+    Some(error_response(&st.config, id, e))
 }
