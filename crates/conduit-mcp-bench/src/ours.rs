@@ -290,13 +290,15 @@ pub fn admin(tasks: Tasks) -> axum::Router {
 }
 
 /// Serves `server` at `/mcp` and the admin route on `addr` through the library's own
-/// `http::serve` path (`Bound::serve_with`, `TCP_NODELAY` and the default limits), printing
-/// where it listens; runs until the process is stopped.
+/// `http::serve` path (`Bound::serve_with`, `TCP_NODELAY` and the default limits, but for
+/// listen streams: W5 holds one per connection from one address), printing where it
+/// listens; runs until the process is stopped.
 pub async fn serve(addr: std::net::SocketAddr, server: Server, tasks: Tasks) -> Result<(), String> {
     let bound = http::bind(addr).await.map_err(|e| format!("cannot bind {addr}: {e}"))?;
     eprintln!("listening on http://{}/mcp", bound.local_addr());
     let forever = std::future::pending::<()>();
-    bound.serve_with(server, HttpConfig::default(), admin(tasks), forever).await.map_err(|e| e.to_string())
+    let config = HttpConfig::default().max_listen_streams_per_client(usize::MAX);
+    bound.serve_with(server, config, admin(tasks), forever).await.map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

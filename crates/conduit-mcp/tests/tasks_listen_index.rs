@@ -31,7 +31,10 @@ async fn closed_listen_streams_leave_no_index_entries() {
         .tool(Tool::new("wait", "a task that waits").handle(|_c, _a| async { Ok(TaskSpec::new()) }))
         .build()
         .unwrap();
-    let h = start(server).await;
+    // Fifty streams of one client at once: above the default per-client cap, which is not what this tests.
+    let config =
+        HttpConfig::default().max_listen_streams_per_client(1_000).max_listen_streams(1_000).max_connections(1_001);
+    let h = start_with(server, config).await;
     let c = connect(&h.url).await;
     let id = create_task(&c, "wait").await;
 
