@@ -6,9 +6,13 @@ use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, 
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
 use sqlx::{AssertSqlSafe, SqlSafeStr};
 use std::sync::Arc;
+
+/// The advisory-lock class under which a principal's legacy creates take
+/// turns ("lgcy"; apart from the extension's tasks and the migration lock).
+const LEGACY_OWNER_LOCK_CLASS: i32 = 0x6c67_6379;
 
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_legacy_tasks";
 
@@ -120,10 +124,18 @@ impl TaskStore for PostgresLegacyStore {
         self.store().now_ms()
     }
 
-    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.create_capped(record, CreateCaps::rows(max_rows)).await
+    }
+
+    /// Under a per-owner cap: in one transaction, the owner's creates take
+    /// turns on an advisory lock (on every node), count the owner's rows by
+    /// the list index, then claim a slot under the row cap and insert.
+    async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
         let c = Columns::of(&record)?;
         let list_owner = common::list_owner(record.owner.as_deref());
+        let per_owner = caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(common::limit);
         // One statement: claim a slot under the cap (the counter row's lock
         // orders concurrent creates on every node), then insert.
         let q = sqlx::query(
@@ -133,14 +145,38 @@ impl TaskStore for PostgresLegacyStore {
                                                terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
              SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12 FROM slot",
         )
-        .bind(max_rows.map(common::limit))
+        .bind(caps.max_rows.map(common::limit))
         .bind(record.task_id.as_str());
         let q = c.bind(q).bind(list_owner.as_str());
         let mut conn = self.store().engine().conn().await?;
-        let done = bounded(conn.deadline(), q.execute(conn.conn())).await;
+        let done = bounded(conn.deadline(), async {
+            let full =
+                |r: sqlx::postgres::PgQueryResult| (r.rows_affected() != 1).then_some(StoreError::TaskLimitReached);
+            let Some(max) = per_owner else {
+                return q.execute(conn.conn()).await.map(full);
+            };
+            let mut tx = sqlx::Connection::begin(conn.conn()).await?;
+            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                .bind(LEGACY_OWNER_LOCK_CLASS)
+                .bind(list_owner.as_str())
+                .execute(&mut *tx)
+                .await?;
+            let held: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = $1")
+                .bind(list_owner.as_str())
+                .fetch_one(&mut *tx)
+                .await?;
+            if held >= max {
+                // Dropping the transaction rolls it back.
+                return Ok(Some(StoreError::OwnerLimitReached));
+            }
+            let r = q.execute(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(full(r))
+        })
+        .await;
         match conn.finish(done, is_connection_error) {
-            Ok(r) if r.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(StoreError::TaskLimitReached),
+            Ok(None) => Ok(()),
+            Ok(Some(refusal)) => Err(refusal),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
             Err(e) => Err(backend("insert a legacy task", e)),
         }
@@ -208,6 +244,17 @@ impl TaskStore for PostgresLegacyStore {
 impl LegacyTaskStore for PostgresLegacyStore {
     fn cursor_key(&self) -> &CursorKey {
         &self.inner.key
+    }
+
+    async fn remove(&self, task_id: &str) -> Result<(), StoreError> {
+        // The row and its slot under the cap go in one statement.
+        let q = sqlx::query(
+            "WITH gone AS (DELETE FROM conduit_legacy_tasks WHERE task_id = $1 RETURNING 1) \
+             UPDATE conduit_legacy_task_count SET n = GREATEST(n - (SELECT count(*) FROM gone), 0) \
+             WHERE id = 1 AND EXISTS (SELECT 1 FROM gone)",
+        )
+        .bind(task_id.to_owned());
+        self.store().engine().write("remove a legacy task", q).await.map(drop)
     }
 
     async fn list_after(

@@ -6,7 +6,7 @@ use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, 
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
 use sqlx::AssertSqlSafe;
 use std::sync::Arc;
 
@@ -108,23 +108,47 @@ impl TaskStore for SqliteLegacyStore {
         self.store().now_ms()
     }
 
-    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.create_capped(record, CreateCaps::rows(max_rows)).await
+    }
+
+    /// One statement under both caps (the writer connection orders every
+    /// create on the file): the row counter, and the owner's rows counted by
+    /// the list index; a refusal is then told apart by that count.
+    async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
         let c = Columns::of(&record)?;
         let list_owner = common::list_owner(record.owner.as_deref());
+        let per_owner = caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(common::limit);
         let q = sqlx::query(
             "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
              terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
-             WHERE ?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12",
+             WHERE (?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12) \
+             AND (?13 IS NULL OR (SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?11) < ?13)",
         )
         .bind(record.task_id.as_str());
-        let q = c.bind(q).bind(list_owner.as_str()).bind(max_rows.map(common::limit));
+        let q = c.bind(q).bind(list_owner.as_str()).bind(caps.max_rows.map(common::limit)).bind(per_owner);
         let mut conn = self.store().engine().writer().await?;
-        let done = bounded(conn.deadline(), q.execute(conn.conn())).await;
+        let done = match bounded(conn.deadline(), q.execute(conn.conn())).await {
+            Ok(r) if r.rows_affected() == 1 => Ok(None),
+            Ok(_) => match per_owner {
+                None => Ok(Some(StoreError::TaskLimitReached)),
+                Some(max) => {
+                    let q =
+                        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?1")
+                            .bind(list_owner.as_str());
+                    let held = bounded(conn.deadline(), q.fetch_one(conn.conn())).await;
+                    held.map(|n| {
+                        Some(if n >= max { StoreError::OwnerLimitReached } else { StoreError::TaskLimitReached })
+                    })
+                }
+            },
+            Err(e) => Err(e),
+        };
         match conn.finish(done, broken) {
-            Ok(r) if r.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(StoreError::TaskLimitReached),
+            Ok(None) => Ok(()),
+            Ok(Some(refusal)) => Err(refusal),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
             Err(e) => Err(backend("insert a legacy task", e)),
         }
@@ -193,6 +217,12 @@ impl TaskStore for SqliteLegacyStore {
 impl LegacyTaskStore for SqliteLegacyStore {
     fn cursor_key(&self) -> &CursorKey {
         &self.inner.key
+    }
+
+    async fn remove(&self, task_id: &str) -> Result<(), StoreError> {
+        // The delete trigger lowers the legacy row counter in the same statement.
+        let q = sqlx::query("DELETE FROM conduit_legacy_tasks WHERE task_id = ?1").bind(task_id.to_owned());
+        self.store().engine().write("remove a legacy task", q).await.map(drop)
     }
 
     async fn list_after(

@@ -41,8 +41,10 @@
 //!
 //! The user guide is `docs/tasks.md`.
 
+mod answers;
 mod config;
 mod create_rate;
+mod creation;
 mod extension;
 mod janitor;
 pub mod legacy;
@@ -50,6 +52,7 @@ pub mod limits;
 mod memory;
 mod notifier;
 mod recovery;
+mod rpc_error;
 mod runtime;
 mod store;
 mod task;
@@ -57,7 +60,8 @@ mod transaction;
 mod worker;
 
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TOML_SYNTAX, TasksConfig};
-pub use extension::{MAX_LISTEN_TASK_IDS, new_task_id};
+pub use creation::new_task_id;
+pub use extension::MAX_LISTEN_TASK_IDS;
 pub use janitor::sweep;
 pub use memory::MemoryStore;
 pub use notifier::{ListenNotifier, Notifier};
@@ -66,6 +70,10 @@ pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn
 pub use task::{Lease, TaskFailure, TaskRecord};
 pub use transaction::{HookError, StoreTransaction, TransactionHook};
 pub use worker::Tasks;
+
+pub(crate) use answers::Answered;
+pub(crate) use creation::Requested;
+pub(crate) use rpc_error::store_error;
 
 use crate::server::{Extension, IntoExtension};
 use std::sync::Arc;
