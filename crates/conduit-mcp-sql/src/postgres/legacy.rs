@@ -1,14 +1,60 @@
 //! `PostgresLegacyStore`: the legacy era's tasks in the same PostgreSQL
 //! schema, in a table of their own (`conduit_legacy_tasks`), listable per owner.
 
-use super::{PostgresStore, backend, decode_row, is_connection_error};
-use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Swap, Sweep};
+use super::{ENGINE, PostgresStore, backend, decode_row, is_connection_error};
+use crate::common::{
+    self, CLEANUP_BATCH, Columns, Hooked, LIVE_STATUSES, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
+};
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
+use sqlx::PgConnection;
 use sqlx::{AssertSqlSafe, SqlSafeStr};
 use std::sync::Arc;
+
+/// The insert of a new legacy task under the row cap: one statement claims
+/// a slot (the counter row's lock orders concurrent creates on every node),
+/// then inserts.
+struct Insert {
+    task_id: String,
+    columns: Columns,
+    list_owner: String,
+    max_rows: Option<i64>,
+}
+
+impl Insert {
+    fn new(record: &TaskRecord, max_rows: Option<usize>) -> Result<Self, StoreError> {
+        Ok(Self {
+            task_id: record.task_id.clone(),
+            columns: Columns::of(record)?,
+            list_owner: common::list_owner(record.owner.as_deref()),
+            max_rows: max_rows.map(common::limit),
+        })
+    }
+}
+
+#[async_trait]
+impl RowWrite<PgConnection> for Insert {
+    async fn write(&self, conn: &mut PgConnection) -> Hooked<bool> {
+        let q = sqlx::query(
+            "WITH slot AS (UPDATE conduit_legacy_task_count SET n = n + 1 \
+                           WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
+             INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
+                                               terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
+             SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12 FROM slot",
+        )
+        .bind(self.max_rows)
+        .bind(self.task_id.as_str());
+        let q = self.columns.bind(q).bind(self.list_owner.as_str());
+        match q.execute(conn).await {
+            Ok(r) if r.rows_affected() == 1 => Ok(Ok(true)),
+            Ok(_) => Ok(Err(StoreError::TaskLimitReached)),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(Err(StoreError::Duplicate)),
+            Err(e) => Err(e),
+        }
+    }
+}
 
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_legacy_tasks";
 
@@ -122,28 +168,23 @@ impl TaskStore for PostgresLegacyStore {
 
     async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
         record.version = 1;
-        let c = Columns::of(&record)?;
-        let list_owner = common::list_owner(record.owner.as_deref());
-        // One statement: claim a slot under the cap (the counter row's lock
-        // orders concurrent creates on every node), then insert.
-        let q = sqlx::query(
-            "WITH slot AS (UPDATE conduit_legacy_task_count SET n = n + 1 \
-                           WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
-             INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-                                               terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
-             SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12 FROM slot",
-        )
-        .bind(max_rows.map(common::limit))
-        .bind(record.task_id.as_str());
-        let q = c.bind(q).bind(list_owner.as_str());
+        let insert = Insert::new(&record, max_rows)?;
         let mut conn = self.store().engine().conn().await?;
-        let done = bounded(conn.deadline(), q.execute(conn.conn())).await;
-        match conn.finish(done, is_connection_error) {
-            Ok(r) if r.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(StoreError::TaskLimitReached),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
-            Err(e) => Err(backend("insert a legacy task", e)),
-        }
+        let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
+        conn.finish(done, is_connection_error).map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
+    }
+
+    async fn create_with(
+        &self,
+        mut record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError> {
+        record.version = 1;
+        let insert = Insert::new(&record, caps.max_rows)?;
+        let conn = self.store().engine().conn().await?;
+        let done = run_hooked(conn, "BEGIN", ENGINE, &record, hook, &insert, is_connection_error).await;
+        done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {

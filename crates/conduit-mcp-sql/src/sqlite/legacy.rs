@@ -1,14 +1,57 @@
 //! `SqliteLegacyStore`: the legacy era's tasks in the same SQLite database,
 //! in a table of their own (`conduit_legacy_tasks`), listable per owner.
 
-use super::{SqliteStore, backend, broken};
-use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Swap, Sweep};
+use super::{ENGINE, SqliteStore, backend, broken};
+use crate::common::{
+    self, CLEANUP_BATCH, Columns, Hooked, LIVE_STATUSES, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
+};
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
 use sqlx::AssertSqlSafe;
+use sqlx::SqliteConnection;
 use std::sync::Arc;
+
+/// The insert of a new legacy task under the row cap (the count kept by
+/// the table's triggers).
+struct Insert {
+    task_id: String,
+    columns: Columns,
+    list_owner: String,
+    max_rows: Option<i64>,
+}
+
+impl Insert {
+    fn new(record: &TaskRecord, max_rows: Option<usize>) -> Result<Self, StoreError> {
+        Ok(Self {
+            task_id: record.task_id.clone(),
+            columns: Columns::of(record)?,
+            list_owner: common::list_owner(record.owner.as_deref()),
+            max_rows: max_rows.map(common::limit),
+        })
+    }
+}
+
+#[async_trait]
+impl RowWrite<SqliteConnection> for Insert {
+    async fn write(&self, conn: &mut SqliteConnection) -> Hooked<bool> {
+        let q = sqlx::query(
+            "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
+             terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
+             WHERE ?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12",
+        )
+        .bind(self.task_id.as_str());
+        let q = self.columns.bind(q).bind(self.list_owner.as_str()).bind(self.max_rows);
+        match q.execute(conn).await {
+            Ok(r) if r.rows_affected() == 1 => Ok(Ok(true)),
+            Ok(_) => Ok(Err(StoreError::TaskLimitReached)),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(Err(StoreError::Duplicate)),
+            Err(e) => Err(e),
+        }
+    }
+}
 
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM conduit_legacy_tasks";
 
@@ -110,24 +153,23 @@ impl TaskStore for SqliteLegacyStore {
 
     async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
         record.version = 1;
-        let c = Columns::of(&record)?;
-        let list_owner = common::list_owner(record.owner.as_deref());
-        let q = sqlx::query(
-            "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-             terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
-             WHERE ?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12",
-        )
-        .bind(record.task_id.as_str());
-        let q = c.bind(q).bind(list_owner.as_str()).bind(max_rows.map(common::limit));
+        let insert = Insert::new(&record, max_rows)?;
         let mut conn = self.store().engine().writer().await?;
-        let done = bounded(conn.deadline(), q.execute(conn.conn())).await;
-        match conn.finish(done, broken) {
-            Ok(r) if r.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(StoreError::TaskLimitReached),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
-            Err(e) => Err(backend("insert a legacy task", e)),
-        }
+        let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
+        conn.finish(done, broken).map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
+    }
+
+    async fn create_with(
+        &self,
+        mut record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError> {
+        record.version = 1;
+        let insert = Insert::new(&record, caps.max_rows)?;
+        let conn = self.store().engine().writer().await?;
+        let done = run_hooked(conn, "BEGIN IMMEDIATE", ENGINE, &record, hook, &insert, broken).await;
+        done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {

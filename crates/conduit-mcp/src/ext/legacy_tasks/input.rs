@@ -52,26 +52,23 @@ impl LegacyTasksExtension {
     /// The worker's answer under `key`, applied as the modern `tasks/update` applies it.
     async fn deliver(&self, ctx: &Ctx, id: &str, key: &str, answer: Value) -> Result<(), RpcError> {
         let now = self.tasks.now();
-        let result = self
-            .tasks
-            .store()
-            .update(id, Owner::Is(ctx.owner()), &|r: &TaskRecord| {
-                if r.status != TaskStatus::InputRequired || !r.input_requests.contains_key(key) {
-                    return Err(StoreError::Refused("nothing outstanding under this key".into()));
-                }
-                let mut n = r.clone();
-                n.input_requests.remove(key);
-                n.pending_responses.insert(key.to_owned(), answer.clone());
-                if n.input_requests.is_empty() {
-                    let answers = std::mem::take(&mut n.pending_responses);
-                    n.input_responses.extend(answers);
-                    n.transition(TaskStatus::Working, now);
-                } else {
-                    n.touch(now);
-                }
-                Ok(n)
-            })
-            .await;
+        let apply = |r: &TaskRecord| {
+            if r.status != TaskStatus::InputRequired || !r.input_requests.contains_key(key) {
+                return Err(StoreError::Refused("nothing outstanding under this key".into()));
+            }
+            let mut n = r.clone();
+            n.input_requests.remove(key);
+            n.pending_responses.insert(key.to_owned(), answer.clone());
+            if n.input_requests.is_empty() {
+                let answers = std::mem::take(&mut n.pending_responses);
+                n.input_responses.extend(answers);
+                n.transition(TaskStatus::Working, now);
+            } else {
+                n.touch(now);
+            }
+            Ok(n)
+        };
+        let result = self.tasks.store_answer(id, Owner::Is(ctx.owner()), &apply).await;
         match result {
             Ok(rec) => {
                 self.tasks.after_write(&rec);

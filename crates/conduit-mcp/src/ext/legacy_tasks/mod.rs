@@ -47,6 +47,7 @@ pub(crate) fn store_error(e: StoreError) -> RpcError {
         StoreError::NotFound => RpcError::invalid_params("Failed to retrieve task: Task not found"),
         StoreError::InvalidCursor => RpcError::invalid_params("Invalid cursor"),
         StoreError::TaskLimitReached => RpcError::internal("Task limit reached"),
+        e @ (StoreError::Hook { .. } | StoreError::Unsupported(_)) => crate::ext::tasks::hook_refusal(&e),
         e => {
             if let Some(suppressed) = crate::log_limit::admit("legacy task store failed") {
                 tracing::error!(error = %e, suppressed, "legacy task store failed");
@@ -121,10 +122,12 @@ impl TaskMaker for LegacyTasksExtension {
         rec.status_message = spec.status_message;
         rec.client_capabilities = ctx.client_capabilities().clone();
         let mut start = None;
+        let mut hook = None;
         let mut work: Option<Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>> = None;
         match spec.work {
             None => {}
             Some(TaskWork::Start(f)) => start = Some(f),
+            Some(TaskWork::Transactional(h)) => hook = Some(h),
             Some(TaskWork::Spawn(w)) => work = Some(Box::new(move |t| w.run(t))),
             Some(TaskWork::Resumable { name, args }) => {
                 let f = self
@@ -139,7 +142,11 @@ impl TaskMaker for LegacyTasksExtension {
         if work.is_some() {
             rec.lease = Some(self.tasks.new_lease());
         }
-        let rec = self.tasks.create(rec).await.map_err(store_error)?;
+        let rec = match hook {
+            None => self.tasks.create(rec).await,
+            Some(hook) => self.tasks.create_with(rec, hook.as_ref()).await,
+        }
+        .map_err(store_error)?;
         tracing::debug!(task_id = %rec.task_id, "legacy task created");
         if let Some(start) = start {
             start(rec.task_id.clone());

@@ -78,6 +78,15 @@ pub struct TasksConfig {
     /// (default 30 s). Renewed every third of it; lapsed claims are recovered
     /// by any live node's janitor.
     pub lease: Duration,
+    /// Run in the transaction that stores an answer to a task's input
+    /// request (`tasks/update`, or the 2025-11-25 era's answered
+    /// elicitation): a queue re-enqueues the job that asked, and the job and
+    /// the answer commit together. It sees the task as written — `working`
+    /// once every outstanding request is answered, still `input_required`
+    /// after a partial answer. Needs a store with transactions (see
+    /// [`TransactionHook`](crate::tool::TransactionHook)); `None` (the
+    /// default) stores answers without one.
+    pub answer_hook: Option<Arc<dyn crate::tool::TransactionHook>>,
 }
 
 impl TasksConfig {
@@ -110,6 +119,7 @@ impl std::fmt::Debug for TasksConfig {
             .field("notifier", &self.notifier)
             .field("node_id", &self.node_id)
             .field("lease", &self.lease)
+            .field("answer_hook", &self.answer_hook.is_some())
             .finish()
     }
 }
@@ -126,6 +136,7 @@ impl Default for TasksConfig {
             default_ttl: Duration::from_secs(3600),
             node_id: format!("node-{:016x}", rand::random::<u64>()),
             lease: Duration::from_secs(30),
+            answer_hook: None,
         }
     }
 }
@@ -188,6 +199,13 @@ impl TasksConfig {
     /// Sets this node's id.
     pub fn node_id(mut self, id: impl Into<String>) -> Self {
         self.node_id = id.into();
+        self
+    }
+
+    /// Sets the hook run in the transaction that stores an input answer
+    /// (see [`answer_hook`](Self::answer_hook)).
+    pub fn answer_hook(mut self, hook: Arc<dyn crate::tool::TransactionHook>) -> Self {
+        self.answer_hook = Some(hook);
         self
     }
 

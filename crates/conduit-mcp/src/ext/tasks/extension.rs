@@ -61,6 +61,7 @@ fn store_error(e: StoreError) -> RpcError {
             crate::metrics::task_refused_by_limit();
             RpcError::internal("Task limit reached").with_data(json!({ "cap": "principal" }))
         }
+        e @ (StoreError::Hook { .. } | StoreError::Unsupported(_)) => hook_refusal(&e),
         e => {
             crate::metrics::store_error("request");
             // Once per window, not once per request, while the store is away.
@@ -68,6 +69,25 @@ fn store_error(e: StoreError) -> RpcError {
                 tracing::error!(error = %e, suppressed, "task store failed");
             }
             RpcError::internal("Task store unavailable")
+        }
+    }
+}
+
+/// The answer to a task write whose transaction hook failed or that the
+/// store could not run with a hook: nothing was written.
+pub(crate) fn hook_refusal(e: &StoreError) -> RpcError {
+    match e {
+        StoreError::Unsupported(why) => {
+            if let Some(suppressed) = crate::log_limit::admit("task store refused a transaction hook") {
+                tracing::error!(reason = %why, suppressed, "task store refused a transaction hook; no task written");
+            }
+            RpcError::internal("Internal error: this server's task store cannot start the task")
+        }
+        e => {
+            if let Some(suppressed) = crate::log_limit::admit("task transaction hook failed") {
+                tracing::warn!(error = %e, suppressed, "a task's transaction hook failed; nothing was written");
+            }
+            RpcError::internal("Internal error: the task could not be started")
         }
     }
 }
@@ -109,47 +129,44 @@ impl TasksExtension {
             return Err(RpcError::invalid_params("inputResponses must be an object"));
         };
         let now = self.tasks.now();
-        let result = self
-            .tasks
-            .store()
-            .update(id, Owner::Is(ctx.owner()), &|r: &TaskRecord| {
-                if r.status != TaskStatus::InputRequired {
-                    return Err(StoreError::Refused("nothing outstanding".into()));
+        let apply = |r: &TaskRecord| {
+            if r.status != TaskStatus::InputRequired {
+                return Err(StoreError::Refused("nothing outstanding".into()));
+            }
+            let mut n = r.clone();
+            let mut applied = 0;
+            let mut kept: usize =
+                n.input_responses.values().chain(n.pending_responses.values()).map(limits::json_len).sum();
+            for (k, v) in responses {
+                let Some(req) = n.input_requests.get(k) else {
+                    continue;
+                };
+                if !valid_response(req.kind(), v) {
+                    continue;
                 }
-                let mut n = r.clone();
-                let mut applied = 0;
-                let mut kept: usize =
-                    n.input_responses.values().chain(n.pending_responses.values()).map(limits::json_len).sum();
-                for (k, v) in responses {
-                    let Some(req) = n.input_requests.get(k) else {
-                        continue;
-                    };
-                    if !valid_response(req.kind(), v) {
-                        continue;
-                    }
-                    // An answer past the bounds is ignored like a malformed one.
-                    let len = limits::json_len(v);
-                    if len > limits::MAX_ANSWER_BYTES || kept + len > limits::MAX_ANSWERS_BYTES {
-                        continue;
-                    }
-                    kept += len;
-                    n.input_requests.remove(k);
-                    n.pending_responses.insert(k.clone(), v.clone());
-                    applied += 1;
+                // An answer past the bounds is ignored like a malformed one.
+                let len = limits::json_len(v);
+                if len > limits::MAX_ANSWER_BYTES || kept + len > limits::MAX_ANSWERS_BYTES {
+                    continue;
                 }
-                if applied == 0 {
-                    return Err(StoreError::Refused("no outstanding key answered".into()));
-                }
-                if n.input_requests.is_empty() {
-                    let answers = std::mem::take(&mut n.pending_responses);
-                    n.input_responses.extend(answers);
-                    n.transition(TaskStatus::Working, now);
-                } else {
-                    n.touch(now);
-                }
-                Ok(n)
-            })
-            .await;
+                kept += len;
+                n.input_requests.remove(k);
+                n.pending_responses.insert(k.clone(), v.clone());
+                applied += 1;
+            }
+            if applied == 0 {
+                return Err(StoreError::Refused("no outstanding key answered".into()));
+            }
+            if n.input_requests.is_empty() {
+                let answers = std::mem::take(&mut n.pending_responses);
+                n.input_responses.extend(answers);
+                n.transition(TaskStatus::Working, now);
+            } else {
+                n.touch(now);
+            }
+            Ok(n)
+        };
+        let result = self.tasks.store_answer(id, Owner::Is(ctx.owner()), &apply).await;
         match result {
             Ok(rec) => self.tasks.after_write(&rec),
             Err(StoreError::Refused(_)) => {}
@@ -294,10 +311,15 @@ impl TasksExtension {
         };
         let mut rec = TaskRecord::new(new_task_id(), ctx.owner().map(String::from), self.tasks.now(), ttl_ms);
         let mut start = None;
+        let mut hook = None;
         let work: Option<Work> = match spec.work {
             None => None,
             Some(TaskWork::Start(f)) => {
                 start = Some(f);
+                None
+            }
+            Some(TaskWork::Transactional(h)) => {
+                hook = Some(h);
                 None
             }
             Some(TaskWork::Spawn(w)) => Some(Box::new(move |t| w.run(t))),
@@ -326,7 +348,12 @@ impl TasksExtension {
         // client-sized `clientCapabilities`).
         rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
         let caps = self.tasks.config().create_caps();
-        self.tasks.store().create_capped(rec.clone(), caps).await.map_err(store_error)?;
+        let store = self.tasks.store();
+        match &hook {
+            None => store.create_capped(rec.clone(), caps).await,
+            Some(hook) => store.create_with(rec.clone(), caps, hook.as_ref()).await,
+        }
+        .map_err(store_error)?;
         rec.version = 1;
         crate::metrics::task_created();
         self.tasks.after_write(&rec);

@@ -52,10 +52,11 @@ mod recovery;
 mod runtime;
 mod store;
 mod task;
-mod transaction;
 mod worker;
 
+pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TasksConfig};
+pub(crate) use extension::hook_refusal;
 pub use extension::{MAX_LISTEN_TASK_IDS, new_task_id};
 pub use janitor::sweep;
 pub use memory::MemoryStore;
@@ -63,7 +64,6 @@ pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
 pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn};
 pub use task::{Lease, TaskFailure, TaskRecord};
-pub use transaction::{HookError, StoreTransaction, TransactionHook};
 pub use worker::Tasks;
 
 use crate::server::{Extension, IntoExtension};

@@ -103,6 +103,20 @@ impl LegacyTasks {
         Ok(record)
     }
 
+    /// [`create`](Self::create), with `hook` run in the transaction that
+    /// writes the task (see [`TaskStore::create_with`]).
+    pub async fn create_with(
+        &self,
+        mut record: TaskRecord,
+        hook: &dyn crate::tool::TransactionHook,
+    ) -> Result<TaskRecord, StoreError> {
+        let caps = crate::ext::tasks::CreateCaps::rows(self.tasks.config().max_rows);
+        self.store.create_with(record.clone(), caps, hook).await?;
+        record.version = 1;
+        self.tasks.after_write(&record);
+        Ok(record)
+    }
+
     /// One page of `owner`'s live tasks (see [`LegacyTaskStore::list`]).
     pub async fn list(&self, owner: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<TaskPage, StoreError> {
         self.store.list(owner, cursor, limit).await
