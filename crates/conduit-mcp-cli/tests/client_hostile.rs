@@ -3,7 +3,7 @@
 //! client (issue 22).
 //!
 //! 1. escape sequences in server text never reach the terminal;
-//! 2. an endless body or SSE line stops at the size limit;
+//! 2. an endless body, SSE line or stdio line stops at the size limit;
 //! 3. a server that never answers is a timeout, one `error:` line;
 //! 4. no roots are offered unless `--root` says so;
 //! 5. a redirect to another origin is not followed (headers stay home);
@@ -120,6 +120,18 @@ async fn endless_answers_stop_at_the_size_limit() {
     assert!(stderr(&o).contains("longer than the limit of 16777216 bytes"), "{}", stderr(&o));
     assert_eq!(stderr(&o).lines().filter(|l| l.starts_with("error:")).count(), 1, "{}", stderr(&o));
     assert!(sse.bytes_sent() < 64 << 20, "the client read on: {} bytes", sse.bytes_sent());
+}
+
+/// Finding 2 over stdio: a child that writes one line without end is
+/// stopped at the limit (16 MiB) instead of being read whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_stdio_line_stops_at_the_size_limit() {
+    let start = Instant::now();
+    let o = cli(&["tools", "--stdio", "--", "sh", "-c", "yes | tr -d '\\n'"]).await;
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("a line longer than the limit of 16777216 bytes"), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().filter(|l| l.starts_with("error:")).count(), 1, "{}", stderr(&o));
+    assert!(start.elapsed() < Duration::from_secs(30), "took {:?}", start.elapsed());
 }
 
 /// Finding 3: a server that accepts and never answers gets `--timeout`, and one error line.

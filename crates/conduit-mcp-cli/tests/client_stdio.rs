@@ -1,6 +1,7 @@
 //! The client library over stdio against `conduit-mcp serve --stdio` (a
 //! real child process): era probe, inline call, a task followed by push on
-//! the stdio listen stream, input answered, cancel, resume by id.
+//! the stdio listen stream, input answered, cancel, resume by id; a line
+//! longer than the configured cap ends the connection.
 
 use async_trait::async_trait;
 use conduit_mcp::client::{
@@ -82,4 +83,19 @@ async fn tasks_over_stdio_push_input_cancel_resume() {
     within(t.cancel()).await.unwrap();
     assert!(matches!(within(again.wait()).await.unwrap(), ToolOutcome::Cancelled(_)));
     assert_eq!(within(again.get()).await.unwrap().task.status, TaskStatus::Cancelled);
+}
+
+/// A child that writes a line past `max_message_bytes` (and keeps its
+/// stdout open) is stopped there: connecting fails at once, naming the cap,
+/// instead of waiting for a newline that never comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_past_the_cap_ends_the_connection() {
+    let long_line = "head -c 100000 /dev/zero | tr '\\0' x; echo; exec sleep 600";
+    let c = ClientBuilder::stdio("sh", ["-c", long_line]).max_message_bytes(64 * 1024);
+    let Err(e) = within(c.connect()).await else { panic!("connected to a server that wrote 100 000 bytes on a line") };
+    assert!(matches!(e, ClientError::Transport(_)), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "connection: the server wrote a line longer than the limit of 65536 bytes (answering server/discover)"
+    );
 }

@@ -18,6 +18,7 @@ fn handles(max_rows: usize) -> (Tasks, LegacyTasks, ManualClock) {
     let clock = ManualClock::new(T0);
     let mut config = TasksConfig::enabled();
     config.max_rows = Some(max_rows);
+    config.max_rows_per_principal = Some(max_rows);
     let modern = Tasks::with_clock(config.clone(), Arc::new(clock.clone())).expect("config");
     let legacy = LegacyTasks::with_clock(config, Arc::new(clock.clone())).expect("config");
     modern.drive_legacy(&legacy);

@@ -9,34 +9,36 @@ use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
-use sqlx::PgConnection;
-use sqlx::{AssertSqlSafe, SqlSafeStr};
+use sqlx::{AssertSqlSafe, PgConnection, SqlSafeStr};
 use std::sync::Arc;
 
-/// The insert of a new legacy task under the row cap: one statement claims
-/// a slot (the counter row's lock orders concurrent creates on every node),
-/// then inserts.
+/// The advisory-lock class under which a principal's legacy creates take
+/// turns ("lgcy"; apart from the extension's tasks and the migration lock).
+const LEGACY_OWNER_LOCK_CLASS: i32 = 0x6c67_6379;
+
+/// The insert of a new legacy task under the row cap (one statement claims
+/// a slot, the counter row's lock ordering concurrent creates on every
+/// node, then inserts) and, inside a transaction, the per-owner cap.
 struct Insert {
     task_id: String,
     columns: Columns,
     list_owner: String,
     max_rows: Option<i64>,
+    per_owner: Option<i64>,
 }
 
 impl Insert {
-    fn new(record: &TaskRecord, max_rows: Option<usize>) -> Result<Self, StoreError> {
+    fn new(record: &TaskRecord, caps: CreateCaps) -> Result<Self, StoreError> {
         Ok(Self {
             task_id: record.task_id.clone(),
             columns: Columns::of(record)?,
             list_owner: common::list_owner(record.owner.as_deref()),
-            max_rows: max_rows.map(common::limit),
+            max_rows: caps.max_rows.map(common::limit),
+            per_owner: caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(common::limit),
         })
     }
-}
 
-#[async_trait]
-impl RowWrite<PgConnection> for Insert {
-    async fn write(&self, conn: &mut PgConnection) -> Hooked<bool> {
+    fn statement(&self) -> super::PgQuery<'static> {
         let q = sqlx::query(
             "WITH slot AS (UPDATE conduit_legacy_task_count SET n = n + 1 \
                            WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
@@ -45,11 +47,41 @@ impl RowWrite<PgConnection> for Insert {
              SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12 FROM slot",
         )
         .bind(self.max_rows)
-        .bind(self.task_id.as_str());
-        let q = self.columns.bind(q).bind(self.list_owner.as_str());
-        match q.execute(conn).await {
-            Ok(r) if r.rows_affected() == 1 => Ok(Ok(true)),
-            Ok(_) => Ok(Err(StoreError::TaskLimitReached)),
+        .bind(self.task_id.clone());
+        self.columns.bind(q).bind(self.list_owner.clone())
+    }
+
+    /// The row cap's refusal when the statement inserted nothing.
+    fn refusal(done: sqlx::postgres::PgQueryResult) -> Option<StoreError> {
+        (done.rows_affected() != 1).then_some(StoreError::TaskLimitReached)
+    }
+
+    /// Both caps and the insert, on a connection inside a transaction.
+    async fn within(&self, tx: &mut PgConnection) -> Result<Option<StoreError>, sqlx::Error> {
+        if let Some(max) = self.per_owner {
+            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                .bind(LEGACY_OWNER_LOCK_CLASS)
+                .bind(self.list_owner.as_str())
+                .execute(&mut *tx)
+                .await?;
+            let held: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = $1")
+                .bind(self.list_owner.as_str())
+                .fetch_one(&mut *tx)
+                .await?;
+            if held >= max {
+                return Ok(Some(StoreError::OwnerLimitReached));
+            }
+        }
+        self.statement().execute(tx).await.map(Self::refusal)
+    }
+}
+
+#[async_trait]
+impl RowWrite<PgConnection> for Insert {
+    async fn write(&self, conn: &mut PgConnection) -> Hooked<bool> {
+        match self.within(conn).await {
+            Ok(None) => Ok(Ok(true)),
+            Ok(Some(refusal)) => Ok(Err(refusal)),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(Err(StoreError::Duplicate)),
             Err(e) => Err(e),
         }
@@ -166,12 +198,40 @@ impl TaskStore for PostgresLegacyStore {
         self.store().now_ms()
     }
 
-    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.create_capped(record, CreateCaps::rows(max_rows)).await
+    }
+
+    /// Under a per-owner cap: in one transaction, the owner's creates take
+    /// turns on an advisory lock (on every node), count the owner's rows by
+    /// the list index, then claim a slot under the row cap and insert.
+    /// Under a per-owner cap: in one transaction, the owner's creates take
+    /// turns on an advisory lock (on every node), count the owner's rows by
+    /// the list index, then claim a slot under the row cap and insert.
+    async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
-        let insert = Insert::new(&record, max_rows)?;
+        let insert = Insert::new(&record, caps)?;
         let mut conn = self.store().engine().conn().await?;
-        let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
-        conn.finish(done, is_connection_error).map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
+        let done = bounded(conn.deadline(), async {
+            if insert.per_owner.is_none() {
+                // One statement, no transaction needed.
+                return insert.statement().execute(conn.conn()).await.map(Insert::refusal);
+            }
+            let mut tx = sqlx::Connection::begin(conn.conn()).await?;
+            let refused = insert.within(&mut tx).await?;
+            if refused.is_none() {
+                tx.commit().await?;
+            }
+            // Otherwise dropping the transaction rolls it back.
+            Ok(refused)
+        })
+        .await;
+        match conn.finish(done, is_connection_error) {
+            Ok(None) => Ok(()),
+            Ok(Some(refusal)) => Err(refusal),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
+            Err(e) => Err(backend("insert a legacy task", e)),
+        }
     }
 
     async fn create_with(
@@ -181,7 +241,7 @@ impl TaskStore for PostgresLegacyStore {
         hook: &dyn TransactionHook,
     ) -> Result<(), StoreError> {
         record.version = 1;
-        let insert = Insert::new(&record, caps.max_rows)?;
+        let insert = Insert::new(&record, caps)?;
         let conn = self.store().engine().conn().await?;
         let done = run_hooked(conn, "BEGIN", ENGINE, &record, hook, &insert, is_connection_error).await;
         done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())

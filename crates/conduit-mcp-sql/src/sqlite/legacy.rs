@@ -9,26 +9,29 @@ use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
-use sqlx::AssertSqlSafe;
-use sqlx::SqliteConnection;
+use sqlx::{AssertSqlSafe, SqliteConnection};
 use std::sync::Arc;
 
-/// The insert of a new legacy task under the row cap (the count kept by
-/// the table's triggers).
+/// The insert of a new legacy task: one statement under both caps (the
+/// writer connection orders every create on the file): the row counter, and
+/// the owner's rows counted by the list index; a refusal is then told apart
+/// by that count.
 struct Insert {
     task_id: String,
     columns: Columns,
     list_owner: String,
     max_rows: Option<i64>,
+    per_owner: Option<i64>,
 }
 
 impl Insert {
-    fn new(record: &TaskRecord, max_rows: Option<usize>) -> Result<Self, StoreError> {
+    fn new(record: &TaskRecord, caps: CreateCaps) -> Result<Self, StoreError> {
         Ok(Self {
             task_id: record.task_id.clone(),
             columns: Columns::of(record)?,
             list_owner: common::list_owner(record.owner.as_deref()),
-            max_rows: max_rows.map(common::limit),
+            max_rows: caps.max_rows.map(common::limit),
+            per_owner: caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(common::limit),
         })
     }
 }
@@ -40,13 +43,21 @@ impl RowWrite<SqliteConnection> for Insert {
             "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
              terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
-             WHERE ?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12",
+             WHERE (?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12) \
+             AND (?13 IS NULL OR (SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?11) < ?13)",
         )
         .bind(self.task_id.as_str());
-        let q = self.columns.bind(q).bind(self.list_owner.as_str()).bind(self.max_rows);
-        match q.execute(conn).await {
+        let q = self.columns.bind(q).bind(self.list_owner.as_str()).bind(self.max_rows).bind(self.per_owner);
+        match q.execute(&mut *conn).await {
             Ok(r) if r.rows_affected() == 1 => Ok(Ok(true)),
-            Ok(_) => Ok(Err(StoreError::TaskLimitReached)),
+            Ok(_) => {
+                let Some(max) = self.per_owner else { return Ok(Err(StoreError::TaskLimitReached)) };
+                let held: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?1")
+                    .bind(self.list_owner.as_str())
+                    .fetch_one(conn)
+                    .await?;
+                Ok(Err(if held >= max { StoreError::OwnerLimitReached } else { StoreError::TaskLimitReached }))
+            }
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(Err(StoreError::Duplicate)),
             Err(e) => Err(e),
         }
@@ -151,9 +162,16 @@ impl TaskStore for SqliteLegacyStore {
         self.store().now_ms()
     }
 
-    async fn create(&self, mut record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.create_capped(record, CreateCaps::rows(max_rows)).await
+    }
+
+    /// One statement under both caps (the writer connection orders every
+    /// create on the file): the row counter, and the owner's rows counted by
+    /// the list index; a refusal is then told apart by that count.
+    async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
-        let insert = Insert::new(&record, max_rows)?;
+        let insert = Insert::new(&record, caps)?;
         let mut conn = self.store().engine().writer().await?;
         let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
         conn.finish(done, broken).map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
@@ -166,7 +184,7 @@ impl TaskStore for SqliteLegacyStore {
         hook: &dyn TransactionHook,
     ) -> Result<(), StoreError> {
         record.version = 1;
-        let insert = Insert::new(&record, caps.max_rows)?;
+        let insert = Insert::new(&record, caps)?;
         let conn = self.store().engine().writer().await?;
         let done = run_hooked(conn, "BEGIN IMMEDIATE", ENGINE, &record, hook, &insert, broken).await;
         done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())

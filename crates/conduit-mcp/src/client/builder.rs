@@ -125,7 +125,9 @@ impl ClientBuilder {
         self
     }
 
-    /// The largest message read: a JSON body, or the data of one SSE event (default 16 MiB).
+    /// The largest message read: a JSON body, the data of one SSE event, or
+    /// one line from a stdio server (default 16 MiB). A stdio server that
+    /// writes a longer line is stopped, and the connection ends with an error.
     pub fn max_message_bytes(mut self, n: usize) -> Self {
         self.http.max_message = n;
         self
@@ -236,7 +238,7 @@ impl ClientBuilder {
                 };
                 Arc::new(HttpWire::new(url.clone(), self.http.clone(), credential, self.headers.clone(), req_tx)?)
             }
-            Target::Stdio(p, args) => Arc::new(StdioWire::spawn(p, args, req_tx)?),
+            Target::Stdio(p, args) => Arc::new(StdioWire::spawn(p, args, self.http.max_message, req_tx)?),
         };
         let server = match self.era {
             Some(Era::Legacy) => self.legacy(&wire).await?,

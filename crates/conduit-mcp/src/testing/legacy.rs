@@ -1,4 +1,5 @@
-//! The `LegacyTaskStore` contract suite: the whole `TaskStore` suite, then
+//! The `LegacyTaskStore` contract suite: the whole `TaskStore` suite (both
+//! caps included), then
 //! the listing checks (owner scoping, order, paging, cursors, clamping).
 
 use super::{ContractOptions, START, store_contract};
@@ -31,8 +32,8 @@ where
     F: Fn(Arc<dyn Clock>) -> Fut,
     Fut: Future<Output = S>,
 {
-    // Legacy stores enforce the row cap; the per-principal cap is the extension's.
-    store_contract(&make, options.without_owner_cap()).await;
+    // Legacy stores enforce both caps, the per-principal one included (issue 20, finding 6).
+    store_contract(&make, options).await;
     let clock = ManualClock::new(START);
     let fresh = || make(Arc::new(clock.clone()));
     list_is_owner_scoped_and_ordered(&fresh().await, &clock).await;

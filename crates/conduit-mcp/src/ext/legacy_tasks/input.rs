@@ -3,13 +3,13 @@
 //! server→client requests tagged with the related-task `_meta`, and each answer
 //! reaches the worker exactly as a modern `tasks/update` would deliver it.
 
-use super::{LegacyTasksExtension, store_error};
+use super::LegacyTasksExtension;
+use super::owner::owner;
 use crate::Ctx;
-use crate::ext::tasks::{Owner, StoreError, TaskRecord};
+use crate::ext::tasks::{Answered, Owner, TaskRecord, limits};
 use crate::protocol::RpcError;
 use crate::protocol::legacy::RELATED_TASK_KEY;
-use crate::protocol::tasks::TaskStatus;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
 impl LegacyTasksExtension {
@@ -49,33 +49,20 @@ impl LegacyTasksExtension {
         Ok(())
     }
 
-    /// The worker's answer under `key`, applied as the modern `tasks/update` applies it.
+    /// The client's answer under `key`, applied as a modern `tasks/update` applies it.
+    /// An answer the task does not accept (malformed, or past the byte bounds) is `-32602`,
+    /// so the client can call `tasks/result` again and be asked again.
     async fn deliver(&self, ctx: &Ctx, id: &str, key: &str, answer: Value) -> Result<(), RpcError> {
-        let now = self.tasks.now();
-        let apply = |r: &TaskRecord| {
-            if r.status != TaskStatus::InputRequired || !r.input_requests.contains_key(key) {
-                return Err(StoreError::Refused("nothing outstanding under this key".into()));
-            }
-            let mut n = r.clone();
-            n.input_requests.remove(key);
-            n.pending_responses.insert(key.to_owned(), answer.clone());
-            if n.input_requests.is_empty() {
-                let answers = std::mem::take(&mut n.pending_responses);
-                n.input_responses.extend(answers);
-                n.transition(TaskStatus::Working, now);
-            } else {
-                n.touch(now);
-            }
-            Ok(n)
-        };
-        let result = self.tasks.store_answer(id, Owner::Is(ctx.owner()), &apply).await;
-        match result {
-            Ok(rec) => {
-                self.tasks.after_write(&rec);
-                Ok(())
-            }
-            Err(StoreError::Refused(_)) => Ok(()),
-            Err(e) => Err(store_error(e)),
+        let mut responses = Map::new();
+        responses.insert(key.to_owned(), answer);
+        match self.tasks.answer(id, Owner::Is(owner(ctx).as_deref()), &responses).await? {
+            Answered::Applied | Answered::NotWaiting => Ok(()),
+            Answered::NoneAccepted => Err(RpcError::invalid_params(format!(
+                "the answer to input request {key:?} was not accepted: malformed for its request, \
+                 or over {} bytes ({} in all per task)",
+                limits::MAX_ANSWER_BYTES,
+                limits::MAX_ANSWERS_BYTES
+            ))),
         }
     }
 }

@@ -1,10 +1,12 @@
 //! `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` on the legacy
-//! wire, all owner-scoped (a foreign task is answered like a missing one).
+//! wire, all owner-scoped (a foreign task is answered like a missing one;
+//! whose a task is: [`owner`](super::owner)).
 
-use super::{LegacyTasksExtension, store_error, wire};
+use super::owner::owner;
+use super::{LegacyTasksExtension, wire};
 use crate::Ctx;
-use crate::ext::tasks::Owner;
 use crate::ext::tasks::legacy::DEFAULT_PAGE_SIZE;
+use crate::ext::tasks::{Owner, store_error};
 use crate::protocol::RpcError;
 use crate::protocol::tasks::TaskStatus;
 use serde_json::{Map, Value, json};
@@ -16,7 +18,8 @@ fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
 
 impl LegacyTasksExtension {
     pub(super) async fn get(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        let rec = self.tasks.store().get(task_id(params)?, Owner::Is(ctx.owner())).await.map_err(store_error)?;
+        let owner = owner(ctx);
+        let rec = self.tasks.store().get(task_id(params)?, Owner::Is(owner.as_deref())).await.map_err(store_error)?;
         Ok(wire::task(&rec))
     }
 
@@ -24,10 +27,11 @@ impl LegacyTasksExtension {
     /// waits, the worker's questions go to the client on this request's stream.
     pub(super) async fn result(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
+        let owner = owner(ctx);
         let mut asked = BTreeSet::new();
         loop {
             let seen = &asked;
-            let wait = self.tasks.wait(id, Owner::Is(ctx.owner()), |r| {
+            let wait = self.tasks.wait(id, Owner::Is(owner.as_deref()), |r| {
                 r.is_terminal()
                     || (r.status == TaskStatus::InputRequired && r.input_requests.keys().any(|k| !seen.contains(k)))
             });
@@ -48,7 +52,8 @@ impl LegacyTasksExtension {
             Some(Value::String(c)) => Some(c.as_str()),
             Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
         };
-        let page = self.tasks.list(ctx.owner(), cursor, DEFAULT_PAGE_SIZE).await.map_err(store_error)?;
+        let owner = owner(ctx);
+        let page = self.tasks.list(owner.as_deref(), cursor, DEFAULT_PAGE_SIZE).await.map_err(store_error)?;
         let mut r = json!({ "tasks": page.tasks.iter().map(wire::task).collect::<Vec<_>>() });
         if let Some(next) = page.next_cursor {
             r["nextCursor"] = json!(next);
@@ -59,7 +64,8 @@ impl LegacyTasksExtension {
     /// Cancels a live task and answers it; a terminal one is `-32602`.
     pub(super) async fn cancel(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
-        let owner = Owner::Is(ctx.owner());
+        let key = owner(ctx);
+        let owner = Owner::Is(key.as_deref());
         let before = self.tasks.store().get(id, owner).await.map_err(store_error)?;
         if before.is_terminal() {
             return Err(RpcError::invalid_params(format!(

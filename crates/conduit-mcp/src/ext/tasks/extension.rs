@@ -4,31 +4,25 @@
 //! request (`-32021`), then params (`-32602`), then the owner-scoped lookup.
 
 use super::config::NotifierConfig;
-use super::limits;
-use super::runtime::Work;
-use super::store::{Owner, StoreError};
-use super::task::{TaskRecord, TaskStatus};
+use super::creation::Requested;
+use super::rpc_error::store_error;
+use super::store::Owner;
+use super::task::TaskStatus;
 use super::worker::Tasks;
 use crate::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
-use crate::protocol::mrtr::InputKind;
 use crate::protocol::tasks::TASKS_EXTENSION_ID;
 use crate::protocol::version::Era;
 use crate::server::{Declaration, Extension, TaskMaker};
 use crate::subscriptions::Subscription;
-use crate::tool::{ResumableFn, TaskSpec, TaskWork};
+use crate::tool::{ResumableFn, TaskSpec};
 use async_trait::async_trait;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::{Map, Value, json};
-use std::panic::AssertUnwindSafe;
 
 /// Most task ids one listen request may name.
 pub const MAX_LISTEN_TASK_IDS: usize = 1000;
-
-const NOT_FOUND: &str = "Failed to retrieve task: Task not found";
 
 const METHODS: &[&str] = &[TASKS_GET, TASKS_UPDATE, TASKS_CANCEL];
 
@@ -43,73 +37,6 @@ fn declared(caps: &ClientCapabilities) -> bool {
 
 fn required() -> Value {
     json!({ "extensions": { TASKS_EXTENSION_ID: {} } })
-}
-
-fn not_found() -> RpcError {
-    RpcError::invalid_params(NOT_FOUND)
-}
-
-fn store_error(e: StoreError) -> RpcError {
-    match e {
-        StoreError::NotFound => not_found(),
-        // `data.cap` names which cap refused the task.
-        StoreError::TaskLimitReached => {
-            crate::metrics::task_refused_by_limit();
-            RpcError::internal("Task limit reached").with_data(json!({ "cap": "server" }))
-        }
-        StoreError::OwnerLimitReached => {
-            crate::metrics::task_refused_by_limit();
-            RpcError::internal("Task limit reached").with_data(json!({ "cap": "principal" }))
-        }
-        e @ (StoreError::Hook { .. } | StoreError::Unsupported(_)) => hook_refusal(&e),
-        e => {
-            crate::metrics::store_error("request");
-            // Once per window, not once per request, while the store is away.
-            if let Some(suppressed) = crate::log_limit::admit("task store failed") {
-                tracing::error!(error = %e, suppressed, "task store failed");
-            }
-            RpcError::internal("Task store unavailable")
-        }
-    }
-}
-
-/// The answer to a task write whose transaction hook failed or that the
-/// store could not run with a hook: nothing was written.
-pub(crate) fn hook_refusal(e: &StoreError) -> RpcError {
-    match e {
-        StoreError::Unsupported(why) => {
-            if let Some(suppressed) = crate::log_limit::admit("task store refused a transaction hook") {
-                tracing::error!(reason = %why, suppressed, "task store refused a transaction hook; no task written");
-            }
-            RpcError::internal("Internal error: this server's task store cannot start the task")
-        }
-        e => {
-            if let Some(suppressed) = crate::log_limit::admit("task transaction hook failed") {
-                tracing::warn!(error = %e, suppressed, "a task's transaction hook failed; nothing was written");
-            }
-            RpcError::internal("Internal error: the task could not be started")
-        }
-    }
-}
-
-/// A new task id: 32 random bytes, 43 url-safe characters.
-pub fn new_task_id() -> String {
-    let bytes: [u8; 32] = rand::random();
-    B64.encode(bytes)
-}
-
-/// Whether `v` is a well-formed answer to an input request of `kind`.
-fn valid_response(kind: Option<InputKind>, v: &Value) -> bool {
-    let Some(o) = v.as_object() else { return false };
-    match kind {
-        Some(InputKind::ElicitForm | InputKind::ElicitUrl) => {
-            matches!(o.get("action").and_then(Value::as_str), Some("accept" | "decline" | "cancel"))
-                && o.get("content").is_none_or(Value::is_object)
-        }
-        Some(InputKind::Sample | InputKind::SampleWithTools) => o.contains_key("role") && o.contains_key("content"),
-        Some(InputKind::ListRoots) => o.get("roots").is_some_and(Value::is_array),
-        None => false,
-    }
 }
 
 fn task_id(params: &Map<String, Value>) -> Result<&str, RpcError> {
@@ -128,50 +55,8 @@ impl TasksExtension {
         let Some(Value::Object(responses)) = params.get("inputResponses") else {
             return Err(RpcError::invalid_params("inputResponses must be an object"));
         };
-        let now = self.tasks.now();
-        let apply = |r: &TaskRecord| {
-            if r.status != TaskStatus::InputRequired {
-                return Err(StoreError::Refused("nothing outstanding".into()));
-            }
-            let mut n = r.clone();
-            let mut applied = 0;
-            let mut kept: usize =
-                n.input_responses.values().chain(n.pending_responses.values()).map(limits::json_len).sum();
-            for (k, v) in responses {
-                let Some(req) = n.input_requests.get(k) else {
-                    continue;
-                };
-                if !valid_response(req.kind(), v) {
-                    continue;
-                }
-                // An answer past the bounds is ignored like a malformed one.
-                let len = limits::json_len(v);
-                if len > limits::MAX_ANSWER_BYTES || kept + len > limits::MAX_ANSWERS_BYTES {
-                    continue;
-                }
-                kept += len;
-                n.input_requests.remove(k);
-                n.pending_responses.insert(k.clone(), v.clone());
-                applied += 1;
-            }
-            if applied == 0 {
-                return Err(StoreError::Refused("no outstanding key answered".into()));
-            }
-            if n.input_requests.is_empty() {
-                let answers = std::mem::take(&mut n.pending_responses);
-                n.input_responses.extend(answers);
-                n.transition(TaskStatus::Working, now);
-            } else {
-                n.touch(now);
-            }
-            Ok(n)
-        };
-        let result = self.tasks.store_answer(id, Owner::Is(ctx.owner()), &apply).await;
-        match result {
-            Ok(rec) => self.tasks.after_write(&rec),
-            Err(StoreError::Refused(_)) => {}
-            Err(e) => return Err(store_error(e)),
-        }
+        // Answers that were not applied are not an error on this wire: the ack is the same.
+        self.tasks.answer(id, Owner::Is(ctx.owner()), responses).await?;
         Ok(json!({}))
     }
 
@@ -285,92 +170,11 @@ impl TaskMaker for TasksExtension {
     }
 
     async fn create(&self, ctx: &Ctx, spec: TaskSpec) -> Result<Value, RpcError> {
-        self.create_task(ctx, spec).await
+        let requested = Requested { owner: ctx.owner().map(String::from), ttl_ms: None };
+        Ok(self.tasks.create_task(ctx, spec, requested).await?.create_result())
     }
 
     fn resumable(&self, name: &str) -> Option<ResumableFn> {
         self.tasks.resumable_work(name)
-    }
-}
-
-impl TasksExtension {
-    async fn create_task(&self, ctx: &Ctx, spec: TaskSpec) -> Result<Value, RpcError> {
-        let invalid = |why: &str| {
-            tracing::warn!(reason = why, "tool returned invalid task attributes; no task created");
-            RpcError::internal(format!("Invalid task attributes: {why}"))
-        };
-        let ttl_ms = match spec.ttl {
-            None => Some(self.tasks.config().default_ttl.as_millis() as u64),
-            Some(None) => None,
-            Some(Some(d)) => Some(u64::try_from(d.as_millis()).map_err(|_| invalid("ttl is too large"))?),
-        };
-        let poll_ms = match spec.poll_interval {
-            None => None,
-            Some(d) if d.is_zero() => return Err(invalid("poll_interval must be positive")),
-            Some(d) => Some(u64::try_from(d.as_millis()).map_err(|_| invalid("poll_interval is too large"))?.max(1)),
-        };
-        let mut rec = TaskRecord::new(new_task_id(), ctx.owner().map(String::from), self.tasks.now(), ttl_ms);
-        let mut start = None;
-        let mut hook = None;
-        let work: Option<Work> = match spec.work {
-            None => None,
-            Some(TaskWork::Start(f)) => {
-                start = Some(f);
-                None
-            }
-            Some(TaskWork::Transactional(h)) => {
-                hook = Some(h);
-                None
-            }
-            Some(TaskWork::Spawn(w)) => Some(Box::new(move |t| w.run(t))),
-            Some(TaskWork::Resumable { name, args }) => {
-                let f = self
-                    .tasks
-                    .resumable_work(&name)
-                    .ok_or_else(|| invalid(&format!("no resumable work is registered as {name:?}")))?;
-                if limits::json_len(&args) > limits::MAX_RESUME_ARGS_BYTES {
-                    return Err(invalid(&format!(
-                        "the arguments of resumable work are limited to {} bytes",
-                        limits::MAX_RESUME_ARGS_BYTES
-                    )));
-                }
-                rec.tool = Some(name);
-                rec.resume_args = Some(args.clone());
-                Some(Box::new(move |t| f(t, args)))
-            }
-        };
-        if work.is_some() {
-            rec.lease = Some(self.tasks.new_lease());
-        }
-        rec.poll_interval_ms = poll_ms;
-        rec.status_message = spec.status_message.map(limits::bound_status_message);
-        // Only the declarations its input requests are judged by (not the whole,
-        // client-sized `clientCapabilities`).
-        rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
-        let caps = self.tasks.config().create_caps();
-        let store = self.tasks.store();
-        match &hook {
-            None => store.create_capped(rec.clone(), caps).await,
-            Some(hook) => store.create_with(rec.clone(), caps, hook.as_ref()).await,
-        }
-        .map_err(store_error)?;
-        rec.version = 1;
-        crate::metrics::task_created();
-        self.tasks.after_write(&rec);
-        tracing::debug!(task_id = %rec.task_id, "task created");
-        if let Some(start) = start {
-            let id = rec.task_id.clone();
-            if std::panic::catch_unwind(AssertUnwindSafe(move || start(id))).is_err() {
-                tracing::error!("a task's start function panicked; the task is marked failed");
-                let _ = self
-                    .tasks
-                    .fail(&rec.task_id, RpcError::internal("Internal error: the task could not start"), None)
-                    .await;
-            }
-        }
-        if let Some(work) = work {
-            self.tasks.launch(rec.task_id.clone(), rec.expires_at_ms(), work);
-        }
-        Ok(rec.create_result())
     }
 }

@@ -24,6 +24,14 @@ pub const MAX_ANSWER_BYTES: usize = 16 * 1024;
 /// answer that would go past it is ignored like a malformed one.
 pub const MAX_ANSWERS_BYTES: usize = 64 * 1024;
 
+/// The shortest lifetime a task gets, in ms: a client's `params.task.ttl`
+/// (2025-11-25) or a tool's `TaskSpec::ttl` below it is raised to it, so a
+/// created task can always be read at least once (`ttl: 0` would answer a
+/// `working` task that is already gone). Both revisions let the server choose
+/// the actual TTL (2025-11-25: it "MAY override" the request; 2026-07-28:
+/// `ttlMs` "MAY change"), so a short one is clamped, not refused.
+pub const MIN_TTL_MS: u64 = 1_000;
+
 /// The largest arguments of resumable work (as JSON) a task keeps.
 pub const MAX_RESUME_ARGS_BYTES: usize = 16 * 1024;
 

@@ -41,7 +41,9 @@
 //!
 //! The user guide is `docs/tasks.md`.
 
+mod answers;
 mod config;
+mod creation;
 mod extension;
 mod janitor;
 pub mod legacy;
@@ -49,22 +51,27 @@ pub mod limits;
 mod memory;
 mod notifier;
 mod recovery;
+mod rpc_error;
 mod runtime;
 mod store;
 mod task;
 mod worker;
 
-pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TasksConfig};
-pub(crate) use extension::hook_refusal;
-pub use extension::{MAX_LISTEN_TASK_IDS, new_task_id};
+pub use creation::new_task_id;
+pub use extension::MAX_LISTEN_TASK_IDS;
 pub use janitor::sweep;
 pub use memory::MemoryStore;
 pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
 pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn};
 pub use task::{Lease, TaskFailure, TaskRecord};
+pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use worker::Tasks;
+
+pub(crate) use answers::Answered;
+pub(crate) use creation::Requested;
+pub(crate) use rpc_error::store_error;
 
 use crate::server::{Extension, IntoExtension};
 use std::sync::Arc;

@@ -104,20 +104,6 @@ impl Tasks {
         &self.inner.store
     }
 
-    /// Stores an input answer with `apply`, in the same transaction as the
-    /// configured [`answer_hook`](TasksConfig::answer_hook) when there is one.
-    pub(crate) async fn store_answer(
-        &self,
-        id: &str,
-        owner: super::Owner<'_>,
-        apply: super::UpdateFn<'_>,
-    ) -> Result<TaskRecord, StoreError> {
-        match &self.config().answer_hook {
-            None => self.store().update(id, owner, apply).await,
-            Some(hook) => self.store().update_with(id, owner, apply, hook.as_ref()).await,
-        }
-    }
-
     /// The built-in listen delivery.
     pub fn listen_notifier(&self) -> &ListenNotifier {
         &self.inner.listen

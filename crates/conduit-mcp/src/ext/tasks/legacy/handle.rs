@@ -94,24 +94,10 @@ impl LegacyTasks {
         &self.store
     }
 
-    /// Stores a new task under the configured row cap, then tells the
-    /// notifier (the same path as the extension's creates).
+    /// Stores a new task under the configured caps (the row cap and the
+    /// per-principal cap), then tells the notifier, as a tool's task is stored.
     pub async fn create(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
-        self.store.create(record.clone(), self.tasks.config().max_rows).await?;
-        record.version = 1;
-        self.tasks.after_write(&record);
-        Ok(record)
-    }
-
-    /// [`create`](Self::create), with `hook` run in the transaction that
-    /// writes the task (see [`TaskStore::create_with`]).
-    pub async fn create_with(
-        &self,
-        mut record: TaskRecord,
-        hook: &dyn crate::tool::TransactionHook,
-    ) -> Result<TaskRecord, StoreError> {
-        let caps = crate::ext::tasks::CreateCaps::rows(self.tasks.config().max_rows);
-        self.store.create_with(record.clone(), caps, hook).await?;
+        self.store.create_capped(record.clone(), self.tasks.config().create_caps()).await?;
         record.version = 1;
         self.tasks.after_write(&record);
         Ok(record)

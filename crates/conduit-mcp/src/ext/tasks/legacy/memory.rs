@@ -3,7 +3,7 @@
 use super::cursor::{CursorKey, ListPosition};
 use super::store::LegacyTaskStore;
 use crate::clock::{Clock, SystemClock};
-use crate::ext::tasks::{MemoryStore, Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use crate::ext::tasks::{CreateCaps, MemoryStore, Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
@@ -135,10 +135,14 @@ impl TaskStore for MemoryLegacyStore {
     }
 
     async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
+        self.create_capped(record, CreateCaps::rows(max_rows)).await
+    }
+
+    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         let id: Id = Arc::from(record.task_id.as_str());
         let (owner, created, expires) = (record.owner.clone(), record.created_at_ms, record.expires_at_ms());
         let terminal = (record.is_terminal() && record.ttl_ms.is_none()).then_some(record.terminal_at_ms).flatten();
-        self.records.create(record, max_rows).await?;
+        self.records.create_capped(record, caps).await?;
         let mut index = lock(&self.index);
         index.by_owner.entry(owner.clone()).or_default().insert((created, id.clone()));
         if let Some(e) = expires {

@@ -1,0 +1,156 @@
+//! Task creation, once for both eras: from a tool's [`TaskSpec`] to a stored
+//! record whose work has started. The era decides only what it asked for
+//! ([`Requested`]: the owner, a requested TTL) and how the stored record is
+//! answered on its wire; everything between — the TTL and its bounds, the
+//! work resolved, the lease, what the record keeps of the client's input, the
+//! caps, the store write (with a transaction hook when the tool asked for one),
+//! `start` (panics caught), the launch — is here.
+
+use super::limits;
+use super::rpc_error::store_error;
+use super::runtime::Work;
+use super::task::TaskRecord;
+use super::worker::Tasks;
+use crate::Ctx;
+use crate::protocol::RpcError;
+use crate::tool::{TaskSpec, TaskWork};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use std::panic::AssertUnwindSafe;
+
+/// What the era asked of a new task, beside the tool's [`TaskSpec`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Requested {
+    /// Whose task it is: the key every owner-scoped read compares.
+    pub owner: Option<String>,
+    /// The lifetime the client asked for, in ms (2025-11-25: `params.task.ttl`);
+    /// held to the configured default and to [`limits::MIN_TTL_MS`].
+    pub ttl_ms: Option<u64>,
+}
+
+/// A new task id: 32 random bytes, 43 url-safe characters, never starting
+/// with `-` (so that no command line reads one as a flag).
+pub fn new_task_id() -> String {
+    let mut bytes: [u8; 32] = rand::random();
+    // The first character is the top six bits of the first byte; with the top
+    // bit clear it is one of `A`..`f`, never `-` (62) or `_` (63). 255 random bits remain.
+    bytes[0] &= 0x7f;
+    B64.encode(bytes)
+}
+
+/// The refusal of a tool's invalid task attributes (the tool's fault, logged).
+fn invalid(why: &str) -> RpcError {
+    tracing::warn!(reason = why, "tool returned invalid task attributes; no task created");
+    RpcError::internal(format!("Invalid task attributes: {why}"))
+}
+
+fn millis(d: std::time::Duration, what: &str) -> Result<u64, RpcError> {
+    u64::try_from(d.as_millis()).map_err(|_| invalid(&format!("{what} is too large")))
+}
+
+impl Tasks {
+    /// The task's lifetime: what the client asked (at most the default), else
+    /// the tool's, else the default; never below [`limits::MIN_TTL_MS`]
+    /// (`None`: unlimited, which only a tool can choose).
+    fn ttl_ms(&self, spec: &TaskSpec, asked: Option<u64>) -> Result<Option<u64>, RpcError> {
+        let default = millis(self.config().default_ttl, "default_ttl")?;
+        let ttl = match (asked, spec.ttl) {
+            (Some(a), _) => Some(a.min(default)),
+            (None, None) => Some(default),
+            (None, Some(None)) => None,
+            (None, Some(Some(d))) => Some(millis(d, "ttl")?),
+        };
+        Ok(ttl.map(|t| t.max(limits::MIN_TTL_MS)))
+    }
+
+    /// Stores the task a tool returned, starts its work, and returns the
+    /// stored record (version 1) for the era to answer with.
+    pub(crate) async fn create_task(
+        &self,
+        ctx: &Ctx,
+        spec: TaskSpec,
+        requested: Requested,
+    ) -> Result<TaskRecord, RpcError> {
+        let ttl_ms = self.ttl_ms(&spec, requested.ttl_ms)?;
+        let poll_ms = match spec.poll_interval {
+            None => None,
+            Some(d) if d.is_zero() => return Err(invalid("poll_interval must be positive")),
+            Some(d) => Some(millis(d, "poll_interval")?.max(1)),
+        };
+        let mut rec = TaskRecord::new(new_task_id(), requested.owner, self.now(), ttl_ms);
+        let mut start = None;
+        let mut hook = None;
+        let work: Option<Work> = match spec.work {
+            None => None,
+            Some(TaskWork::Start(f)) => {
+                start = Some(f);
+                None
+            }
+            Some(TaskWork::Transactional(h)) => {
+                hook = Some(h);
+                None
+            }
+            Some(TaskWork::Spawn(w)) => Some(Box::new(move |t| w.run(t))),
+            Some(TaskWork::Resumable { name, args }) => {
+                let f = self
+                    .resumable_work(&name)
+                    .ok_or_else(|| invalid(&format!("no resumable work is registered as {name:?}")))?;
+                if limits::json_len(&args) > limits::MAX_RESUME_ARGS_BYTES {
+                    return Err(invalid(&format!(
+                        "the arguments of resumable work are limited to {} bytes",
+                        limits::MAX_RESUME_ARGS_BYTES
+                    )));
+                }
+                rec.tool = Some(name);
+                rec.resume_args = Some(args.clone());
+                Some(Box::new(move |t| f(t, args)))
+            }
+        };
+        if work.is_some() {
+            rec.lease = Some(self.new_lease());
+        }
+        rec.poll_interval_ms = poll_ms;
+        rec.status_message = spec.status_message.map(limits::bound_status_message);
+        // Only the declarations its input requests are judged by (not the whole,
+        // client-sized capabilities).
+        rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
+        let caps = self.config().create_caps();
+        match &hook {
+            None => self.store().create_capped(rec.clone(), caps).await,
+            // The hook's rows (a job, an outbox entry) commit with the task or not at all.
+            Some(hook) => self.store().create_with(rec.clone(), caps, hook.as_ref()).await,
+        }
+        .map_err(store_error)?;
+        rec.version = 1;
+        crate::metrics::task_created();
+        self.after_write(&rec);
+        tracing::debug!(task_id = %rec.task_id, "task created");
+        if let Some(start) = start {
+            let id = rec.task_id.clone();
+            if std::panic::catch_unwind(AssertUnwindSafe(move || start(id))).is_err() {
+                tracing::error!("a task's start function panicked; the task is marked failed");
+                let _ =
+                    self.fail(&rec.task_id, RpcError::internal("Internal error: the task could not start"), None).await;
+            }
+        }
+        if let Some(work) = work {
+            self.launch(rec.task_id.clone(), rec.expires_at_ms(), work);
+        }
+        Ok(rec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::new_task_id;
+
+    #[test]
+    fn minted_ids_never_start_with_a_dash() {
+        // One id in 64 would start with `-` by chance: 100 000 make a miss certain.
+        for _ in 0..100_000 {
+            let id = new_task_id();
+            assert_eq!(id.len(), 43);
+            assert!(!id.starts_with('-'), "{id}");
+        }
+    }
+}
