@@ -3,7 +3,7 @@
 
 use super::{ENGINE, PostgresStore, backend, decode_row, is_connection_error};
 use crate::common::{
-    self, CLEANUP_BATCH, Columns, Hooked, LIVE_STATUSES, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
+    self, CLEANUP_BATCH, Hooked, LIVE_STATUSES, LegacyInsert, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
 };
 use crate::pool::bounded;
 use async_trait::async_trait;
@@ -19,25 +19,7 @@ const LEGACY_OWNER_LOCK_CLASS: i32 = 0x6c67_6379;
 /// The insert of a new legacy task under the row cap (one statement claims
 /// a slot, the counter row's lock ordering concurrent creates on every
 /// node, then inserts) and, inside a transaction, the per-owner cap.
-struct Insert {
-    task_id: String,
-    columns: Columns,
-    list_owner: String,
-    max_rows: Option<i64>,
-    per_owner: Option<i64>,
-}
-
-impl Insert {
-    fn new(record: &TaskRecord, caps: CreateCaps) -> Result<Self, StoreError> {
-        Ok(Self {
-            task_id: record.task_id.clone(),
-            columns: Columns::of(record)?,
-            list_owner: common::list_owner(record.owner.as_deref()),
-            max_rows: caps.max_rows.map(common::limit),
-            per_owner: caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(common::limit),
-        })
-    }
-
+impl LegacyInsert {
     fn statement(&self) -> super::PgQuery<'static> {
         let q = sqlx::query(
             "WITH slot AS (UPDATE conduit_legacy_task_count SET n = n + 1 \
@@ -77,7 +59,7 @@ impl Insert {
 }
 
 #[async_trait]
-impl RowWrite<PgConnection> for Insert {
+impl RowWrite<PgConnection> for LegacyInsert {
     async fn write(&self, conn: &mut PgConnection) -> Hooked<bool> {
         match self.within(conn).await {
             Ok(None) => Ok(Ok(true)),
@@ -210,12 +192,12 @@ impl TaskStore for PostgresLegacyStore {
     /// the list index, then claim a slot under the row cap and insert.
     async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
-        let insert = Insert::new(&record, caps)?;
+        let insert = LegacyInsert::new(&record, caps)?;
         let mut conn = self.store().engine().conn().await?;
         let done = bounded(conn.deadline(), async {
             if insert.per_owner.is_none() {
                 // One statement, no transaction needed.
-                return insert.statement().execute(conn.conn()).await.map(Insert::refusal);
+                return insert.statement().execute(conn.conn()).await.map(LegacyInsert::refusal);
             }
             let mut tx = sqlx::Connection::begin(conn.conn()).await?;
             let refused = insert.within(&mut tx).await?;
@@ -241,7 +223,7 @@ impl TaskStore for PostgresLegacyStore {
         hook: &dyn TransactionHook,
     ) -> Result<(), StoreError> {
         record.version = 1;
-        let insert = Insert::new(&record, caps)?;
+        let insert = LegacyInsert::new(&record, caps)?;
         let conn = self.store().engine().conn().await?;
         let done = run_hooked(conn, "BEGIN", ENGINE, &record, hook, &insert, is_connection_error).await;
         done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())

@@ -3,7 +3,7 @@
 
 use super::{ENGINE, SqliteStore, backend, broken};
 use crate::common::{
-    self, CLEANUP_BATCH, Columns, Hooked, LIVE_STATUSES, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
+    self, CLEANUP_BATCH, Hooked, LIVE_STATUSES, LegacyInsert, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
 };
 use crate::pool::bounded;
 use async_trait::async_trait;
@@ -16,28 +16,8 @@ use std::sync::Arc;
 /// writer connection orders every create on the file): the row counter, and
 /// the owner's rows counted by the list index; a refusal is then told apart
 /// by that count.
-struct Insert {
-    task_id: String,
-    columns: Columns,
-    list_owner: String,
-    max_rows: Option<i64>,
-    per_owner: Option<i64>,
-}
-
-impl Insert {
-    fn new(record: &TaskRecord, caps: CreateCaps) -> Result<Self, StoreError> {
-        Ok(Self {
-            task_id: record.task_id.clone(),
-            columns: Columns::of(record)?,
-            list_owner: common::list_owner(record.owner.as_deref()),
-            max_rows: caps.max_rows.map(common::limit),
-            per_owner: caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(common::limit),
-        })
-    }
-}
-
 #[async_trait]
-impl RowWrite<SqliteConnection> for Insert {
+impl RowWrite<SqliteConnection> for LegacyInsert {
     async fn write(&self, conn: &mut SqliteConnection) -> Hooked<bool> {
         let q = sqlx::query(
             "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
@@ -171,7 +151,7 @@ impl TaskStore for SqliteLegacyStore {
     /// the list index; a refusal is then told apart by that count.
     async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
-        let insert = Insert::new(&record, caps)?;
+        let insert = LegacyInsert::new(&record, caps)?;
         let mut conn = self.store().engine().writer().await?;
         let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
         conn.finish(done, broken).map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
@@ -184,7 +164,7 @@ impl TaskStore for SqliteLegacyStore {
         hook: &dyn TransactionHook,
     ) -> Result<(), StoreError> {
         record.version = 1;
-        let insert = Insert::new(&record, caps)?;
+        let insert = LegacyInsert::new(&record, caps)?;
         let conn = self.store().engine().writer().await?;
         let done = run_hooked(conn, "BEGIN IMMEDIATE", ENGINE, &record, hook, &insert, broken).await;
         done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())

@@ -57,6 +57,7 @@ mod store;
 mod task;
 mod worker;
 
+pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TasksConfig};
 pub use creation::new_task_id;
 pub use extension::MAX_LISTEN_TASK_IDS;
@@ -66,7 +67,6 @@ pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
 pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn};
 pub use task::{Lease, TaskFailure, TaskRecord};
-pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use worker::Tasks;
 
 pub(crate) use answers::Answered;
