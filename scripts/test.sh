@@ -22,6 +22,9 @@ cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Ca
 
 echo "== the test authorization server (oidc-provider on Node 22; the OAuth tests start it)"
 bash scripts/oauth-as.sh
+# The browser `conduit-mcp login --browser-command` runs in the CLI's tests (cargo test
+# --workspace builds it too; built first so a test run of one crate finds it).
+cargo build -p conduit-mcp-test-oauth --bin scripted-browser
 
 echo "== cargo test (workspace, all features)"
 CONDUIT_REQUIRE_RMCP=1 cargo test --workspace --all-features

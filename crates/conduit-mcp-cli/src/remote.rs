@@ -120,6 +120,12 @@ impl Remote {
             .ok()
             .filter(|d| !d.is_zero())
             .ok_or_else(|| usage(format!("--timeout {}: expected a positive number of seconds", self.timeout)))?;
+        if self.allow_insecure_http && !credentials_stay_safe(url) {
+            eprintln!(
+                "warning: --allow-insecure-http: credentials for {} go over plain http://, readable by anyone on the path",
+                one_line(url)
+            );
+        }
         let mut b = ClientBuilder::http(url).timeout(timeout).allow_insecure_http(self.allow_insecure_http);
         if let Some(path) = &self.ca_cert {
             let pem = std::fs::read(path).map_err(|e| usage(format!("--ca-cert {}: {e}", path.display())))?;
@@ -166,4 +172,17 @@ impl Remote {
         b = b.client_info("conduit-mcp-cli", env!("CARGO_PKG_VERSION")).input_handler(handler);
         b.connect().await.map_err(|e| fail(&e))
     }
+}
+
+/// Whether a credential sent to `url` is safe without `--allow-insecure-http`
+/// (https, or this machine); the library refuses the rest unless allowed.
+fn credentials_stay_safe(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else { return true };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host.starts_with("[::1]") {
+        return true;
+    }
+    let host = host.split(':').next().unwrap_or_default();
+    host.eq_ignore_ascii_case("localhost") || host.starts_with("127.")
 }

@@ -205,12 +205,19 @@ async fn redirects_never_leave_the_origin() {
     assert!(stdout(&o).contains("moved_ok"));
 }
 
-/// A token is never sent over plain http:// to a host that is not this machine.
+/// A token is never sent over plain http:// to a host that is not this
+/// machine, unless `--allow-insecure-http` says so, which the CLI repeats.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_need_https_off_loopback() {
     let o = cli(&["tools", "http://example.invalid/mcp", "--token", "tok"]).await;
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("refusing to send a token over plain http:// to example.invalid"), "{}", stderr(&o));
+    // Allowed only by name, and said out loud; the request is then made (and fails: no such host).
+    let o = cli(&["tools", "http://example.invalid/mcp", "--token", "tok", "--allow-insecure-http"]).await;
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("warning: --allow-insecure-http: credentials for http://example.invalid/mcp"));
+    assert!(!stderr(&o).contains("refusing"), "{}", stderr(&o));
+    assert!(!stderr(&cli(&["tools", "http://127.0.0.1:9/mcp", "--allow-insecure-http"]).await).contains("warning"));
 }
 
 /// Finding 6: an id the CLI printed is taken back, even one that starts with `-`.

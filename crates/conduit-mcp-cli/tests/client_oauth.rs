@@ -1,8 +1,9 @@
 //! `conduit-mcp login|logout` and every command on stored tokens, against a
 //! real authorization server (oidc-provider on Node 22, loopback) and a
 //! protected server of ours (introspection): the 401 without a login names
-//! `conduit-mcp login URL`; login goes through a scripted browser to the
-//! loopback callback; calls use the stored token (owner-only files, never
+//! `conduit-mcp login URL`; login runs `--browser-command scripted-browser`
+//! (the harness's browser binary, which follows the AS to the loopback
+//! callback) or prints the URL for the test's browser (`--no-browser`); calls use the stored token (owner-only files, never
 //! printed); an expired token is refreshed silently; logout forgets it;
 //! client credentials log a machine in and renew without a person.
 
@@ -87,6 +88,12 @@ async fn login_with(auth: &AuthorizationServer, dir: &Path, url: &str, more: &[&
     (code, reader.join().unwrap())
 }
 
+/// `conduit-mcp login URL --browser-command BROWSER`: the CLI runs the browser itself.
+async fn login_by_command(dir: &Path, url: &str, browser: &Path) -> Output {
+    let browser = browser.to_str().expect("a UTF-8 path").to_owned();
+    cli(dir, &["login", url, "--browser-command", &browser, "--login-timeout", "60"]).await
+}
+
 #[cfg(unix)]
 fn mode(p: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
@@ -95,6 +102,7 @@ fn mode(p: &Path) -> u32 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn login_call_refresh_logout() {
+    let Some(browser) = conduit_mcp_test_oauth::scripted_browser() else { return };
     let Some(auth) = AuthorizationServer::start().await else { return };
     let url = protected_server(&auth).await;
     auth.set_resource(&url, ResourceSettings::opaque()).await;
@@ -107,8 +115,9 @@ async fn login_call_refresh_logout() {
         format!("error: {url} requires authorization: run `conduit-mcp login {url}` (or pass --token TOKEN)")
     );
 
-    let (code, log) = login(&auth, &dir, &url).await;
-    assert_eq!(code, Some(0), "{log}");
+    let o = login_by_command(&dir, &url, &browser).await;
+    let log = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{log}");
     assert!(log.contains(&format!("logged in to {url} (authorization server {}", auth.issuer())), "{log}");
     let first = stored(&dir);
     let access = first["access_token"].as_str().unwrap().to_owned();

@@ -69,7 +69,9 @@ async fn check_outcomes(node: &Node, sleepers: &[String], counters: &[String]) {
         let r = get(node, None, id).await;
         assert_eq!(r["status"], "failed", "{r}");
         assert_eq!(r["error"]["code"], -32603);
-        assert_eq!(r["error"]["message"], "interrupted: the server running this task stopped");
+        // A restart under the same id: "... stopped"; another node, after the lease lapsed: "... stopped renewing its lease".
+        let why = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(why.starts_with("interrupted: the server running this task stopped"), "{r}");
     }
     for id in counters {
         let r = get(node, None, id).await;

@@ -1,7 +1,9 @@
 //! `conduit-mcp serve --oauth-issuer … --resource …` against a real
-//! authorization server (oidc-provider): the demo tools behind OAuth, a tool
-//! scope from `--tool-scope`, the flags' refusals, and HTTPS with a generated
-//! certificate.
+//! authorization server (oidc-provider): the demo tools behind OAuth
+//! configured by flags and by the `[oauth]` table (`deploy` behind
+//! `mcp:deploy`, implied by `mcp:admin`; tasks owned by the token's subject;
+//! no token in the server's debug log), the flags' refusals, and HTTPS with
+//! a generated certificate.
 
 mod common;
 
@@ -30,43 +32,137 @@ async fn raw_discover(client: &reqwest::Client, url: &str, token: Option<&str>) 
     rb.send().await.expect("an answer")
 }
 
-#[tokio::test]
-async fn the_demo_tools_behind_oauth_with_a_tool_scope() {
-    let Some(auth) = AuthorizationServer::start().await else { return };
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let resource = format!("http://{listen}/mcp");
-    let node = Node::start_exactly(&[
-        "--listen",
-        &listen,
-        "--oauth-issuer",
-        auth.issuer(),
-        "--resource",
-        &resource,
-        "--oauth-scope",
-        "mcp:read",
-        "--tool-scope",
-        "echo=mcp:write",
-    ])
-    .await;
+/// A raw `tools/call` (the Tasks extension and form elicitation declared), to read the HTTP status and challenge.
+async fn raw_call(client: &reqwest::Client, url: &str, token: &str, tool: &str, args: Value) -> reqwest::Response {
+    let body = json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": { "name": tool, "arguments": args,
+        "_meta": { "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                   "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} },
+                       "extensions": { TASKS: {} } } } } });
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .bearer_auth(token)
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("an answer")
+}
 
+/// The value of `param` in a `WWW-Authenticate: Bearer` challenge.
+fn challenge_param(challenge: &str, param: &str) -> Option<String> {
+    let at = challenge.find(&format!("{param}=\""))? + param.len() + 2;
+    Some(challenge[at..].split('"').next()?.to_owned())
+}
+
+/// The demo tools behind OAuth, however it was configured (`mcp:read` for
+/// everything, `deploy` also `mcp:deploy`, which `mcp:admin` implies): the
+/// challenge and metadata; `echo` on the basic scope; `deploy` refused with
+/// every scope it needs in one challenge, then a task once the token has
+/// them; tasks owned by the token's subject.
+async fn the_demo_behind_oauth(node: &Node, auth: &AuthorizationServer, resource: &str) -> Vec<String> {
     let http = reqwest::Client::new();
     let r = raw_discover(&http, &node.url, None).await;
     assert_eq!(r.status(), 401);
     let challenge = r.headers()["www-authenticate"].to_str().unwrap().to_owned();
-    let prm_url = format!("http://{listen}/.well-known/oauth-protected-resource/mcp");
-    assert!(challenge.contains(&format!("resource_metadata=\"{prm_url}\"")), "{challenge}");
-    assert!(challenge.contains("scope=\"mcp:read\""), "{challenge}");
+    let prm_url = resource.replace("/mcp", "/.well-known/oauth-protected-resource/mcp");
+    assert_eq!(challenge_param(&challenge, "resource_metadata"), Some(prm_url.clone()), "{challenge}");
+    assert_eq!(challenge_param(&challenge, "scope").as_deref(), Some("mcp:read"), "{challenge}");
     let prm: Value = http.get(&prm_url).send().await.unwrap().json().await.unwrap();
     assert_eq!(prm["resource"], resource);
     assert_eq!(prm["authorization_servers"], json!([auth.issuer()]));
 
-    let read = auth.login(&Login::new(&APP, &resource).scope("mcp:read")).await.unwrap().access_token;
-    let refused = call_refused(&node, Some(&read), "echo", json!({ "text": "hi" })).await;
-    assert!(refused.to_string().to_lowercase().contains("scope"), "{refused}");
-    let write = auth.login(&Login::new(&APP, &resource).scope("mcp:read mcp:write")).await.unwrap().access_token;
-    let done = call(&node, Some(&write), "echo", json!({ "text": "hi" })).await;
-    assert_eq!(first_text(&done), "hi");
+    let login = |scope: &str, who: &str| Login::new(&APP, resource).scope(scope).account(who);
+    let alice = auth.login(&login("mcp:read", "alice")).await.unwrap().access_token;
+    assert_eq!(first_text(&call(node, Some(&alice), "echo", json!({ "text": "hi" })).await), "hi");
+
+    let r = raw_call(&http, &node.url, &alice, "deploy", json!({ "environment": "prod" })).await;
+    assert_eq!(r.status(), 403);
+    let challenge = r.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    assert_eq!(challenge_param(&challenge, "error").as_deref(), Some("insufficient_scope"), "{challenge}");
+    assert_eq!(challenge_param(&challenge, "scope").as_deref(), Some("mcp:read mcp:deploy"), "{challenge}");
+    let refused = call_refused(node, Some(&alice), "deploy", json!({ "environment": "prod" })).await;
+    let needed = refused.data.as_ref().and_then(|d| d.get("requiredScopes")).cloned();
+    assert_eq!(needed, Some(json!(["mcp:deploy"])), "{refused:?}");
+
+    let deployer = auth.login(&login("mcp:read mcp:deploy", "alice")).await.unwrap().access_token;
+    let admin = auth.login(&login("mcp:read mcp:admin", "alice")).await.unwrap().access_token;
+    for token in [&deployer, &admin] {
+        let id = create(node, Some(token), "deploy", json!({ "environment": "staging" })).await;
+        assert!(!id.is_empty());
+    }
+
+    // Alice's task is hers: bob (same issuer, other subject) cannot read it.
+    let id = create(node, Some(&alice), "build", json!({ "ref": "main", "steps": 1 })).await;
+    assert_eq!(get(node, Some(&alice), &id).await["taskId"], id);
+    let bob = auth.login(&login("mcp:read", "bob")).await.unwrap().access_token;
+    get_refused(node, Some(&bob), &id).await;
+    vec![alice, deployer, admin, bob]
+}
+
+#[track_caller]
+fn assert_no_token_logged(node: &Node, tokens: &[String]) {
+    let log = node.log.lock().unwrap().join("\n");
+    for t in tokens {
+        let signature = t.rsplit('.').next().unwrap();
+        assert!(!log.contains(signature), "a token's signature is in the server's log");
+    }
+}
+
+#[tokio::test]
+async fn the_demo_tools_behind_oauth_flags() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let resource = format!("http://{listen}/mcp");
+    let node = Node::start_logging(
+        &[
+            "--listen",
+            &listen,
+            "--oauth-issuer",
+            auth.issuer(),
+            "--resource",
+            &resource,
+            "--oauth-scope",
+            "mcp:read",
+            "--tool-scope",
+            "deploy=mcp:deploy",
+            "--oauth-scope-implies",
+            "mcp:admin=mcp:deploy",
+        ],
+        "debug",
+    )
+    .await;
+    let tokens = the_demo_behind_oauth(&node, &auth, &resource).await;
+    assert!(node.log.lock().unwrap().iter().any(|l| l.contains("DEBUG")), "the server logged at debug");
+    assert_no_token_logged(&node, &tokens);
+}
+
+#[tokio::test]
+async fn the_demo_tools_behind_an_oauth_table() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let resource = format!("http://{listen}/mcp");
+    let dir = std::env::temp_dir().join(format!("conduit-cli-oauth-toml-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[oauth]\nissuer = \"{}\"\nresource = \"{resource}\"\nscopes = [\"mcp:read\"]\n\n\
+             [oauth.tool_scopes]\ndeploy = [\"mcp:deploy\"]\n\n\
+             [oauth.scope_hierarchy]\n\"mcp:admin\" = [\"mcp:deploy\"]\n",
+            auth.issuer()
+        ),
+    )
+    .unwrap();
+    let node = Node::start_exactly(&["--listen", &listen, "--config", config.to_str().unwrap()]).await;
+    the_demo_behind_oauth(&node, &auth, &resource).await;
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

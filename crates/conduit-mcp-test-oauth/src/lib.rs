@@ -65,7 +65,8 @@
 //!
 //! The [`Browser`] follows the AS's redirects with cookies until a redirect leaves the AS's
 //! origin, like a user's browser would; the `scripted-browser URL` binary does the same and then
-//! opens that last URL (a CLI's loopback callback), for commands that take a browser command.
+//! opens that last URL (a CLI's loopback callback), for commands that take a browser command;
+//! [`scripted_browser`] finds that binary.
 //!
 //! [oidc-provider]: https://github.com/panva/node-oidc-provider
 
@@ -74,6 +75,7 @@ mod error;
 mod node;
 mod options;
 mod pkce;
+mod scripted;
 mod server;
 
 pub use browser::{Browser, Callback};
@@ -83,4 +85,5 @@ pub use options::{
     WEB,
 };
 pub use pkce::Pkce;
+pub use scripted::{SCRIPTED_BROWSER_ENV, scripted_browser};
 pub use server::{AuthorizationServer, Login};

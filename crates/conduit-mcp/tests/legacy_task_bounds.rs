@@ -71,13 +71,20 @@ async fn one_principal_cannot_fill_the_legacy_row_cap() {
     let h = start_with(server, HttpConfig::default().auth(tokens())).await;
     let mut alice = Legacy::new(&h.url).with_token("alice");
     alice.initialize(json!({})).await;
+    let mut ids = Vec::new();
     for i in 0..2 {
-        alice.result(i, "tools/call", json!({ "name": "wait", "task": {} })).await;
+        ids.push(task_id(&alice.result(i, "tools/call", json!({ "name": "wait", "task": {} })).await));
     }
     let refused = alice.error(3, "tools/call", json!({ "name": "wait", "task": {} })).await;
     assert_eq!(refused["code"], -32603, "{refused}");
     assert_eq!(refused["message"], "Task limit reached");
     assert_eq!(refused["data"]["cap"], "principal", "{refused}");
+    // Cancelling frees the slot at once, not at the sweep (no time passes here).
+    let cancelled = alice.result(5, "tasks/cancel", json!({ "taskId": ids[0] })).await;
+    assert_eq!(cancelled["status"], "cancelled");
+    assert_eq!(alice.error(6, "tasks/get", json!({ "taskId": ids[0] })).await["code"], -32602, "it is gone");
+    let again = alice.result(7, "tools/call", json!({ "name": "wait", "task": {} })).await;
+    assert_schema("CreateTaskResult", &again);
     let mut bob = Legacy::new(&h.url).with_token("bob");
     bob.initialize(json!({})).await;
     let created = bob.result(4, "tools/call", json!({ "name": "wait", "task": {} })).await;

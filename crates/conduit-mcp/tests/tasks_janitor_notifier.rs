@@ -1,6 +1,8 @@
 //! The janitor's sweep event (INFO only when it removed something),
 //! unlimited-TTL eviction, and notifiers that panic or replace the default.
 
+mod log_capture;
+
 use conduit_mcp::clock::ManualClock;
 use conduit_mcp::ext::tasks::{
     JanitorConfig, ListenNotifier, Notifier, NotifierConfig, TaskRecord, Tasks, TasksConfig, sweep,
@@ -10,40 +12,11 @@ use conduit_mcp::protocol::RequestId;
 use conduit_mcp::protocol::jsonrpc::{Message, Request};
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::server::RequestEnv;
+use log_capture::Events;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tracing::field::{Field, Visit};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-
-/// One recorded event: its target and its fields as text.
-type Recorded = (String, Vec<(String, String)>);
-
-/// Records every event.
-#[derive(Clone, Default)]
-struct Events(Arc<Mutex<Vec<Recorded>>>);
-
-struct FieldVisitor(Vec<(String, String)>);
-
-impl Visit for FieldVisitor {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.push((field.name().to_owned(), format!("{value:?}")));
-    }
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.0.push((field.name().to_owned(), value.to_string()));
-    }
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.push((field.name().to_owned(), value.to_owned()));
-    }
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
-    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
-        let mut v = FieldVisitor(vec![("level".into(), event.metadata().level().to_string())]);
-        event.record(&mut v);
-        self.0.lock().unwrap().push((event.metadata().target().to_owned(), v.0));
-    }
-}
+use tracing_subscriber::layer::SubscriberExt;
 
 async fn call(server: &Server, id: i64, tool: &str) -> Value {
     let req = Request {

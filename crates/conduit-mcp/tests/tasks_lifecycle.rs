@@ -149,6 +149,18 @@ async fn create_then_get_then_complete() {
 }
 
 #[tokio::test]
+async fn a_completed_task_keeps_no_stale_progress_message() {
+    let tasks = Tasks::new(TasksConfig::enabled()).unwrap();
+    let h = start(server(&tasks)).await;
+    let id = create(&h, "job").await;
+    tasks.progress(&id, "step 3 of 4").await.unwrap();
+    tasks.complete(&id, CallToolResult::text("built"), None).await.unwrap();
+    let g = get(&h, &id).await;
+    assert_eq!(g["status"], "completed");
+    assert!(g.get("statusMessage").is_none(), "the work is done, not at step 3: {g}");
+}
+
+#[tokio::test]
 async fn failed_task_carries_the_error() {
     let tasks = Tasks::new(TasksConfig::enabled()).unwrap();
     let h = start(server(&tasks)).await;

@@ -2,6 +2,8 @@
 //! another node fails the task as interrupted, or restarts resumable work.
 //! Two `Tasks` handles on one store play the two nodes; time is a `ManualClock`.
 
+mod log_capture;
+
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::{MemoryStore, TaskStore, Tasks, TasksConfig, recover, recover_own};
 use conduit_mcp::prelude::*;
@@ -9,9 +11,12 @@ use conduit_mcp::protocol::RequestId;
 use conduit_mcp::protocol::jsonrpc::{Message, Request};
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::server::RequestEnv;
+use log_capture::Events;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
+use tracing_subscriber::layer::SubscriberExt;
 
 const LEASE: Duration = Duration::from_secs(30);
 
@@ -93,7 +98,11 @@ async fn a_lapsed_lease_fails_the_task_as_interrupted() {
     let rec = b.status(&id).await.unwrap();
     assert_eq!(rec.status, TaskStatus::Failed);
     let err = rec.error.unwrap();
-    assert_eq!((err.code, err.message.as_str()), (-32603, "interrupted: the server running this task stopped"));
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (-32603, "interrupted: the server running this task stopped renewing its lease"),
+        "node A may only have lost its lease: the message does not claim it stopped"
+    );
     assert_eq!(recover(&b).await.unwrap().failed, 0, "recovered once");
 }
 
@@ -165,4 +174,54 @@ async fn unknown_resumable_work_is_an_invalid_attribute() {
     let e = call(&server, "unknown_work").await.unwrap_err();
     assert_eq!(e.code, -32603);
     assert!(store.is_empty(), "no task was created");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_node_that_lost_its_lease_says_its_result_was_dropped() {
+    let events = Events::default();
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(events.clone()));
+    let clock = ManualClock::new(1_800_000_000_000);
+    let store = Arc::new(MemoryStore::with_clock(Arc::new(clock.clone())));
+    let (a, _) = node("node-a", &store, &clock);
+    let (b, _) = node("node-b", &store, &clock);
+    // Node A's work, held until the test lets it finish.
+    let gate = Arc::new(Notify::new());
+    let g = gate.clone();
+    let server_a = Server::builder("node-a", "1")
+        .extension(a.clone())
+        .tool(Tool::new("gated", "finishes when the gate opens").handle(move |_c, _a| {
+            let g = g.clone();
+            async move {
+                Ok(TaskSpec::new().spawn(move |task| async move {
+                    task.progress("step 1 of 2").await.ok();
+                    g.notified().await;
+                    Ok(CallToolResult::text("A's result"))
+                }))
+            }
+        }))
+        .build()
+        .unwrap();
+    let id = call(&server_a, "gated").await.unwrap()["taskId"].as_str().unwrap().to_owned();
+    // A stops renewing (a stall, a lost store) past its lease: B takes the task over.
+    clock.advance(LEASE.as_millis() as u64 + 1);
+    assert_eq!(recover(&b).await.unwrap().failed, 1);
+    gate.notify_one();
+    let rec = wait_terminal(&a, &id).await;
+    assert_eq!(rec.status, TaskStatus::Failed, "B's outcome stands");
+    let dropped = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(m) = events.messages().into_iter().find(|(_, m)| m.contains("result was dropped")) {
+                return m;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("node A logs what became of its result");
+    assert_eq!(dropped.0, "WARN", "{dropped:?}");
+    assert!(
+        !events.messages().iter().any(|(_, m)| m.starts_with("recorded the end")),
+        "A never claims it recorded the result: {:?}",
+        events.messages()
+    );
 }

@@ -69,10 +69,15 @@ impl Node {
 
     /// Starts `conduit-mcp serve ARGS` (no `--listen` added) and waits for its address.
     pub async fn start_exactly(args: &[&str]) -> Node {
+        Node::start_logging(args, "warn").await
+    }
+
+    /// [`Node::start_exactly`] with `RUST_LOG=rust_log` (every line kept in [`Node::log`]).
+    pub async fn start_logging(args: &[&str], rust_log: &str) -> Node {
         let mut child = Command::new(env!("CARGO_BIN_EXE_conduit-mcp"))
             .arg("serve")
             .args(args)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", rust_log)
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()

@@ -293,6 +293,17 @@ impl LegacyTaskStore for PostgresLegacyStore {
         &self.inner.key
     }
 
+    async fn remove(&self, task_id: &str) -> Result<(), StoreError> {
+        // The row and its slot under the cap go in one statement.
+        let q = sqlx::query(
+            "WITH gone AS (DELETE FROM conduit_legacy_tasks WHERE task_id = $1 RETURNING 1) \
+             UPDATE conduit_legacy_task_count SET n = GREATEST(n - (SELECT count(*) FROM gone), 0) \
+             WHERE id = 1 AND EXISTS (SELECT 1 FROM gone)",
+        )
+        .bind(task_id.to_owned());
+        self.store().engine().write("remove a legacy task", q).await.map(drop)
+    }
+
     async fn list_after(
         &self,
         owner: Option<&str>,

@@ -235,6 +235,12 @@ impl LegacyTaskStore for SqliteLegacyStore {
         &self.inner.key
     }
 
+    async fn remove(&self, task_id: &str) -> Result<(), StoreError> {
+        // The delete trigger lowers the legacy row counter in the same statement.
+        let q = sqlx::query("DELETE FROM conduit_legacy_tasks WHERE task_id = ?1").bind(task_id.to_owned());
+        self.store().engine().write("remove a legacy task", q).await.map(drop)
+    }
+
     async fn list_after(
         &self,
         owner: Option<&str>,

@@ -14,9 +14,8 @@ use super::sse::SseReader;
 use super::wire::{Outgoing, Replies, ReplyTx, Wire, replies};
 use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::{Incoming, Request, parse_incoming};
-use crate::protocol::routing::{
-    METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, SESSION_HEADER, encode_value, mirrored_name,
-};
+use crate::protocol::legacy::SESSION_ID_HEADER;
+use crate::protocol::routing::{METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, encode_value, mirrored_name};
 use futures_util::StreamExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -105,7 +104,7 @@ impl Shared {
             rb = rb.bearer_auth(t);
         }
         if let Some(s) = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
-            rb = rb.header(SESSION_HEADER, s);
+            rb = rb.header(SESSION_ID_HEADER, s);
         }
         rb
     }
@@ -147,7 +146,7 @@ impl Shared {
     }
 
     fn remember_session(&self, resp: &reqwest::Response) {
-        if let Some(s) = resp.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
+        if let Some(s) = resp.headers().get(SESSION_ID_HEADER).and_then(|v| v.to_str().ok()) {
             *self.session.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.to_owned());
         }
     }

@@ -20,8 +20,6 @@ pub const METHOD_HEADER: &str = "mcp-method";
 pub const NAME_HEADER: &str = "mcp-name";
 /// The prefix of `Mcp-Param-{Name}` headers.
 pub const PARAM_HEADER_PREFIX: &str = "mcp-param-";
-/// `Mcp-Session-Id` (legacy sessions).
-pub const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The `params` member that `Mcp-Name` mirrors for `method`, if any.
 pub fn name_param(method: &str) -> Option<&'static str> {

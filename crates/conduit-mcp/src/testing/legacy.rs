@@ -41,6 +41,25 @@ where
     cursors_are_tamper_evident(&fresh().await, &clock).await;
     expired_tasks_are_not_listed(&fresh().await, &clock).await;
     page_size_is_clamped(&fresh().await, &clock).await;
+    remove_frees_the_slot_at_once(&fresh().await, &clock).await;
+}
+
+/// `remove` takes a task out at once: it reads and lists as missing, and its
+/// slot under the row cap and its owner's cap is free for the next create.
+pub async fn remove_frees_the_slot_at_once(store: &dyn LegacyTaskStore, clock: &ManualClock) {
+    let caps = crate::ext::tasks::CreateCaps::new(Some(2), Some(1));
+    let new = |owner: &str| TaskRecord::new(new_task_id(), Some(owner.into()), clock.now_ms(), Some(3_600_000));
+    let first = new("alice");
+    store.create_capped(first.clone(), caps).await.expect("alice's first");
+    assert_eq!(store.create_capped(new("alice"), caps).await, Err(StoreError::OwnerLimitReached));
+    store.create_capped(new("bob"), caps).await.expect("bob's");
+    assert_eq!(store.create_capped(new("carol"), caps).await, Err(StoreError::TaskLimitReached));
+    store.remove(&first.task_id).await.expect("remove");
+    assert_eq!(store.get(&first.task_id, Owner::Any).await, Err(StoreError::NotFound));
+    assert!(store.list(Some("alice"), None, 10).await.expect("list").tasks.is_empty());
+    store.create_capped(new("alice"), caps).await.expect("the freed slot, at once");
+    store.remove(&first.task_id).await.expect("removing a missing task is no error");
+    assert_eq!(store.create_capped(new("carol"), caps).await, Err(StoreError::TaskLimitReached), "counted once");
 }
 
 fn ids(tasks: &[TaskRecord]) -> Vec<String> {

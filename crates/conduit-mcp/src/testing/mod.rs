@@ -25,7 +25,7 @@ mod legacy;
 
 pub use legacy::{
     cursors_are_tamper_evident, expired_tasks_are_not_listed, legacy_store_contract, list_is_owner_scoped_and_ordered,
-    page_size_is_clamped, pages_cover_every_task_once,
+    page_size_is_clamped, pages_cover_every_task_once, remove_frees_the_slot_at_once,
 };
 mod sessions;
 

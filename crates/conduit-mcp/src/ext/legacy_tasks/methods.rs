@@ -61,7 +61,7 @@ impl LegacyTasksExtension {
         Ok(r)
     }
 
-    /// Cancels a live task and answers it; a terminal one is `-32602`.
+    /// Cancels a live task, answers it cancelled, and removes it; a terminal one is `-32602`.
     pub(super) async fn cancel(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
         let key = owner(ctx);
@@ -76,6 +76,15 @@ impl LegacyTasksExtension {
         let rec = self.tasks.store().cancel(id, owner, None).await.map_err(store_error)?;
         if rec.version != before.version {
             self.tasks.after_write(&rec);
+        }
+        if rec.status == TaskStatus::Cancelled {
+            // This answer is its last state: the row goes now, not at the sweep, so its
+            // slot under the caps is free at once (later reads answer it as missing).
+            if let Err(e) = self.tasks.legacy_store().remove(id).await
+                && let Some(suppressed) = crate::log_limit::admit("could not remove a cancelled legacy task")
+            {
+                tracing::warn!(error = %e, suppressed, "could not remove a cancelled legacy task; the sweep will");
+            }
         }
         Ok(wire::task(&rec))
     }

@@ -17,13 +17,20 @@ pub struct Recovery {
     pub failed: usize,
 }
 
-/// The message of a task failed because the node running it stopped.
+/// The message of a task failed because the node running it stopped (shut
+/// down, or restarted under the same node id).
 pub(crate) const INTERRUPTED: &str = "interrupted: the server running this task stopped";
+
+/// The message of a task failed because its lease lapsed: all another node
+/// knows is that the lease was not renewed (the node stopped, or could not
+/// reach the store, or stalled).
+pub(crate) const LEASE_LAPSED: &str = "interrupted: the server running this task stopped renewing its lease";
 const BATCH: usize = 100;
 
-/// Recovers tasks whose work lease lapsed (the node running them died):
-/// resumable work is claimed and started again here, anything else is moved
-/// to `failed` with `-32603` "interrupted: the server running this task stopped".
+/// Recovers tasks whose work lease lapsed (the node running them stopped, or
+/// stopped renewing): resumable work is claimed and started again here,
+/// anything else is moved to `failed` with `-32603` "interrupted: the server
+/// running this task stopped renewing its lease".
 /// The scheduled janitor calls this every tenth of the lease period.
 pub async fn recover(tasks: &Tasks) -> Result<Recovery, StoreError> {
     let lapsed = tasks.store().lapsed_leases(BATCH).await?;
@@ -64,12 +71,17 @@ async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> 
                     return Err(StoreError::Refused("claimed elsewhere".into()));
                 }
                 let mut n = cur.clone();
+                let why = if own { INTERRUPTED } else { LEASE_LAPSED };
                 if resumable.is_some() {
                     n.lease = Some(claim.clone());
-                    n.status_message = Some("Resumed after the server running it stopped".into());
+                    n.status_message = Some(if own {
+                        "Resumed after the server running it restarted".into()
+                    } else {
+                        "Resumed here after the server running it stopped renewing its lease".into()
+                    });
                 } else {
-                    n.error = Some(RpcError::internal(INTERRUPTED).into());
-                    n.status_message = Some(INTERRUPTED.into());
+                    n.error = Some(RpcError::internal(why).into());
+                    n.status_message = Some(why.into());
                     n.transition(TaskStatus::Failed, now);
                 }
                 n.touch(now);

@@ -3,7 +3,7 @@
 //! backend a running task's `TaskContext` talks to.
 
 use super::store::StoreError;
-use super::task::Lease;
+use super::task::{Lease, TaskStatus};
 use super::worker::Tasks;
 use crate::protocol::RpcError;
 use crate::protocol::mrtr::InputRequest;
@@ -181,7 +181,16 @@ impl Tasks {
                 Err((error, message)) => self.fail(&id, error.clone(), message.clone()).await,
             };
             let e = match done {
-                Ok(()) | Err(WorkerError::Terminal | WorkerError::NotFound) => break,
+                Ok(()) => {
+                    if failures > 0 {
+                        tracing::info!(failures, "recorded the end of a task's work after store failures");
+                    }
+                    break;
+                }
+                Err(WorkerError::Terminal | WorkerError::NotFound) => {
+                    self.result_dropped(&id, failures).await;
+                    break;
+                }
                 Err(e) => e,
             };
             failures += 1;
@@ -199,11 +208,30 @@ impl Tasks {
             }
             backoff = (backoff * 2).min(FINAL_WRITE_MAX_RETRY);
         }
-        if failures > 0 {
-            tracing::info!(failures, "recorded the end of a task's work after store failures");
-        }
         if let Ok(mut r) = self.inner.running.lock() {
             r.remove(&id);
+        }
+    }
+
+    /// Says why the end of task `id`'s work was not recorded: cancelled by its
+    /// client (expected), or ended by someone else, which for running work
+    /// means this node lost its lease and another node recovered the task —
+    /// the work's result is lost, which an operator must hear.
+    async fn result_dropped(&self, id: &str, failures: u32) {
+        match self.status(id).await {
+            Ok(rec) if rec.status == TaskStatus::Cancelled => {
+                tracing::debug!("a task's work ended after the task was cancelled; its result is not kept");
+            }
+            Ok(rec) => tracing::warn!(
+                status = ?rec.status,
+                failures,
+                "a task's work ended but its result was dropped: the task had already ended elsewhere \
+                 (this node lost its lease and another node recovered it)"
+            ),
+            Err(_) => tracing::warn!(
+                failures,
+                "a task's work ended but its result was dropped: the task is gone (expired or removed)"
+            ),
         }
     }
 

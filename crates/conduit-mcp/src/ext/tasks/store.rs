@@ -371,8 +371,11 @@ fn with_status(
         return Err(StoreError::Terminal);
     }
     let mut r = record.clone();
-    if let Some(m) = &fields.status_message {
-        r.status_message = Some(bound_status_message(m.clone()));
+    match &fields.status_message {
+        Some(m) => r.status_message = Some(bound_status_message(m.clone())),
+        // A completed task's last progress message would describe work that is done.
+        None if status == TaskStatus::Completed => r.status_message = None,
+        None => {}
     }
     if fields.result.is_some() {
         r.result = fields.result.clone();

@@ -92,6 +92,8 @@ pub enum ErrorClass {
     UnsupportedVersion,
     /// The principal lacks a scope a tool requires.
     InsufficientScope,
+    /// No resource has the URI read (`-32602` on 2026-07-28, `-32002` on 2025-11-25).
+    ResourceNotFound,
     /// Any other (application) code.
     Application,
 }
@@ -193,6 +195,15 @@ impl RpcError {
     /// `-32602` for a missing or malformed required `_meta` field (HTTP 400).
     pub fn missing_meta(message: impl Into<String>) -> Self {
         Self { special: Some(ErrorClass::MissingMeta), ..Self::invalid_params(message) }
+    }
+
+    /// `-32602` "Resource not found" with `data.uri` (SEP-2164); the era's
+    /// answer decides its code (2025-11-25: `-32002`) from its class.
+    pub fn resource_not_found(uri: &str) -> Self {
+        Self {
+            special: Some(ErrorClass::ResourceNotFound),
+            ..Self::invalid_params("Resource not found").with_data(serde_json::json!({ "uri": uri }))
+        }
     }
 
     /// `-32020`.

@@ -6,7 +6,7 @@
 use super::RequestEnv;
 use crate::Server;
 use crate::protocol::RpcError;
-use crate::protocol::jsonrpc::{ErrorCode, RequestId};
+use crate::protocol::jsonrpc::{ErrorClass, ErrorCode, RequestId};
 use crate::protocol::legacy::{LOG_LEVELS, RESOURCE_NOT_FOUND, negotiate};
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{
@@ -170,12 +170,9 @@ fn finish_legacy(mut result: Value) -> Value {
     result
 }
 
-/// A legacy error: resource not found is `-32002` on this era.
+/// A legacy error: resource not found (known by its class) is `-32002` on this era.
 fn legacy_error(mut e: RpcError) -> RpcError {
-    let is_missing_resource = e.code == ErrorCode::InvalidParams.code()
-        && e.message == "Resource not found"
-        && e.data.as_ref().is_some_and(|d| d.get("uri").is_some());
-    if is_missing_resource {
+    if e.class() == ErrorClass::ResourceNotFound {
         let data = e.data.take();
         e = RpcError::new(ErrorCode::Other(RESOURCE_NOT_FOUND), "Resource not found");
         if let Some(d) = data {

@@ -9,9 +9,10 @@ use crate::server::Server;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-/// The error for a resource URI nobody serves (`-32602` with `data.uri`, SEP-2164).
+/// The error for a resource URI nobody serves (`-32602` with `data.uri`, SEP-2164;
+/// `-32002` on 2025-11-25): [`RpcError::resource_not_found`].
 pub fn resource_not_found(uri: &str) -> RpcError {
-    RpcError::invalid_params("Resource not found").with_data(json!({ "uri": uri }))
+    RpcError::resource_not_found(uri)
 }
 
 impl Server {

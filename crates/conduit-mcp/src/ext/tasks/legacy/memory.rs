@@ -203,6 +203,28 @@ impl LegacyTaskStore for MemoryLegacyStore {
         &self.key
     }
 
+    async fn remove(&self, task_id: &str) -> Result<(), StoreError> {
+        // Its times name its index entries (an expired record reads as missing: its
+        // entries stay for the sweep, which finds the record gone).
+        let times = self.records.get(task_id, Owner::Any).await.ok().map(|r| (r.expires_at_ms(), r.terminal_at_ms));
+        if !self.records.remove(task_id) {
+            return Ok(());
+        }
+        let mut index = lock(&self.index);
+        let Some((id, _)) = index.entries.get_key_value(task_id) else { return Ok(()) };
+        let id = id.clone();
+        index.remove(&id);
+        if let Some((expires, terminal)) = times {
+            if let Some(e) = expires {
+                index.expiry.remove(&(e, id.clone()));
+            }
+            if let Some(t) = terminal {
+                index.terminal_unlimited.remove(&(t, id));
+            }
+        }
+        Ok(())
+    }
+
     async fn list_after(
         &self,
         owner: Option<&str>,

@@ -144,6 +144,14 @@ impl MemoryStore {
         }
     }
 
+    /// Removes task `id` at once, freeing its slot under both caps; whether it was there.
+    pub(crate) fn remove(&self, id: &str) -> bool {
+        let Some((_, gone)) = lock(self.shard(id)).take(id) else { return false };
+        self.release_owners(gone.owner.as_deref().into_iter());
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        true
+    }
+
     /// Read-modify-write under the shard lock.
     fn modify(&self, id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
         let now = self.clock.now_ms();

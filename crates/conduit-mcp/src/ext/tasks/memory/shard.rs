@@ -168,6 +168,19 @@ impl Shard {
         self.map.get_key_value(id).map(|(k, _)| k.clone())
     }
 
+    /// Takes record `id` out with its index entries (the caller drops it after unlocking).
+    pub(super) fn take(&mut self, id: &str) -> Option<(Id, Box<Stored>)> {
+        let (key, stored) = self.map.remove_entry(id)?;
+        if let Some(ttl) = stored.ttl_ms {
+            self.expiry.remove(&(stored.created_at_ms.saturating_add(ttl), key.clone()));
+        }
+        if let Some(at) = stored.terminal_at_ms {
+            self.terminal_unlimited.remove(&(at, key.clone()));
+        }
+        self.leased.remove(&key);
+        Some((key, stored))
+    }
+
     /// Up to `limit` records expired before `now`, or terminal with unlimited
     /// TTL since before `cutoff`, taken out (the caller drops them after
     /// unlocking). Returns whether more may remain.
