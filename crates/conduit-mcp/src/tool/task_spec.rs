@@ -111,12 +111,20 @@ pub struct TaskSpec {
     pub status_message: Option<String>,
     /// Where the work comes from (`None`: a worker finishes it by id).
     pub work: Option<TaskWork>,
+    /// The tool already answered: the task is stored completed with this result.
+    pub(crate) finished: Option<CallToolResult>,
 }
 
 impl TaskSpec {
     /// A task with default attributes.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A task that is already `completed` with `result` (a tool that answered at once
+    /// to a 2025-11-25 request that asked for a task).
+    pub(crate) fn finished(result: CallToolResult) -> Self {
+        Self { finished: Some(result), ..Self::default() }
     }
 
     /// Sets the lifetime from creation.

@@ -9,7 +9,7 @@
 use super::limits;
 use super::rpc_error::store_error;
 use super::runtime::Work;
-use super::task::TaskRecord;
+use super::task::{TaskRecord, TaskStatus};
 use super::worker::Tasks;
 use crate::Ctx;
 use crate::protocol::RpcError;
@@ -111,6 +111,12 @@ impl Tasks {
         }
         rec.poll_interval_ms = poll_ms;
         rec.status_message = spec.status_message.map(limits::bound_status_message);
+        let finished = spec.finished.is_some();
+        if let Some(result) = spec.finished {
+            // Stored as it ends: one write, no work to run and finish again.
+            rec.result = Some(result.to_value());
+            rec.transition(TaskStatus::Completed, rec.created_at_ms);
+        }
         // Only the declarations its input requests are judged by (not the whole,
         // client-sized capabilities).
         rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
@@ -123,6 +129,9 @@ impl Tasks {
         .map_err(store_error)?;
         rec.version = 1;
         crate::metrics::task_created();
+        if finished {
+            crate::metrics::task_finished("completed");
+        }
         self.after_write(&rec);
         tracing::debug!(task_id = %rec.task_id, "task created");
         if let Some(start) = start {
