@@ -135,6 +135,7 @@ impl<C: Connection> ConnPool<C> {
 
     /// A deadline one operation timeout from now, for statements run on a
     /// connection the pool does not hand out (see [`ConnPool::open`]).
+    #[cfg(feature = "postgres")]
     pub(crate) fn deadline_from_now(&self) -> tokio::time::Instant {
         tokio::time::Instant::now() + self.op_timeout
     }

@@ -1,20 +1,20 @@
 //! The connection of a store's transaction, for a
-//! [`TransactionHook`](conduit_mcp::ext::tasks::TransactionHook): the hook
+//! [`TransactionHook`](conduit_mcp::tool::TransactionHook): the hook
 //! runs its own statements on it, and they commit with the task write.
 //!
 //! ```no_run
 //! # #[cfg(feature = "postgres")]
 //! # mod demo {
-//! use conduit_mcp::ext::tasks::{HookError, StoreTransaction, TaskRecord, TransactionHook};
+//! use conduit_mcp::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 //!
 //! /// Puts a job for the task in the application's own queue table.
 //! struct Enqueue;
 //!
 //! #[async_trait::async_trait]
 //! impl TransactionHook for Enqueue {
-//!     async fn run(&self, tx: &mut dyn StoreTransaction, task: &TaskRecord) -> Result<(), HookError> {
+//!     async fn run(&self, tx: &mut dyn StoreTransaction, task: WrittenTask<'_>) -> Result<(), HookError> {
 //!         let conn = conduit_mcp_sql::postgres_connection(tx)?;
-//!         sqlx::query("INSERT INTO jobs (task_id) VALUES ($1)").bind(&task.task_id).execute(conn).await?;
+//!         sqlx::query("INSERT INTO jobs (task_id) VALUES ($1)").bind(task.task_id).execute(conn).await?;
 //!         Ok(())
 //!     }
 //! }

@@ -1,4 +1,4 @@
-//! `create_with` and `update_with` on both engines, with a hook that writes
+//! `create_with` and `update_with` on both engines and both task tables, with a hook that writes
 //! a row of the application's own (a job) on the store's connection: the
 //! task and the job commit together or not at all, the hook sees its task
 //! row inside the transaction, and nobody outside sees either before the
@@ -10,7 +10,8 @@ mod support;
 
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{
-    CreateCaps, HookError, Owner, StoreError, StoreTransaction, TaskRecord, TaskStore, TransactionHook, new_task_id,
+    CreateCaps, HookError, Owner, StoreError, StoreTransaction, TaskRecord, TaskStore, TransactionHook, WrittenTask,
+    new_task_id,
 };
 use conduit_mcp_sql::{PostgresStore, SqliteStore, postgres_connection, sqlite_connection};
 use std::sync::{Arc, Mutex};
@@ -58,31 +59,37 @@ impl Job {
 
 #[async_trait::async_trait]
 impl TransactionHook for Job {
-    async fn run(&self, tx: &mut dyn StoreTransaction, task: &TaskRecord) -> Result<(), HookError> {
+    async fn run(&self, tx: &mut dyn StoreTransaction, task: WrittenTask<'_>) -> Result<(), HookError> {
         let seen: i64 = if tx.store() == "postgres" {
             let conn = postgres_connection(tx)?;
             sqlx::query("INSERT INTO app_jobs (task_id, kind) VALUES ($1, $2)")
-                .bind(&task.task_id)
+                .bind(task.task_id)
                 .bind(self.kind)
                 .execute(&mut *conn)
                 .await?;
-            sqlx::query_scalar("SELECT count(*) FROM conduit_tasks WHERE task_id = $1 AND version = $2")
-                .bind(&task.task_id)
-                .bind(task.version as i64)
-                .fetch_one(conn)
-                .await?
+            sqlx::query_scalar(
+                "SELECT (SELECT count(*) FROM conduit_tasks WHERE task_id = $1 AND version = $2) \
+                 + (SELECT count(*) FROM conduit_legacy_tasks WHERE task_id = $1 AND version = $2)",
+            )
+            .bind(task.task_id)
+            .bind(task.version as i64)
+            .fetch_one(conn)
+            .await?
         } else {
             let conn = sqlite_connection(tx)?;
             sqlx::query("INSERT INTO app_jobs (task_id, kind) VALUES (?1, ?2)")
-                .bind(&task.task_id)
+                .bind(task.task_id)
                 .bind(self.kind)
                 .execute(&mut *conn)
                 .await?;
-            sqlx::query_scalar("SELECT count(*) FROM conduit_tasks WHERE task_id = ?1 AND version = ?2")
-                .bind(&task.task_id)
-                .bind(task.version as i64)
-                .fetch_one(conn)
-                .await?
+            sqlx::query_scalar(
+                "SELECT (SELECT count(*) FROM conduit_tasks WHERE task_id = ?1 AND version = ?2) \
+                 + (SELECT count(*) FROM conduit_legacy_tasks WHERE task_id = ?1 AND version = ?2)",
+            )
+            .bind(task.task_id)
+            .bind(task.version as i64)
+            .fetch_one(conn)
+            .await?
         };
         self.rows_seen.lock().unwrap().push(seen);
         self.finish().await
@@ -177,7 +184,10 @@ async fn postgres_task_and_job_commit_together() {
         .execute(&app)
         .await
         .expect("jobs table");
-    task_and_job_commit_together(Arc::new(store), &PgJobs(app)).await;
+    let legacy = store.legacy().await.expect("legacy store");
+    let jobs = PgJobs(app);
+    task_and_job_commit_together(Arc::new(store), &jobs).await;
+    task_and_job_commit_together(Arc::new(legacy), &jobs).await;
 }
 
 struct SqliteJobs(sqlx::SqlitePool);
@@ -205,5 +215,8 @@ async fn sqlite_task_and_job_commit_together() {
         .execute(&app)
         .await
         .expect("jobs table");
-    task_and_job_commit_together(Arc::new(store), &SqliteJobs(app)).await;
+    let legacy = store.legacy().await.expect("legacy store");
+    let jobs = SqliteJobs(app);
+    task_and_job_commit_together(Arc::new(store), &jobs).await;
+    task_and_job_commit_together(Arc::new(legacy), &jobs).await;
 }

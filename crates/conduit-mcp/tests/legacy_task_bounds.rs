@@ -39,6 +39,11 @@ fn server(clock: &ManualClock) -> (Server, LegacyTasks) {
                 .task_support(TaskSupport::Optional)
                 .handle(|_c, _a| async { Ok(ToolOutput::Task(TaskSpec::new().spawn(|_t| std::future::pending()))) }),
         )
+        .tool(
+            Tool::new("now", "Answers at once")
+                .task_support(TaskSupport::Optional)
+                .handle(|_c, _a| async { Ok(CallToolResult::text("at once")) }),
+        )
         .tool(Tool::new("confirm", "Asks for a confirmation").task_support(TaskSupport::Required).handle(
             |_c, _a| async {
                 Ok(ToolOutput::Task(TaskSpec::new().spawn(|task| async move {
@@ -176,4 +181,20 @@ async fn an_answer_past_the_byte_bound_is_refused_and_asked_again() {
     let msgs = ev.until_response(&json!(4)).await;
     let r = &msgs.last().unwrap()["result"];
     assert!(r["content"][0]["text"].as_str().is_some_and(|t| t.starts_with("noted")), "{r}");
+}
+
+#[tokio::test]
+async fn a_tool_that_answered_at_once_gets_its_task_stored_completed() {
+    let clock = ManualClock::new(T0);
+    let (server, legacy) = server(&clock);
+    let h = start_with(server, HttpConfig::default()).await;
+    let mut c = Legacy::new(&h.url);
+    c.initialize(json!({})).await;
+    let created = c.result(1, "tools/call", json!({ "name": "now", "task": {} })).await;
+    assert_schema("CreateTaskResult", &created);
+    assert_eq!(created["task"]["status"], "completed", "stored as it ended, not run again: {created}");
+    let rec = legacy.status(&task_id(&created)).await.expect("the task");
+    assert!(rec.lease.is_none(), "no work was launched for it");
+    let r = c.result(2, "tasks/result", json!({ "taskId": task_id(&created) })).await;
+    assert_eq!(r["content"][0]["text"], "at once");
 }

@@ -1,5 +1,6 @@
 //! Token validation against a real authorization server: key rotation while
-//! serving, the rate-limited refetch, known keys while the AS is down, every
+//! serving, the rate-limited refetch, known keys while the AS is down, the
+//! keys' TTL, every
 //! refusal of the bad-input table, introspection of opaque tokens and its
 //! cache — and no token in any log line.
 
@@ -139,6 +140,16 @@ async fn keys_rotate_refetches_are_rate_limited_and_bad_tokens_are_refused() {
     whoami(&rs, &fresh).await.assert_ok(&json!(1));
     assert_refused(&whoami(&rs, &auth.mint(claims(&auth, &rs, json!({})), Key::Unknown).await).await, "AS down");
     auth.set_faults(Faults::none()).await;
+
+    // Keys past keys_ttl are fetched again on use (once the refetch interval allows), then cached.
+    rs.clock.advance(30_000);
+    let before = auth.stats().await.jwks;
+    whoami(&rs, &fresh).await.assert_ok(&json!(1));
+    whoami(&rs, &fresh).await.assert_ok(&json!(1));
+    assert_eq!(auth.stats().await.jwks, before + 1, "stale keys are fetched once, then used from the cache");
+    rs.clock.advance(601_000);
+    whoami(&rs, &fresh).await.assert_ok(&json!(1));
+    assert_eq!(auth.stats().await.jwks, before + 2, "fetched again after keys_ttl");
 
     // Nothing above put a token in a log line.
     let logged = String::from_utf8_lossy(&lines.0.lock().unwrap()).into_owned();

@@ -1,13 +1,16 @@
 //! Durable jobs: a `SqliteStore` for tasks and a `jobs` table in the same file.
 //!
-//! `build` returns a task whose `start` enqueues a job; a worker loop runs
-//! queued jobs and completes their tasks. Killing the process mid-job and
-//! starting it again ends with the same task id completed (see README.md).
+//! `build` returns a task that enqueues its job in the transaction that
+//! writes the task row (`TaskSpec::start_in_transaction`): both are in the
+//! file or neither is. A worker loop runs queued jobs and completes their
+//! tasks. Killing the process mid-job and starting it again ends with the
+//! same task id completed (see README.md).
 
 use conduit_mcp::clock::SystemClock;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
-use conduit_mcp_sql::SqliteStore;
+use conduit_mcp::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
+use conduit_mcp_sql::{SqliteStore, sqlite_connection};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use std::net::SocketAddr;
 use std::str::FromStr;
@@ -44,13 +47,33 @@ async fn jobs_pool(path: &str) -> Result<SqlitePool, sqlx::Error> {
         .busy_timeout(Duration::from_secs(5));
     let pool = SqlitePoolOptions::new().max_connections(2).connect_with(opts).await?;
     sqlx::query(
-        "CREATE TABLE IF NOT EXISTS jobs (task_id TEXT PRIMARY KEY, git_ref TEXT NOT NULL, state TEXT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS jobs (task_id TEXT PRIMARY KEY, \
+         git_ref TEXT NOT NULL CHECK (length(git_ref) BETWEEN 1 AND 200), state TEXT NOT NULL)",
     )
     .execute(&pool)
     .await?;
     // Whatever was running died with the previous process: run it again.
     sqlx::query("UPDATE jobs SET state = 'queued' WHERE state = 'running'").execute(&pool).await?;
     Ok(pool)
+}
+
+/// Puts the task's job in the `jobs` table, in the transaction that writes
+/// the task: a ref the table refuses (empty, or too long) refuses the call,
+/// and no task is left behind.
+struct Enqueue {
+    git_ref: String,
+}
+
+#[async_trait::async_trait]
+impl TransactionHook for Enqueue {
+    async fn run(&self, tx: &mut dyn StoreTransaction, task: WrittenTask<'_>) -> Result<(), HookError> {
+        sqlx::query("INSERT INTO jobs (task_id, git_ref, state) VALUES (?, ?, 'queued')")
+            .bind(task.task_id)
+            .bind(&self.git_ref)
+            .execute(sqlite_connection(tx)?)
+            .await?;
+        Ok(())
+    }
 }
 
 /// Claims and runs queued jobs, one at a time, forever.
@@ -115,32 +138,15 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let enqueue = pool.clone();
     let server = Server::builder("durable-jobs", "0.1.0")
         .extension(tasks.clone())
         .tool(
             Tool::new("build", "Build a git ref in the background (survives restarts)")
                 .param("ref", Param::string("Git ref").required())
                 .task_support(TaskSupport::Required)
-                .handle(move |_ctx, args| {
-                    let pool = enqueue.clone();
-                    async move {
-                        let git_ref = args["ref"].as_str().unwrap_or("main").to_owned();
-                        Ok(TaskSpec::new().status_message("Queued").start(move |task_id| {
-                            // Enqueue before the client hears of the task, so a crash right
-                            // after the answer still finds the job.
-                            let insert =
-                                sqlx::query("INSERT INTO jobs (task_id, git_ref, state) VALUES (?, ?, 'queued')")
-                                    .bind(task_id)
-                                    .bind(git_ref)
-                                    .execute(&pool);
-                            if let Err(e) =
-                                tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(insert))
-                            {
-                                panic!("could not enqueue the job: {e}");
-                            }
-                        }))
-                    }
+                .handle(|_ctx, args| async move {
+                    let git_ref = args["ref"].as_str().unwrap_or_default().to_owned();
+                    Ok(TaskSpec::new().status_message("Queued").start_in_transaction(Arc::new(Enqueue { git_ref })))
                 }),
         )
         .build();

@@ -1,4 +1,5 @@
-//! Killing the example mid-job and starting it again completes the same task id.
+//! Killing the example mid-job and starting it again completes the same task
+//! id; a job the queue refuses leaves no task behind.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
@@ -104,6 +105,42 @@ async fn a_killed_job_completes_the_same_task_after_a_restart() {
     assert_eq!(status(&url, &id).await["taskId"], id, "the task survived the kill");
     let done = wait_for(&url, &id, |s| s["status"] == "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "built v1.2.3");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{db}{suffix}"));
+    }
+}
+
+/// The rows the example's file holds for `id`: (tasks, jobs).
+async fn rows(db: &str, id: &str) -> (i64, i64) {
+    use sqlx::Connection;
+    let mut conn = sqlx::SqliteConnection::connect(&format!("sqlite://{db}")).await.expect("open the file");
+    let tasks = sqlx::query_scalar("SELECT count(*) FROM conduit_tasks WHERE task_id = ?1 OR ?1 = ''")
+        .bind(id)
+        .fetch_one(&mut conn)
+        .await
+        .expect("count tasks");
+    let jobs = sqlx::query_scalar("SELECT count(*) FROM jobs WHERE task_id = ?1 OR ?1 = ''")
+        .bind(id)
+        .fetch_one(&mut conn)
+        .await
+        .expect("count jobs");
+    (tasks, jobs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_the_queue_refuses_leaves_no_task_behind() {
+    let db = std::env::temp_dir().join(format!("durable-jobs-{:016x}.db", rand::random::<u64>()));
+    let db = db.to_str().expect("utf-8").to_owned();
+    let (_server, url) = start(&db).await;
+    let ok = send(&url, req("tools/call", json!({ "name": "build", "arguments": { "ref": "v1" } }))).await;
+    let id = ok["result"]["taskId"].as_str().expect("a task").to_owned();
+    assert_eq!(rows(&db, &id).await, (1, 1), "the task and its job, together");
+    // The jobs table refuses an empty ref: the call fails, and the task row
+    // written in the same transaction is gone with it.
+    let refused = send(&url, req("tools/call", json!({ "name": "build", "arguments": { "ref": "" } }))).await;
+    assert_eq!(refused["error"]["code"], -32603, "{refused}");
+    assert_eq!(refused["error"]["message"], "Internal error: the task could not be started");
+    assert_eq!(rows(&db, "").await, (1, 1), "nothing but the first task and its job");
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{db}{suffix}"));
     }

@@ -60,7 +60,7 @@ where
         Ok(true) => {}
         other => return Ok(other),
     }
-    if let Err(e) = hook.run(&mut Lent { store, conn: &mut *tx }, record).await {
+    if let Err(e) = hook.run(&mut Lent { store, conn: &mut *tx }, record.written()).await {
         return Ok(Err(StoreError::hook(e)));
     }
     tx.commit().await?;

@@ -3,6 +3,7 @@
 
 mod group_commit;
 mod hooked;
+mod legacy_insert;
 mod row;
 mod schema;
 mod session;
@@ -12,6 +13,7 @@ mod store;
 pub(crate) use group_commit::InFlight;
 pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
 pub(crate) use hooked::{Hooked, RowWrite, Swap, run_hooked};
+pub(crate) use legacy_insert::LegacyInsert;
 pub(crate) use row::{Columns, Query, backend, decode_row};
 pub(crate) use schema::{Migration, check_applied, check_task_table};
 #[cfg(feature = "sqlite")]

@@ -1,18 +1,74 @@
 //! `PostgresLegacyStore`: the legacy era's tasks in the same PostgreSQL
 //! schema, in a table of their own (`conduit_legacy_tasks`), listable per owner.
 
-use super::{PostgresStore, backend, decode_row, is_connection_error};
-use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Swap, Sweep};
+use super::{ENGINE, PostgresStore, backend, decode_row, is_connection_error};
+use crate::common::{
+    self, CLEANUP_BATCH, Hooked, LIVE_STATUSES, LegacyInsert, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
+};
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
-use sqlx::{AssertSqlSafe, SqlSafeStr};
+use sqlx::{AssertSqlSafe, PgConnection, SqlSafeStr};
 use std::sync::Arc;
 
 /// The advisory-lock class under which a principal's legacy creates take
 /// turns ("lgcy"; apart from the extension's tasks and the migration lock).
 const LEGACY_OWNER_LOCK_CLASS: i32 = 0x6c67_6379;
+
+/// The insert of a new legacy task under the row cap (one statement claims
+/// a slot, the counter row's lock ordering concurrent creates on every
+/// node, then inserts) and, inside a transaction, the per-owner cap.
+impl LegacyInsert {
+    fn statement(&self) -> super::PgQuery<'static> {
+        let q = sqlx::query(
+            "WITH slot AS (UPDATE conduit_legacy_task_count SET n = n + 1 \
+                           WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
+             INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
+                                               terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
+             SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12 FROM slot",
+        )
+        .bind(self.max_rows)
+        .bind(self.task_id.clone());
+        self.columns.bind(q).bind(self.list_owner.clone())
+    }
+
+    /// The row cap's refusal when the statement inserted nothing.
+    fn refusal(done: sqlx::postgres::PgQueryResult) -> Option<StoreError> {
+        (done.rows_affected() != 1).then_some(StoreError::TaskLimitReached)
+    }
+
+    /// Both caps and the insert, on a connection inside a transaction.
+    async fn within(&self, tx: &mut PgConnection) -> Result<Option<StoreError>, sqlx::Error> {
+        if let Some(max) = self.per_owner {
+            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                .bind(LEGACY_OWNER_LOCK_CLASS)
+                .bind(self.list_owner.as_str())
+                .execute(&mut *tx)
+                .await?;
+            let held: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = $1")
+                .bind(self.list_owner.as_str())
+                .fetch_one(&mut *tx)
+                .await?;
+            if held >= max {
+                return Ok(Some(StoreError::OwnerLimitReached));
+            }
+        }
+        self.statement().execute(tx).await.map(Self::refusal)
+    }
+}
+
+#[async_trait]
+impl RowWrite<PgConnection> for LegacyInsert {
+    async fn write(&self, conn: &mut PgConnection) -> Hooked<bool> {
+        match self.within(conn).await {
+            Ok(None) => Ok(Ok(true)),
+            Ok(Some(refusal)) => Ok(Err(refusal)),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(Err(StoreError::Duplicate)),
+            Err(e) => Err(e),
+        }
+    }
+}
 
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_legacy_tasks";
 
@@ -131,47 +187,25 @@ impl TaskStore for PostgresLegacyStore {
     /// Under a per-owner cap: in one transaction, the owner's creates take
     /// turns on an advisory lock (on every node), count the owner's rows by
     /// the list index, then claim a slot under the row cap and insert.
+    /// Under a per-owner cap: in one transaction, the owner's creates take
+    /// turns on an advisory lock (on every node), count the owner's rows by
+    /// the list index, then claim a slot under the row cap and insert.
     async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
-        let c = Columns::of(&record)?;
-        let list_owner = common::list_owner(record.owner.as_deref());
-        let per_owner = caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(common::limit);
-        // One statement: claim a slot under the cap (the counter row's lock
-        // orders concurrent creates on every node), then insert.
-        let q = sqlx::query(
-            "WITH slot AS (UPDATE conduit_legacy_task_count SET n = n + 1 \
-                           WHERE id = 1 AND ($1::bigint IS NULL OR n < $1::bigint) RETURNING 1) \
-             INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-                                               terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
-             SELECT $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::json, $12 FROM slot",
-        )
-        .bind(caps.max_rows.map(common::limit))
-        .bind(record.task_id.as_str());
-        let q = c.bind(q).bind(list_owner.as_str());
+        let insert = LegacyInsert::new(&record, caps)?;
         let mut conn = self.store().engine().conn().await?;
         let done = bounded(conn.deadline(), async {
-            let full =
-                |r: sqlx::postgres::PgQueryResult| (r.rows_affected() != 1).then_some(StoreError::TaskLimitReached);
-            let Some(max) = per_owner else {
-                return q.execute(conn.conn()).await.map(full);
-            };
-            let mut tx = sqlx::Connection::begin(conn.conn()).await?;
-            sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
-                .bind(LEGACY_OWNER_LOCK_CLASS)
-                .bind(list_owner.as_str())
-                .execute(&mut *tx)
-                .await?;
-            let held: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = $1")
-                .bind(list_owner.as_str())
-                .fetch_one(&mut *tx)
-                .await?;
-            if held >= max {
-                // Dropping the transaction rolls it back.
-                return Ok(Some(StoreError::OwnerLimitReached));
+            if insert.per_owner.is_none() {
+                // One statement, no transaction needed.
+                return insert.statement().execute(conn.conn()).await.map(LegacyInsert::refusal);
             }
-            let r = q.execute(&mut *tx).await?;
-            tx.commit().await?;
-            Ok(full(r))
+            let mut tx = sqlx::Connection::begin(conn.conn()).await?;
+            let refused = insert.within(&mut tx).await?;
+            if refused.is_none() {
+                tx.commit().await?;
+            }
+            // Otherwise dropping the transaction rolls it back.
+            Ok(refused)
         })
         .await;
         match conn.finish(done, is_connection_error) {
@@ -180,6 +214,19 @@ impl TaskStore for PostgresLegacyStore {
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
             Err(e) => Err(backend("insert a legacy task", e)),
         }
+    }
+
+    async fn create_with(
+        &self,
+        mut record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError> {
+        record.version = 1;
+        let insert = LegacyInsert::new(&record, caps)?;
+        let conn = self.store().engine().conn().await?;
+        let done = run_hooked(conn, "BEGIN", ENGINE, &record, hook, &insert, is_connection_error).await;
+        done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {

@@ -1,14 +1,48 @@
 //! `SqliteLegacyStore`: the legacy era's tasks in the same SQLite database,
 //! in a table of their own (`conduit_legacy_tasks`), listable per owner.
 
-use super::{SqliteStore, backend, broken};
-use crate::common::{self, CLEANUP_BATCH, Columns, LIVE_STATUSES, Rows, Stripes, Swap, Sweep};
+use super::{ENGINE, SqliteStore, backend, broken};
+use crate::common::{
+    self, CLEANUP_BATCH, Hooked, LIVE_STATUSES, LegacyInsert, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
+};
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
-use sqlx::AssertSqlSafe;
+use sqlx::{AssertSqlSafe, SqliteConnection};
 use std::sync::Arc;
+
+/// The insert of a new legacy task: one statement under both caps (the
+/// writer connection orders every create on the file): the row counter, and
+/// the owner's rows counted by the list index; a refusal is then told apart
+/// by that count.
+#[async_trait]
+impl RowWrite<SqliteConnection> for LegacyInsert {
+    async fn write(&self, conn: &mut SqliteConnection) -> Hooked<bool> {
+        let q = sqlx::query(
+            "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
+             terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
+             WHERE (?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12) \
+             AND (?13 IS NULL OR (SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?11) < ?13)",
+        )
+        .bind(self.task_id.as_str());
+        let q = self.columns.bind(q).bind(self.list_owner.as_str()).bind(self.max_rows).bind(self.per_owner);
+        match q.execute(&mut *conn).await {
+            Ok(r) if r.rows_affected() == 1 => Ok(Ok(true)),
+            Ok(_) => {
+                let Some(max) = self.per_owner else { return Ok(Err(StoreError::TaskLimitReached)) };
+                let held: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?1")
+                    .bind(self.list_owner.as_str())
+                    .fetch_one(conn)
+                    .await?;
+                Ok(Err(if held >= max { StoreError::OwnerLimitReached } else { StoreError::TaskLimitReached }))
+            }
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(Err(StoreError::Duplicate)),
+            Err(e) => Err(e),
+        }
+    }
+}
 
 const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM conduit_legacy_tasks";
 
@@ -117,41 +151,23 @@ impl TaskStore for SqliteLegacyStore {
     /// the list index; a refusal is then told apart by that count.
     async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
-        let c = Columns::of(&record)?;
-        let list_owner = common::list_owner(record.owner.as_deref());
-        let per_owner = caps.max_rows_per_owner.filter(|_| record.owner.is_some()).map(common::limit);
-        let q = sqlx::query(
-            "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-             terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
-             WHERE (?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12) \
-             AND (?13 IS NULL OR (SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?11) < ?13)",
-        )
-        .bind(record.task_id.as_str());
-        let q = c.bind(q).bind(list_owner.as_str()).bind(caps.max_rows.map(common::limit)).bind(per_owner);
+        let insert = LegacyInsert::new(&record, caps)?;
         let mut conn = self.store().engine().writer().await?;
-        let done = match bounded(conn.deadline(), q.execute(conn.conn())).await {
-            Ok(r) if r.rows_affected() == 1 => Ok(None),
-            Ok(_) => match per_owner {
-                None => Ok(Some(StoreError::TaskLimitReached)),
-                Some(max) => {
-                    let q =
-                        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?1")
-                            .bind(list_owner.as_str());
-                    let held = bounded(conn.deadline(), q.fetch_one(conn.conn())).await;
-                    held.map(|n| {
-                        Some(if n >= max { StoreError::OwnerLimitReached } else { StoreError::TaskLimitReached })
-                    })
-                }
-            },
-            Err(e) => Err(e),
-        };
-        match conn.finish(done, broken) {
-            Ok(None) => Ok(()),
-            Ok(Some(refusal)) => Err(refusal),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
-            Err(e) => Err(backend("insert a legacy task", e)),
-        }
+        let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
+        conn.finish(done, broken).map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
+    }
+
+    async fn create_with(
+        &self,
+        mut record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<(), StoreError> {
+        record.version = 1;
+        let insert = LegacyInsert::new(&record, caps)?;
+        let conn = self.store().engine().writer().await?;
+        let done = run_hooked(conn, "BEGIN IMMEDIATE", ENGINE, &record, hook, &insert, broken).await;
+        done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {

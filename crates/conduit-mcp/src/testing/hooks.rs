@@ -8,7 +8,7 @@
 use super::record;
 use crate::clock::{Clock, ManualClock};
 use crate::ext::tasks::{
-    CreateCaps, HookError, Owner, StoreError, StoreTransaction, TaskRecord, TaskStore, TransactionHook,
+    CreateCaps, HookError, Owner, StoreError, StoreTransaction, TaskRecord, TaskStore, TransactionHook, WrittenTask,
 };
 use crate::protocol::tasks::TaskStatus;
 use async_trait::async_trait;
@@ -33,9 +33,9 @@ impl Probe {
 
 #[async_trait]
 impl TransactionHook for Probe {
-    async fn run(&self, tx: &mut dyn StoreTransaction, task: &TaskRecord) -> Result<(), HookError> {
+    async fn run(&self, tx: &mut dyn StoreTransaction, task: WrittenTask<'_>) -> Result<(), HookError> {
         assert!(!tx.store().is_empty(), "a transaction names its store");
-        self.seen.lock().unwrap_or_else(|p| p.into_inner()).push((task.task_id.clone(), task.version, task.status));
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).push((task.task_id.to_owned(), task.version, task.status));
         if self.fail { Err("the hook failed on purpose".into()) } else { Ok(()) }
     }
 }

@@ -13,6 +13,7 @@ mod output;
 pub(crate) mod registry;
 mod task_context;
 mod task_spec;
+mod transaction;
 mod typed;
 
 pub use builder::{Param, Tool};
@@ -20,6 +21,7 @@ pub use output::ToolOutput;
 pub(crate) use task_context::TaskBackend;
 pub use task_context::{TaskContext, WorkerError};
 pub use task_spec::{ResumableFn, SpawnedWork, TaskSpec, TaskStart, TaskSupport, TaskWork, WorkFuture};
+pub use transaction::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use typed::{TypedTool, TypedToolHandler};
 
 use crate::Ctx;

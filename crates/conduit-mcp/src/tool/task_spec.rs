@@ -1,6 +1,7 @@
 //! What a tool returns to run as a task, and the tool's task policy.
 
 use super::task_context::TaskContext;
+use super::transaction::TransactionHook;
 use crate::protocol::RpcError;
 use crate::protocol::tools::CallToolResult;
 use futures_util::future::BoxFuture;
@@ -70,6 +71,10 @@ pub enum TaskWork {
     Start(TaskStart),
     /// A future the server runs (as the task's work, or inline when no task is made).
     Spawn(SpawnedWork),
+    /// A hook run in the transaction that writes the task (see
+    /// [`TaskSpec::start_in_transaction`]); the work happens elsewhere, as
+    /// with [`Start`](Self::Start).
+    Transactional(Arc<dyn TransactionHook>),
     /// Work registered with the `Tasks` handle under `name`, run with `args`.
     Resumable {
         /// The registered name.
@@ -84,6 +89,7 @@ impl fmt::Debug for TaskWork {
         match self {
             Self::Start(_) => f.write_str("Start(..)"),
             Self::Spawn(_) => f.write_str("Spawn(..)"),
+            Self::Transactional(_) => f.write_str("Transactional(..)"),
             Self::Resumable { name, .. } => f.debug_struct("Resumable").field("name", name).finish_non_exhaustive(),
         }
     }
@@ -105,12 +111,20 @@ pub struct TaskSpec {
     pub status_message: Option<String>,
     /// Where the work comes from (`None`: a worker finishes it by id).
     pub work: Option<TaskWork>,
+    /// The tool already answered: the task is stored completed with this result.
+    pub(crate) finished: Option<CallToolResult>,
 }
 
 impl TaskSpec {
     /// A task with default attributes.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A task that is already `completed` with `result` (a tool that answered at once
+    /// to a 2025-11-25 request that asked for a task).
+    pub(crate) fn finished(result: CallToolResult) -> Self {
+        Self { finished: Some(result), ..Self::default() }
     }
 
     /// Sets the lifetime from creation.
@@ -140,6 +154,22 @@ impl TaskSpec {
     /// Sets the function called with the task id once the task is stored.
     pub fn start(mut self, f: impl FnOnce(String) + Send + 'static) -> Self {
         self.work = Some(TaskWork::Start(Box::new(f)));
+        self
+    }
+
+    /// Runs `hook` inside the database transaction that writes the task: the
+    /// hook adds the rows that make the work happen elsewhere (a job in a
+    /// queue in the same database, an outbox entry), and they commit with the
+    /// task or not at all. A crash between the two writes cannot leave a
+    /// task nobody will run.
+    ///
+    /// The task store must support transactions (the SQL stores of
+    /// `conduit-mcp-sql`; the memory store refuses). A hook that fails, or a
+    /// store that refuses, answers the call with `-32603` and no task exists.
+    /// Like [`start`](Self::start), the work cannot run inline: a call that
+    /// does not become a task is refused. See `docs/jobs.md`.
+    pub fn start_in_transaction(mut self, hook: Arc<dyn TransactionHook>) -> Self {
+        self.work = Some(TaskWork::Transactional(hook));
         self
     }
 

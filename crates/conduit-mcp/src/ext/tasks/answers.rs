@@ -89,17 +89,20 @@ impl Tasks {
     ) -> Result<Answered, RpcError> {
         let now = self.now();
         let refused = Mutex::new(None);
-        let result = self
-            .store()
-            .update(id, owner, &|r: &TaskRecord| {
-                apply(r, responses, now).map_err(|why| {
-                    if let Ok(mut w) = refused.lock() {
-                        *w = Some(why);
-                    }
-                    StoreError::Refused("no answer applied".into())
-                })
+        let write = |r: &TaskRecord| {
+            apply(r, responses, now).map_err(|why| {
+                if let Ok(mut w) = refused.lock() {
+                    *w = Some(why);
+                }
+                StoreError::Refused("no answer applied".into())
             })
-            .await;
+        };
+        // With an answer hook (a queue re-enqueueing the job that asked), the
+        // answer and the hook's rows commit together.
+        let result = match &self.config().answer_hook {
+            None => self.store().update(id, owner, &write).await,
+            Some(hook) => self.store().update_with(id, owner, &write, hook.as_ref()).await,
+        };
         match result {
             Ok(rec) => {
                 self.after_write(&rec);

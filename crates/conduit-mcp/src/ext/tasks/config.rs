@@ -87,6 +87,15 @@ pub struct TasksConfig {
     pub create_rate: Option<RateLimit>,
     /// The counts behind `create_rate`, shared by clones.
     pub(crate) create_rates: super::create_rate::CreateRates,
+    /// Run in the transaction that stores an answer to a task's input
+    /// request (`tasks/update`, or the 2025-11-25 era's answered
+    /// elicitation): a queue re-enqueues the job that asked, and the job and
+    /// the answer commit together. It sees the task as written — `working`
+    /// once every outstanding request is answered, still `input_required`
+    /// after a partial answer. Needs a store with transactions (see
+    /// [`TransactionHook`](crate::tool::TransactionHook)); `None` (the
+    /// default) stores answers without one.
+    pub answer_hook: Option<Arc<dyn crate::tool::TransactionHook>>,
 }
 
 impl TasksConfig {
@@ -120,6 +129,7 @@ impl std::fmt::Debug for TasksConfig {
             .field("node_id", &self.node_id)
             .field("lease", &self.lease)
             .field("create_rate", &self.create_rate)
+            .field("answer_hook", &self.answer_hook.is_some())
             .finish()
     }
 }
@@ -138,6 +148,7 @@ impl Default for TasksConfig {
             lease: Duration::from_secs(30),
             create_rate: None,
             create_rates: Default::default(),
+            answer_hook: None,
         }
     }
 }
@@ -226,6 +237,13 @@ impl TasksConfig {
     /// Sets this node's id.
     pub fn node_id(mut self, id: impl Into<String>) -> Self {
         self.node_id = id.into();
+        self
+    }
+
+    /// Sets the hook run in the transaction that stores an input answer
+    /// (see [`answer_hook`](Self::answer_hook)).
+    pub fn answer_hook(mut self, hook: Arc<dyn crate::tool::TransactionHook>) -> Self {
+        self.answer_hook = Some(hook);
         self
     }
 

@@ -3,12 +3,13 @@
 //! ([`Requested`]: the owner, a requested TTL) and how the stored record is
 //! answered on its wire; everything between — the TTL and its bounds, the
 //! work resolved, the lease, what the record keeps of the client's input, the
-//! caps, the store write, `start` (panics caught), the launch — is here.
+//! caps, the store write (with a transaction hook when the tool asked for one),
+//! `start` (panics caught), the launch — is here.
 
 use super::limits;
 use super::rpc_error::store_error;
 use super::runtime::Work;
-use super::task::TaskRecord;
+use super::task::{TaskRecord, TaskStatus};
 use super::worker::Tasks;
 use crate::Ctx;
 use crate::protocol::RpcError;
@@ -80,10 +81,15 @@ impl Tasks {
         };
         let mut rec = TaskRecord::new(new_task_id(), requested.owner, self.now(), ttl_ms);
         let mut start = None;
+        let mut hook = None;
         let work: Option<Work> = match spec.work {
             None => None,
             Some(TaskWork::Start(f)) => {
                 start = Some(f);
+                None
+            }
+            Some(TaskWork::Transactional(h)) => {
+                hook = Some(h);
                 None
             }
             Some(TaskWork::Spawn(w)) => Some(Box::new(move |t| w.run(t))),
@@ -107,12 +113,27 @@ impl Tasks {
         }
         rec.poll_interval_ms = poll_ms;
         rec.status_message = spec.status_message.map(limits::bound_status_message);
+        let finished = spec.finished.is_some();
+        if let Some(result) = spec.finished {
+            // Stored as it ends: one write, no work to run and finish again.
+            rec.result = Some(result.to_value());
+            rec.transition(TaskStatus::Completed, rec.created_at_ms);
+        }
         // Only the declarations its input requests are judged by (not the whole,
         // client-sized capabilities).
         rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
-        self.store().create_capped(rec.clone(), self.config().create_caps()).await.map_err(store_error)?;
+        let caps = self.config().create_caps();
+        match &hook {
+            None => self.store().create_capped(rec.clone(), caps).await,
+            // The hook's rows (a job, an outbox entry) commit with the task or not at all.
+            Some(hook) => self.store().create_with(rec.clone(), caps, hook.as_ref()).await,
+        }
+        .map_err(store_error)?;
         rec.version = 1;
         crate::metrics::task_created();
+        if finished {
+            crate::metrics::task_finished("completed");
+        }
         self.after_write(&rec);
         tracing::debug!(task_id = %rec.task_id, "task created");
         if let Some(start) = start {

@@ -124,6 +124,11 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// The record as a [`TransactionHook`](crate::tool::TransactionHook) sees it.
+    pub fn written(&self) -> crate::tool::WrittenTask<'_> {
+        crate::tool::WrittenTask::new(&self.task_id, self.owner.as_deref(), self.status, self.version)
+    }
+
     /// A new `working` record.
     pub fn new(task_id: String, owner: Option<String>, now_ms: u64, ttl_ms: Option<u64>) -> Self {
         Self {

@@ -10,6 +10,12 @@
 //! | `Forbidden` | either | `spawn`ed or resumable work | the work runs inline |
 //! | `Optional` | no | a `start` callback (or none) | `-32021` (the seed's rule) |
 //! | `Forbidden` | either | a `start` callback (or none) | `-32603`: the tool broke its own policy |
+//!
+//! A tool that answers at once (no `TaskSpec`): its result is the answer,
+//! except on 2025-11-25 when the request asked for a task and the tool may
+//! run as one (`Optional`, `Required`): the client expects a
+//! `CreateTaskResult`, so it gets a task stored already `completed` with the
+//! result (one write; nothing runs).
 
 use super::tools::checked;
 use crate::Ctx;
@@ -121,6 +127,26 @@ impl Server {
                 };
                 checked(tool, run_inline(ctx, work).await?)
             }
+        }
+    }
+}
+
+impl Server {
+    /// A tool's immediate answer: see the module table's last paragraph.
+    pub(super) async fn answered_at_once(
+        &self,
+        ctx: &Ctx,
+        tool: &Registered,
+        requested: bool,
+        result: CallToolResult,
+    ) -> Result<Value, RpcError> {
+        let as_task = requested && ctx.era() == Era::Legacy && tool.handler.task_support() != TaskSupport::Forbidden;
+        match self.task_maker(ctx.era()) {
+            Some(maker) if as_task => {
+                checked(tool, result.clone())?;
+                maker.create(ctx, TaskSpec::finished(result)).await
+            }
+            _ => checked(tool, result),
         }
     }
 }

@@ -7,7 +7,7 @@ use crate::protocol::tools::CallToolResult;
 use crate::protocol::version::Era;
 use crate::server::Server;
 use crate::tool::registry::Registered;
-use crate::tool::{TaskSpec, TaskSupport, ToolOutput};
+use crate::tool::{TaskSupport, ToolOutput};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -76,14 +76,7 @@ impl Server {
             _ = cancel.cancelled() => return Err(RpcError::internal("Request cancelled")),
         };
         match out {
-            // 2025-11-25: a call that asked for a task gets one, even when the tool answered at
-            // once (its result is the task's); the client expects a CreateTaskResult.
-            ToolOutput::Complete(r) if requested && ctx.era() == Era::Legacy => {
-                checked(tool, r.clone())?;
-                let spec = TaskSpec::new().spawn(move |_task| async move { Ok(r) });
-                self.task_or_inline(&ctx, tool, requested, spec).await
-            }
-            ToolOutput::Complete(r) => checked(tool, r),
+            ToolOutput::Complete(r) => self.answered_at_once(&ctx, tool, requested, r).await,
             ToolOutput::InputRequired(ir) => {
                 if let Some(a) = sent {
                     params.insert("arguments".into(), a);
