@@ -206,7 +206,8 @@ pub async fn run(bin: &Path, warmup: u64, cycles: u64) -> Result<bool, String> {
         r.budget_bytes / 1024,
         r.budget_bytes / r.creates.max(1)
     );
-    let pass = r.pass();
+    let bounds = super::bounds::run(bin).await?;
+    let pass = r.pass() && bounds.pass();
     eprintln!("verdict: {}", if pass { "PASS" } else { "FAIL" });
     Ok(pass)
 }

@@ -2,14 +2,16 @@
 //! `conduit-mcp-bench soak …` and `scripts/soak.sh` (not in CI):
 //!
 //! - `soak churn` ([`churn`]): RSS growth over 30 000 listen open/close cycles
-//!   naming a live task, and RSS of a full table of the largest creates against
-//!   the byte budget;
+//!   naming a live task, RSS of a full table of the largest creates against
+//!   the byte budget, and what one client can make a node hold through padded
+//!   2025-11-25 sessions ([`bounds`]);
 //! - `soak mixed` ([`mixed`]): minutes of mixed load on SQLite or PostgreSQL, then
 //!   a verdict ([`report`]).
 //!
 //! The server is `conduit-mcp serve` as a child process ([`server`]); requests go
 //! through [`rpc`] on the bench's own HTTP/1.1 client.
 
+pub mod bounds;
 pub mod churn;
 pub mod ledger;
 pub mod mixed;
