@@ -7,6 +7,7 @@
 
 use super::RequestEnv;
 use crate::Server;
+use crate::bounds::json_len;
 use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RequestId;
@@ -14,7 +15,6 @@ use crate::protocol::meta::PROGRESS_TOKEN_KEY;
 use crate::protocol::methods::TOOLS_CALL;
 use crate::protocol::tools::CallToolResult;
 use crate::protocol::version::Era;
-use crate::bounds::json_len;
 use crate::session::{Asking, LegacySession};
 use futures_util::future::try_join_all;
 use serde_json::{Map, Value};
