@@ -13,6 +13,8 @@ import asyncio
 import warnings
 import sys
 
+import anyio
+
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
@@ -21,6 +23,7 @@ from mcp.client.streamable_http import streamablehttp_client
 warnings.filterwarnings("ignore", category=DeprecationWarning)
 
 asked = {"elicitation": 0, "sampling": 0}
+passed = {"done": False}
 
 
 async def on_elicit(context, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -68,6 +71,7 @@ async def exercise(read, write, transport: str) -> None:
         done = await s.experimental.get_task(task_id)
         assert done.status == "completed", done
         asked["elicitation"] = asked["sampling"] = 0
+        passed["done"] = True
         print(f"legacy_client.py: {transport}: list, call, elicitation, sampling and a legacy task passed")
 
 
@@ -84,5 +88,20 @@ async def main() -> None:
         raise SystemExit(f"unknown mode {mode!r}")
 
 
+def only_teardown_race(group: BaseExceptionGroup) -> bool:
+    """True when every error in `group` is the SDK's stdio teardown race: its
+    `stdio_client` closes the receiving stream while its stdout reader is still
+    handing on a message the server wrote after the last awaited response (here an
+    optional `notifications/tasks/status` that lost the race with `tasks/result`).
+    python-sdk issue #1960, open on 1.x; it can only happen after the checks ran."""
+    _, rest = group.split(anyio.BrokenResourceError)
+    return rest is None
+
+
 if __name__ == "__main__":
-    asyncio.run(asyncio.wait_for(main(), timeout=60))
+    try:
+        asyncio.run(asyncio.wait_for(main(), timeout=60))
+    except BaseExceptionGroup as group:
+        if not (passed["done"] and only_teardown_race(group)):
+            raise
+        print("legacy_client.py: the SDK's stdio teardown race (python-sdk #1960) after every check passed")
