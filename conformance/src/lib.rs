@@ -39,7 +39,7 @@ mod resources;
 pub mod tasks_tools;
 mod tools;
 
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::server::BuildError;
 use conduit_mcp::{Server, ServerBuilder};

@@ -1,6 +1,6 @@
 //! The reference server's demo tools.
 
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{Owner, StoreError, Tasks};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::version::ServedEras;

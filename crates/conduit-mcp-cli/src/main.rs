@@ -35,7 +35,7 @@ use args::{Cli, Command, ServeArgs};
 use clap::Parser;
 use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
 use conduit_mcp::clock::{Clock, SystemClock};
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::session::SessionConfig;
 use conduit_mcp::transport::http::{self, HostPolicy, HttpConfig};

@@ -3,7 +3,7 @@
 //! session store in the same database, so any node serves any session.
 
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::legacy::LegacyTaskStore;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTaskStore;
 use conduit_mcp::ext::tasks::{MemoryStore, NotifierConfig, TaskStore};
 use conduit_mcp::session::SessionStore;
 use conduit_mcp_sql::{PgNotifier, PostgresOptions, SqliteStore};

@@ -35,7 +35,7 @@
 //! `2025-11-25`, listable per owner) in a table of their own,
 //! `conduit_legacy_tasks`, with their own row cap: [`SqliteStore::legacy`]
 //! and [`PostgresStore::legacy`] give a
-//! [`LegacyTaskStore`](conduit_mcp::ext::tasks::legacy::LegacyTaskStore) that
+//! [`LegacyTaskStore`](conduit_mcp::ext::tasks::legacy_store::LegacyTaskStore) that
 //! shares the store's connections and passes the legacy contract suite
 //! (`conduit_mcp::testing::legacy_store_contract`). Its `tasks/list` cursors
 //! are sealed with a key kept in the database, so any node honours them. For

@@ -41,7 +41,7 @@ pub const MAX_PAYLOAD: usize = 7999;
 ///
 /// The legacy era's tasks flow the same way: attach a `PgNotifier` (on a
 /// channel of its own, e.g. `conduit_legacy_tasks`) to the
-/// [`LegacyTasks`](conduit_mcp::ext::tasks::legacy::LegacyTasks) handle, and a
+/// [`LegacyTasks`](conduit_mcp::ext::tasks::legacy_store::LegacyTasks) handle, and a
 /// `tasks/result` waiting on one node wakes when another node finishes the task.
 ///
 /// The same channel carries legacy sessions' client responses between nodes:

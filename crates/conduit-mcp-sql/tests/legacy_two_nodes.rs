@@ -11,7 +11,7 @@ mod support;
 use support::assert_legacy_schema as assert_schema;
 
 use conduit_mcp::clock::{Clock, SystemClock};
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{NotifierConfig, Owner, TaskRecord, Tasks, TasksConfig, new_task_id};
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::SessionConfig;

@@ -6,7 +6,7 @@
 mod support;
 
 use conduit_mcp::clock::{Clock, ManualClock, SystemClock};
-use conduit_mcp::ext::tasks::legacy::{LegacyTaskStore, LegacyTasks};
+use conduit_mcp::ext::tasks::legacy_store::{LegacyTaskStore, LegacyTasks};
 use conduit_mcp::ext::tasks::{NotifierConfig, Owner, TaskRecord, TaskStore, TasksConfig, new_task_id};
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::protocol::tools::CallToolResult;

@@ -4,7 +4,7 @@
 mod support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::legacy::LegacyTaskStore;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTaskStore;
 use conduit_mcp::ext::tasks::{TaskRecord, TaskStore, new_task_id};
 use conduit_mcp::testing::{ContractOptions, legacy_store_contract};
 use conduit_mcp_sql::SqliteStore;

@@ -243,7 +243,7 @@ fn lrow(
 async fn legacy_bad_input_is_rejected_and_the_server_keeps_serving() {
     use conduit_mcp::auth::{BearerTokens, Principal};
     use conduit_mcp::ext::tasks::TasksConfig;
-    use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+    use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
     use reqwest::Method;
 
     let legacy = LegacyTasks::new(TasksConfig::enabled()).expect("valid config");

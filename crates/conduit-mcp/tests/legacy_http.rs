@@ -9,7 +9,7 @@ mod legacy_common;
 use common::{V, req, start, start_with};
 use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::clock::ManualClock;
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::SessionConfig;

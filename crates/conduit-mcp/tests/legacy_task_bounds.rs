@@ -10,7 +10,7 @@ mod legacy_common;
 use common::start_with;
 use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::clock::ManualClock;
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::limits::{MAX_ANSWER_BYTES, MIN_TTL_MS, json_len};
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;

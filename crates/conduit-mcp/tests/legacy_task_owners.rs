@@ -8,7 +8,7 @@ mod legacy_common;
 
 use common::{start, start_with};
 use conduit_mcp::auth::{BearerTokens, Principal};
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
 use legacy_common::*;

@@ -3,7 +3,7 @@
 //! handle complete a legacy task by id without knowing its era.
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, Tasks, TasksConfig, new_task_id, sweep};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;

@@ -5,7 +5,7 @@
 
 use crate::queue::{ResumeRender, Schemas};
 use conduit_mcp::clock::{Clock, SystemClock};
-use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{NotifierConfig, Tasks, TasksConfig};
 use conduit_mcp_sql::{PgNotifier, PostgresStore};
 use sqlx::PgPool;

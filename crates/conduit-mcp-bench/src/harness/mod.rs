@@ -8,10 +8,10 @@
 //!   (W7 rides on W4);
 //! - `notify.rs`: the W5 driver (notification latency);
 //! - `janitor.rs`: the W6 driver (the janitor sweep, in a process of its own);
-//! - `legacy.rs`: the W8 and W9 drivers (2025-11-25 sessions; rmcp in its stateful mode).
+//! - `legacy_sessions.rs`: the W8 and W9 drivers (2025-11-25 sessions; rmcp in its stateful mode).
 
 mod janitor;
-mod legacy;
+mod legacy_sessions;
 mod notify;
 mod plan;
 mod process;

@@ -8,13 +8,13 @@
 //! - `workloads.rs`: the ratios at a glance and the W1–W4 tables;
 //! - `default_path.rs`: the fixture on `http::serve` beside the bench server;
 //! - `targets.rs`: the targets and their verdicts; `stores.rs`: the stores side by side;
-//! - `stateful.rs`: W5, W6 and W7; `legacy.rs`: W8 and W9 (2025-11-25 sessions);
+//! - `stateful.rs`: W5, W6 and W7; `legacy_sessions.rs`: W8 and W9 (2025-11-25 sessions);
 //! - `analysis.rs`: the hand-written part.
 
 mod analysis;
 mod default_path;
 mod format;
-mod legacy;
+mod legacy_sessions;
 mod select;
 mod setup;
 mod stateful;
@@ -49,7 +49,7 @@ pub fn render(r: &Results, previous: Option<&str>, chart: &str) -> String {
     stateful::notify(&mut o, r);
     stateful::sweep(&mut o, r);
     stateful::memory(&mut o, r, &peers, plan.sweep_tasks);
-    legacy::write(&mut o, r);
+    legacy_sessions::write(&mut o, r);
     let _ = writeln!(o, "## Analysis\n");
     o.push_str(&analysis::analysis(previous));
     o

@@ -133,5 +133,5 @@ pub(super) fn write(out: &mut String, r: &Results) {
         w7.map_or("n/a".into(), |s| s.show(0)),
         verdict(w7.map(|s| s.median <= 1024.0))
     );
-    super::legacy::targets(out, r);
+    super::legacy_sessions::targets(out, r);
 }

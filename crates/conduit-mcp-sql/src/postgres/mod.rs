@@ -5,15 +5,15 @@
 
 mod group_commit;
 mod group_read;
-mod legacy;
 mod legacy_sessions;
+mod legacy_store;
 mod node;
 mod open;
 mod options;
 mod shards;
 
-pub use legacy::PostgresLegacyStore;
 pub use legacy_sessions::PostgresSessionStore;
+pub use legacy_store::PostgresLegacyStore;
 pub use options::PostgresOptions;
 
 use crate::OpenError;

@@ -6,14 +6,14 @@
 //! its [`TaskStore`] implementation.
 
 mod group_commit;
-mod legacy;
 mod legacy_sessions;
+mod legacy_store;
 mod node;
 mod open;
 mod options;
 
-pub use legacy::SqliteLegacyStore;
 pub use legacy_sessions::SqliteSessionStore;
+pub use legacy_store::SqliteLegacyStore;
 pub use options::SqliteOptions;
 
 use crate::OpenError;

@@ -14,7 +14,7 @@ use super::sse::SseReader;
 use super::wire::{Outgoing, Replies, ReplyTx, Wire, replies};
 use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::{Incoming, Request, parse_incoming};
-use crate::protocol::legacy::SESSION_ID_HEADER;
+use crate::protocol::legacy_session::SESSION_ID_HEADER;
 use crate::protocol::routing::{METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, encode_value, mirrored_name};
 use futures_util::StreamExt;
 use serde_json::Value;

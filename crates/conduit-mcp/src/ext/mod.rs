@@ -1,5 +1,5 @@
 //! Protocol extensions, each plugged into the server through the
 //! [`Extension`](crate::server::Extension) seam.
 
-pub mod legacy_tasks;
+pub mod legacy_task_wire;
 pub mod tasks;

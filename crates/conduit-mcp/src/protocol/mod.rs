@@ -11,12 +11,15 @@
 //! - [`routing`]: which values the HTTP routing headers mirror, and their encoding;
 //! - [`meta`]: `_meta` keys and client capabilities;
 //! - [`tasks`]: the Tasks extension's id and task shapes;
+//! - [`legacy_session`], [`legacy_tasks`]: what only the 2025-11-25 era has (its
+//!   session: handshake, header, log levels; its tasks);
 //! - [`tools`], [`prompts`], [`resources`], [`content`], [`discover`], [`mrtr`]: feature shapes.
 
 pub mod content;
 pub mod discover;
 pub mod jsonrpc;
-pub mod legacy;
+pub mod legacy_session;
+pub mod legacy_tasks;
 pub mod meta;
 pub mod methods;
 pub mod mrtr;

@@ -21,9 +21,9 @@
 //! own tasks, so the suite may share one database with other tests.
 
 mod hooks;
-mod legacy;
+mod legacy_store;
 
-pub use legacy::{
+pub use legacy_store::{
     cursors_are_tamper_evident, expired_tasks_are_not_listed, legacy_store_contract, list_is_owner_scoped_and_ordered,
     page_size_is_clamped, pages_cover_every_task_once, remove_frees_the_slot_at_once,
 };

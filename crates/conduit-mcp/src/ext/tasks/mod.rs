@@ -47,7 +47,7 @@ mod create_rate;
 mod creation;
 mod extension;
 mod janitor;
-pub mod legacy;
+pub mod legacy_store;
 pub mod limits;
 mod memory;
 mod notifier;

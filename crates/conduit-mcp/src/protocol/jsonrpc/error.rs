@@ -69,6 +69,13 @@ pub const INSUFFICIENT_SCOPE: i64 = 403;
 /// defined for it; this is the first of the implementation-defined server errors.
 pub const TOO_MANY: i64 = -32000;
 
+/// `-32002`: resource not found, on 2025-11-25 only (the modern era answers `-32602`).
+pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// `-32042`: the call needs a URL-mode elicitation the client must complete
+/// first, on 2025-11-25 only.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+
 /// What kind of failure an error reports. Transports pick their answer from it
 /// (HTTP: the status) and from nothing else.
 ///

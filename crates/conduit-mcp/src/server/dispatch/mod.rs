@@ -7,7 +7,7 @@
 //! handler read the same route.
 
 mod env;
-mod legacy;
+mod legacy_pipeline;
 mod legacy_rounds;
 mod route;
 
@@ -18,7 +18,7 @@ use super::Server;
 use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{Message, Request};
-use crate::protocol::legacy::SERVED_LEGACY_VERSIONS;
+use crate::protocol::legacy_session::SERVED_LEGACY_VERSIONS;
 use crate::protocol::meta::{
     CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY,
 };

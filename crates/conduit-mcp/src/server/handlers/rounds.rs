@@ -10,7 +10,7 @@ use crate::ctx::CtxInner;
 use crate::mrtr::{InputRequired, required_capability};
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::ErrorCode;
-use crate::protocol::legacy::URL_ELICITATION_REQUIRED;
+use crate::protocol::jsonrpc::URL_ELICITATION_REQUIRED;
 use crate::protocol::mrtr::InputKind;
 use crate::protocol::version::Era;
 use crate::server::Server;

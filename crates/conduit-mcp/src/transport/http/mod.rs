@@ -6,7 +6,7 @@
 //! notifications (progress, log, listen traffic) precede it; a client that
 //! disconnects cancels its request. Legacy (2025-11-25): `initialize` mints
 //! `Mcp-Session-Id`; inside the session POST, GET (its SSE stream, resumable
-//! with `Last-Event-ID`) and DELETE (ends it) are served; see `legacy.rs`.
+//! with `Last-Event-ID`) and DELETE (ends it) are served; see `legacy_lane.rs`.
 //!
 //! ```no_run
 //! use conduit_mcp::prelude::*;
@@ -33,7 +33,7 @@ mod config_toml;
 mod conn;
 mod guard;
 mod headers;
-mod legacy;
+mod legacy_lane;
 mod listen_cap;
 mod peer;
 mod post;
@@ -314,7 +314,10 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
     Router::new()
         .route(
             "/",
-            post(post::handle_post).get(legacy::handle_get).delete(legacy::handle_delete).fallback(method_not_allowed),
+            post(post::handle_post)
+                .get(legacy_lane::handle_get)
+                .delete(legacy_lane::handle_delete)
+                .fallback(method_not_allowed),
         )
         .with_state(state)
 }

@@ -4,10 +4,10 @@
 use super::AppState;
 use super::admit::admit;
 use super::headers::McpHeaders;
-use super::legacy::{legacy_request, legacy_response, session_of};
+use super::legacy_lane::{legacy_request, legacy_response, session_of};
 use super::status::{error_response, json_body};
 use crate::protocol::jsonrpc::{Incoming, Message, RpcError, parse_incoming};
-use crate::protocol::legacy::SESSION_ID_HEADER;
+use crate::protocol::legacy_session::SESSION_ID_HEADER;
 use crate::protocol::methods::LISTEN;
 use crate::server::{RequestEnv, SessionSlot};
 use axum::body::Bytes;

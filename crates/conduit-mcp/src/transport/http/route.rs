@@ -3,7 +3,7 @@
 //! without a router's per-request work (path matching, prefix stripping, boxed
 //! services), which `serve` does not need for a single path.
 
-use super::{AppState, legacy, method_not_allowed, post};
+use super::{AppState, legacy_lane, method_not_allowed, post};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode};
@@ -48,14 +48,14 @@ pub(super) async fn dispatch(st: Arc<AppState>, other: Option<axum::Router>, req
     }
     match *req.method() {
         Method::POST => post::handle_post(State(st), req).await,
-        Method::GET => legacy::handle_get(State(st), req).await,
+        Method::GET => legacy_lane::handle_get(State(st), req).await,
         // As a router's GET route does: the GET answer without its body.
         Method::HEAD => {
-            let r = legacy::handle_get(State(st), req).await;
+            let r = legacy_lane::handle_get(State(st), req).await;
             let (parts, _) = r.into_parts();
             Response::from_parts(parts, Body::empty())
         }
-        Method::DELETE => legacy::handle_delete(State(st), req).await,
+        Method::DELETE => legacy_lane::handle_delete(State(st), req).await,
         _ => method_not_allowed().await,
     }
 }

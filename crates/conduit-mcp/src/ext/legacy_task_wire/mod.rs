@@ -16,7 +16,7 @@ mod wire;
 
 use crate::Ctx;
 use crate::ext::tasks::Requested;
-use crate::ext::tasks::legacy::LegacyTasks;
+use crate::ext::tasks::legacy_store::LegacyTasks;
 use crate::protocol::RpcError;
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT};

@@ -7,7 +7,7 @@ use crate::clock::format_rfc3339_ms;
 use crate::ext::tasks::TaskRecord;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::ErrorCode;
-use crate::protocol::legacy::RELATED_TASK_KEY;
+use crate::protocol::legacy_tasks::RELATED_TASK_KEY;
 use crate::protocol::tasks::TaskStatus;
 use serde_json::{Map, Value, json};
 

@@ -25,7 +25,7 @@ const WAIT_RECHECK: Duration = Duration::from_secs(10);
 /// extension's handle do the same, so a worker needs no branch per era.
 ///
 /// ```
-/// use conduit_mcp::ext::tasks::legacy::LegacyTasks;
+/// use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 /// use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 ///
 /// let tasks = Tasks::new(TasksConfig::enabled()).expect("valid config");

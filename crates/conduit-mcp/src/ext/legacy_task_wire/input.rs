@@ -8,7 +8,7 @@ use super::owner::owner;
 use crate::Ctx;
 use crate::ext::tasks::{Answered, Owner, TaskRecord, limits};
 use crate::protocol::RpcError;
-use crate::protocol::legacy::RELATED_TASK_KEY;
+use crate::protocol::legacy_tasks::RELATED_TASK_KEY;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 

@@ -4,7 +4,7 @@
 
 use super::{ContractOptions, START, store_contract};
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::legacy::{LegacyTaskStore, MAX_PAGE_SIZE};
+use crate::ext::tasks::legacy_store::{LegacyTaskStore, MAX_PAGE_SIZE};
 use crate::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, new_task_id};
 use crate::protocol::tasks::TaskStatus;
 use serde_json::json;
@@ -16,7 +16,7 @@ use std::sync::Arc;
 /// count what an owner has, so each runs on a store of its own).
 ///
 /// ```no_run
-/// # use conduit_mcp::ext::tasks::legacy::MemoryLegacyStore;
+/// # use conduit_mcp::ext::tasks::legacy_store::MemoryLegacyStore;
 /// // In a test file, under `#[tokio::test(flavor = "multi_thread")]`:
 /// async fn my_store_meets_the_legacy_contract() {
 ///     conduit_mcp::testing::legacy_store_contract(

@@ -5,7 +5,7 @@
 use super::owner::owner;
 use super::{LegacyTasksExtension, wire};
 use crate::Ctx;
-use crate::ext::tasks::legacy::DEFAULT_PAGE_SIZE;
+use crate::ext::tasks::legacy_store::DEFAULT_PAGE_SIZE;
 use crate::ext::tasks::{Owner, store_error};
 use crate::protocol::RpcError;
 use crate::protocol::tasks::TaskStatus;

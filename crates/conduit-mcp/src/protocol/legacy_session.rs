@@ -1,18 +1,9 @@
-//! The legacy (2025-11-25) wire: the handshake's version negotiation and the
-//! names and codes that exist only on that era.
+//! The legacy (2025-11-25) session: the handshake's version negotiation, the
+//! header that carries the session, and the log levels of its `logging/setLevel`.
 
 /// The legacy revisions a dual-era server answers, newest first. An
 /// `initialize` asking for anything else is answered with the first.
 pub const SERVED_LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18"];
-
-/// `-32002`: resource not found (legacy; the modern era uses `-32602`).
-pub const RESOURCE_NOT_FOUND: i64 = -32002;
-
-/// `-32042`: the call needs a URL-mode elicitation the client must complete first (2025-11-25).
-pub const URL_ELICITATION_REQUIRED: i64 = -32042;
-
-/// `_meta` key tying a message to a legacy task.
-pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
 
 /// The header carrying the legacy session id.
 pub const SESSION_ID_HEADER: &str = "mcp-session-id";

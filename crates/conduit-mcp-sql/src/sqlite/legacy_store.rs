@@ -7,7 +7,7 @@ use crate::common::{
 };
 use crate::pool::bounded;
 use async_trait::async_trait;
-use conduit_mcp::ext::tasks::legacy::{CursorKey, LegacyTaskStore, ListPosition};
+use conduit_mcp::ext::tasks::legacy_store::{CursorKey, LegacyTaskStore, ListPosition};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
 use sqlx::{AssertSqlSafe, SqliteConnection};
 use std::sync::Arc;

@@ -14,7 +14,7 @@ use super::status::json_body;
 use crate::auth::Principal;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{ErrorClass, ErrorCode, Message, Request, Response as RpcResponse};
-use crate::protocol::legacy::{SERVED_LEGACY_VERSIONS, SESSION_ID_HEADER};
+use crate::protocol::legacy_session::{SERVED_LEGACY_VERSIONS, SESSION_ID_HEADER};
 use crate::protocol::routing::PROTOCOL_VERSION_HEADER;
 use crate::protocol::version::Era;
 use crate::server::{RequestEnv, SessionSlot};

@@ -6,8 +6,9 @@
 use super::RequestEnv;
 use crate::Server;
 use crate::protocol::RpcError;
+use crate::protocol::jsonrpc::RESOURCE_NOT_FOUND;
 use crate::protocol::jsonrpc::{ErrorClass, ErrorCode, RequestId};
-use crate::protocol::legacy::{LOG_LEVELS, RESOURCE_NOT_FOUND, negotiate};
+use crate::protocol::legacy_session::{LOG_LEVELS, negotiate};
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{
     CANCELLED, DISCOVER, INITIALIZE, INITIALIZED, LISTEN, LOGGING_SET_LEVEL, PING, RESOURCES_SUBSCRIBE,

@@ -5,7 +5,7 @@
 //! polls `tasks/get` or waits on `tasks/result` loses nothing without it.
 
 use super::wire;
-use crate::ext::tasks::legacy::LegacyTasks;
+use crate::ext::tasks::legacy_store::LegacyTasks;
 use crate::ext::tasks::{Owner, TaskRecord};
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::methods::TASKS_STATUS;
