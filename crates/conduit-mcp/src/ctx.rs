@@ -45,7 +45,7 @@ pub(crate) struct CtxInner {
     pub(crate) task_params: Option<Value>,
     /// Legacy sessions: the session, through which the server can ask the client (and the
     /// longest it waits for one answer).
-    pub(crate) session: Option<(Arc<crate::session::LegacySession>, std::time::Duration)>,
+    pub(crate) session: Option<(Arc<crate::session::LegacySession>, crate::session::Asking)>,
 }
 
 impl std::fmt::Debug for Ctx {
@@ -202,9 +202,9 @@ impl Ctx {
         method: &str,
         params: Option<Value>,
     ) -> Option<Result<Value, crate::protocol::RpcError>> {
-        let (session, timeout) = self.inner.session.as_ref()?;
+        let (session, asking) = self.inner.session.as_ref()?;
         let out = self.inner.out.as_ref()?;
-        Some(session.ask(out, method, params, *timeout).await)
+        Some(session.ask(out, method, params, *asking).await)
     }
 
     /// The outlet for request-scoped notifications (listen streams write here).

@@ -75,3 +75,80 @@ async fn waiting_requests_are_capped_and_abandoned_ones_give_up() {
     // Room again in the first session.
     let (_e4, _) = asked(&a, 6).await;
 }
+
+/// `ask` with `pad` bytes of `_meta`: what the waiting call keeps to resume.
+fn padded_ask(pad: usize) -> serde_json::Value {
+    json!({ "name": "ask", "_meta": { "pad": "p".repeat(pad) } })
+}
+
+/// Finding 7 in bytes: a waiting request keeps its params and `_meta` to resume, so the
+/// bytes kept count against a budget per session and per client, not only the number.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bytes_waiting_requests_keep_are_capped_per_session_and_per_client() {
+    let kib = 1024;
+    let sessions = SessionConfig::default().max_waiting_bytes(64 * kib, 100 * kib);
+    let server = Server::builder("waits", "1").tool(ask_tool()).sessions(sessions).build().expect("server");
+    let h = start_with(server, HttpConfig::default()).await;
+    let mut a = Legacy::new(&h.url);
+    a.initialize(json!({ "elicitation": {} })).await;
+    let mut e1 = a.open(1, "tools/call", padded_ask(40 * kib)).await;
+    assert_eq!(e1.next_msg().await.expect("the question").1["method"], "elicitation/create");
+    let held = h.server.session_stats().waiting_bytes;
+    assert!((40 * kib..44 * kib).contains(&held), "the call keeps its request: {held} bytes");
+    // A second one in the session would keep 80 KiB: past the session's 64.
+    let e = a.error(2, "tools/call", padded_ask(40 * kib)).await;
+    assert_eq!(e["code"], -32000, "{e}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("of this session waiting"), "{e}");
+    // Small ones still fit beside it.
+    let (_e3, _) = asked(&a, 3).await;
+    // Another session of the same client: 40 more fit (about 80 of its 100 KiB), then not.
+    let mut b = Legacy::new(&h.url);
+    b.initialize(json!({ "elicitation": {} })).await;
+    let mut e4 = b.open(4, "tools/call", padded_ask(40 * kib)).await;
+    assert_eq!(e4.next_msg().await.expect("the question").1["method"], "elicitation/create");
+    let mut c = Legacy::new(&h.url);
+    c.initialize(json!({ "elicitation": {} })).await;
+    let e = c.error(5, "tools/call", padded_ask(40 * kib)).await;
+    assert!(e["message"].as_str().unwrap_or_default().contains("of this client waiting"), "{e}");
+    // Leaving gives the bytes back.
+    drop((e1, e4));
+    a.post(&note("notifications/cancelled", json!({ "requestId": 1 }))).await;
+    b.post(&note("notifications/cancelled", json!({ "requestId": 4 }))).await;
+    waiting_settles(&h.server, 1).await;
+    assert!(h.server.session_stats().waiting_bytes < 4 * kib);
+    let mut e6 = c.open(6, "tools/call", padded_ask(40 * kib)).await;
+    assert_eq!(e6.next_msg().await.expect("the question").1["method"], "elicitation/create");
+}
+
+/// The defaults: one session's waiting requests keep at most 4 MiB (one body at the
+/// default body limit), however few they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_a_session_s_waiting_requests_keep_at_most_4_mib() {
+    let server = Server::builder("waits", "1").tool(ask_tool()).build().expect("server");
+    let h = start_with(server, HttpConfig::default()).await;
+    let mut a = Legacy::new(&h.url);
+    a.initialize(json!({ "elicitation": {} })).await;
+    let pad = 1536 * 1024;
+    let mut e1 = a.open(1, "tools/call", padded_ask(pad)).await;
+    assert_eq!(e1.next_msg().await.expect("the question").1["method"], "elicitation/create");
+    let mut e2 = a.open(2, "tools/call", padded_ask(pad)).await;
+    assert_eq!(e2.next_msg().await.expect("the question").1["method"], "elicitation/create");
+    let e = a.error(3, "tools/call", padded_ask(pad)).await;
+    assert!(e["message"].as_str().unwrap_or_default().contains("keep too many bytes"), "{e}");
+    assert_eq!(h.server.session_stats().waiting, 2);
+}
+
+/// A waiting call cancelled by the client (`notifications/cancelled`) leaves the session's
+/// waiting requests at once: its place is free for the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_waiting_call_frees_its_place_in_the_session() {
+    let sessions = SessionConfig::default().max_waiting(1, 10);
+    let server = Server::builder("waits", "1").tool(ask_tool()).sessions(sessions).build().expect("server");
+    let h = start_with(server, HttpConfig::default()).await;
+    let mut a = Legacy::new(&h.url);
+    a.initialize(json!({ "elicitation": {} })).await;
+    let (_e1, _) = asked(&a, 1).await;
+    assert_eq!(a.post(&note("notifications/cancelled", json!({ "requestId": 1 }))).await.status(), 202);
+    waiting_settles(&h.server, 0).await;
+    let (_e2, _) = asked(&a, 2).await;
+}

@@ -5,6 +5,7 @@
 //!   naming a live task, RSS of a full table of the largest creates against
 //!   the byte budget, and what one client can make a node hold through padded
 //!   2025-11-25 sessions ([`bounds`]);
+//!   (`soak bounds` runs that last part alone);
 //! - `soak mixed` ([`mixed`]): minutes of mixed load on SQLite or PostgreSQL, then
 //!   a verdict ([`report`]).
 //!
@@ -36,6 +37,15 @@ enum SoakCmd {
     Churn(ChurnArgs),
     /// Mixed load on SQLite or PostgreSQL, then the verdict.
     Mixed(mixed::MixedArgs),
+    /// Only churn's part 3: what one client can make a node hold, then its verdict.
+    Bounds(BoundsArgs),
+}
+
+#[derive(Debug, Args)]
+struct BoundsArgs {
+    /// The `conduit-mcp` binary.
+    #[arg(long)]
+    server: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -61,5 +71,10 @@ pub fn run(args: SoakArgs) -> Result<bool, String> {
     match args.command {
         SoakCmd::Churn(a) => rt.block_on(churn::run(&a.server, a.warmup, a.cycles)),
         SoakCmd::Mixed(a) => rt.block_on(mixed::run(a)),
+        SoakCmd::Bounds(a) => rt.block_on(async {
+            let pass = bounds::run(&a.server).await?.pass();
+            eprintln!("verdict: {}", if pass { "PASS" } else { "FAIL" });
+            Ok(pass)
+        }),
     }
 }

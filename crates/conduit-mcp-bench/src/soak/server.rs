@@ -38,8 +38,14 @@ pub struct Fds {
 impl ServerProc {
     /// Starts `bin serve --listen 127.0.0.1:0 ARGS…` and waits (up to 30 s) for its address.
     pub fn start(bin: &Path, args: &[String]) -> Result<Self, String> {
+        Self::start_env(bin, args, &[])
+    }
+
+    /// Like [`start`](Self::start), with these environment variables set too.
+    pub fn start_env(bin: &Path, args: &[String], env: &[(&str, &str)]) -> Result<Self, String> {
         let mut cmd = Command::new(bin);
         cmd.args(["serve", "--listen", "127.0.0.1:0"]).args(args).env("NO_COLOR", "1");
+        cmd.envs(env.iter().copied());
         let server = Listening::spawn(cmd, "the server", Duration::from_secs(30))?;
         Ok(Self { pid: server.pid, addr: server.addr, server, db_file: None })
     }

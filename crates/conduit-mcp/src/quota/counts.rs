@@ -31,11 +31,13 @@ impl<K> Default for Counts<K> {
     }
 }
 
-/// One unit a client holds; given back when dropped.
+/// What a client holds (one unit, or `n` of a weighed [`hold_n`](Counts::hold_n));
+/// given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Held<K: Hash + Eq> {
     counts: Counts<K>,
     key: K,
+    n: usize,
 }
 
 /// Why [`Counts::hold`] refused.
@@ -61,17 +63,25 @@ impl<K> Counts<K> {
 impl<K: Hash + Eq + Clone> Counts<K> {
     /// One more for `key`, when it holds fewer than `per_client` and everyone fewer than `total`.
     pub(crate) fn hold(&self, key: &K, per_client: usize, total: usize) -> Result<Held<K>, Full> {
+        self.hold_n(key, 1, per_client, total)
+    }
+
+    /// `n` more for `key` (bytes, say), when its holding stays within `per_client`
+    /// and everyone's within `total`. Zero always fits.
+    pub(crate) fn hold_n(&self, key: &K, n: usize, per_client: usize, total: usize) -> Result<Held<K>, Full> {
         let mut g = self.lock();
-        if g.total >= total {
+        if n > 0 && g.total.saturating_add(n) > total {
             return Err(Full::Total);
         }
-        let n = g.per_client.get(key).copied().unwrap_or(0);
-        if n >= per_client {
+        let has = g.per_client.get(key).copied().unwrap_or(0);
+        if n > 0 && has.saturating_add(n) > per_client {
             return Err(Full::Client);
         }
-        g.per_client.insert(key.clone(), n + 1);
-        g.total += 1;
-        Ok(Held { counts: self.clone(), key: key.clone() })
+        if n > 0 {
+            g.per_client.insert(key.clone(), has + n);
+            g.total += n;
+        }
+        Ok(Held { counts: self.clone(), key: key.clone(), n })
     }
 
     /// How many `key` holds.
@@ -83,10 +93,13 @@ impl<K: Hash + Eq + Clone> Counts<K> {
 
 impl<K: Hash + Eq> Drop for Held<K> {
     fn drop(&mut self) {
+        if self.n == 0 {
+            return;
+        }
         let mut g = self.counts.lock();
-        g.total = g.total.saturating_sub(1);
+        g.total = g.total.saturating_sub(self.n);
         if let Some(n) = g.per_client.get_mut(&self.key) {
-            *n -= 1;
+            *n = n.saturating_sub(self.n);
             if *n == 0 {
                 g.per_client.remove(&self.key);
             }
@@ -113,5 +126,20 @@ mod tests {
         drop((a2, b1));
         assert_eq!(c.total(), 0);
         assert!(c.lock().per_client.is_empty(), "no entry is left behind");
+    }
+
+    #[test]
+    fn weighed_holds_stay_within_both_caps() {
+        let c = Counts::default();
+        let (a, b) = (ClientKey::Local, ClientKey::Unknown);
+        let a1 = c.hold_n(&a, 60, 100, 150).expect("fits");
+        assert_eq!(c.hold_n(&a, 41, 100, 150).unwrap_err(), Full::Client);
+        let a2 = c.hold_n(&a, 40, 100, 150).expect("exactly the cap");
+        assert_eq!(c.hold_n(&b, 51, 100, 150).unwrap_err(), Full::Total);
+        let _zero = c.hold_n(&a, 0, 100, 150).expect("nothing always fits");
+        drop(a1);
+        assert_eq!((c.of(&a), c.total()), (40, 40));
+        drop(a2);
+        assert!(c.lock().per_client.is_empty());
     }
 }

@@ -11,6 +11,8 @@
 //! replay_bytes = 262144       # bytes of messages kept per session for Last-Event-ID
 //! max_waiting_per_session = 16 # server→client requests awaiting answers, per session
 //! max_waiting_per_client = 64  # ... per client, over its sessions on this node
+//! max_waiting_bytes_per_session = 4194304 # bytes those requests keep (params, _meta), per session
+//! max_waiting_bytes_per_client = 16777216 # ... per client, over its sessions on this node
 //! abandon_after_ms = 30000     # a waiting request's stream left unconnected this long gives up
 //! ```
 
@@ -49,13 +51,15 @@ impl SessionConfig {
                 "replay_bytes" => cfg.replay_bytes = n as usize,
                 "max_waiting_per_session" => cfg.max_waiting_per_session = n as usize,
                 "max_waiting_per_client" => cfg.max_waiting_per_client = n as usize,
+                "max_waiting_bytes_per_session" => cfg.max_waiting_bytes_per_session = n as usize,
+                "max_waiting_bytes_per_client" => cfg.max_waiting_bytes_per_client = n as usize,
                 "abandon_after_ms" => cfg.abandon_after = std::time::Duration::from_millis(n),
                 _ => {
                     return Err(err(
                         k,
                         "unknown key (expected idle_timeout_ms, max_sessions, max_sessions_per_client, evict_idle_ms, \
                          replay_events, replay_bytes, max_waiting_per_session, max_waiting_per_client, \
-                         abandon_after_ms)",
+                         max_waiting_bytes_per_session, max_waiting_bytes_per_client, abandon_after_ms)",
                     ));
                 }
             }

@@ -5,7 +5,7 @@
 use super::events::EventLog;
 use super::relay::{ASK_PREFIX, hex, session_digest};
 use super::store::SessionRecord;
-use super::waits::{self, Gave, WaitPolicy};
+use super::waits::{self, Asking, Gave, WaitPolicy};
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{ErrorCode, Message, Request, RequestId};
 use crate::protocol::meta::ClientCapabilities;
@@ -14,7 +14,6 @@ use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +29,7 @@ pub struct LegacySession {
     pub(crate) events: EventLog,
     /// stdio: the one output every message goes to.
     local_out: Option<UnboundedSender<Message>>,
-    waiting: Mutex<HashMap<RequestId, Waiter>>,
+    waiting: Mutex<Waiting>,
     /// The bounds on `waiting`, shared with the node's other sessions.
     waits: Arc<WaitPolicy>,
     /// The tag of this node, in every request id it sends (so another node can forward the answer).
@@ -47,6 +46,33 @@ pub struct LegacySession {
 impl std::fmt::Debug for LegacySession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LegacySession").field("persisted", &self.persisted).finish_non_exhaustive()
+    }
+}
+
+/// The server→client requests of a session awaiting answers, and the bytes their
+/// callers keep meanwhile.
+#[derive(Default)]
+struct Waiting {
+    by_id: HashMap<RequestId, Waiter>,
+    bytes: usize,
+}
+
+/// One request waiting on the client: forgotten, and its bytes given back, however
+/// the wait ends (answered, given up, or its caller dropped, as a cancelled call is).
+struct Asked<'a> {
+    session: &'a LegacySession,
+    id: RequestId,
+    bytes: usize,
+}
+
+impl Drop for Asked<'_> {
+    fn drop(&mut self) {
+        {
+            let mut w = lock(&self.session.waiting);
+            w.by_id.remove(&self.id);
+            w.bytes = w.bytes.saturating_sub(self.bytes);
+        }
+        self.session.events.forget_ask(&self.id);
     }
 }
 
@@ -157,39 +183,43 @@ impl LegacySession {
     }
 
     /// Sends `method` to the client on `out` (the stream of the request that needs the
-    /// answer) and waits for the client's response, at most `timeout`, and no longer
-    /// once its stream has been left without a connection (see [`super::waits`]).
-    /// Refused at once past the session's or the client's cap on waiting requests.
+    /// answer) and waits for the client's response, at most `asking.timeout`, and no
+    /// longer once its stream has been left without a connection (see [`super::waits`]).
+    /// Refused at once past the session's or the client's cap on waiting requests, in
+    /// number or in the bytes their callers keep (`asking.held_bytes` each).
     pub(crate) async fn ask(
         &self,
         out: &UnboundedSender<Message>,
         method: &str,
         params: Option<Value>,
-        timeout: Duration,
+        asking: Asking,
     ) -> Result<Value, RpcError> {
         let client = lock(&self.record).client_key.clone();
-        let _held = self.waits.admit(&client)?;
+        let bytes = asking.held_bytes;
+        let _held = self.waits.admit(&client, bytes)?;
         let id = RequestId::String(format!(
             "{ASK_PREFIX}{}-{}",
             self.node,
             self.next_request.fetch_add(1, Ordering::Relaxed)
         ));
         let (tx, rx) = oneshot::channel();
-        {
+        let _asked = {
             let mut waiting = lock(&self.waiting);
-            if waiting.len() >= self.waits.per_session {
+            if waiting.by_id.len() >= self.waits.per_session {
                 return Err(waits::too_many("session"));
             }
-            waiting.insert(id.clone(), tx);
-        }
+            if waiting.bytes.saturating_add(bytes) > self.waits.bytes_per_session {
+                return Err(waits::too_large("session"));
+            }
+            waiting.by_id.insert(id.clone(), tx);
+            waiting.bytes += bytes;
+            Asked { session: self, id: id.clone(), bytes }
+        };
         let sent = out.send(Message::Request(Request::new(id.clone(), method, params)));
         if sent.is_err() {
-            lock(&self.waiting).remove(&id);
             return Err(RpcError::internal("the request's stream is closed"));
         }
-        let answer = waits::wait_for(&self.events, &id, rx, timeout, self.waits.abandon_after).await;
-        lock(&self.waiting).remove(&id);
-        self.events.forget_ask(&id);
+        let answer = waits::wait_for(&self.events, &id, rx, asking.timeout, self.waits.abandon_after).await;
         match answer {
             Ok(r) => r,
             Err(Gave::Ended) => Err(RpcError::internal("the session ended while waiting for the client")),
@@ -213,7 +243,7 @@ impl LegacySession {
         id: &RequestId,
         outcome: Result<Value, RpcError>,
     ) -> Result<bool, Result<Value, RpcError>> {
-        let waiter = lock(&self.waiting).remove(id);
+        let waiter = lock(&self.waiting).by_id.remove(id);
         match waiter {
             Some(w) => Ok(w.send(outcome).is_ok()),
             None => Err(outcome),
@@ -240,7 +270,7 @@ impl LegacySession {
     /// The session ends: in-flight requests stop, waiters are released.
     pub(crate) fn end(&self) {
         lock(&self.in_flight).values().for_each(CancellationToken::cancel);
-        lock(&self.waiting).clear();
+        lock(&self.waiting).by_id.clear();
         lock(&self.changes).take();
     }
 }

@@ -5,7 +5,10 @@ use super::events::{DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES};
 use super::live::LegacySession;
 use super::relay::ResponseRelay;
 use super::store::{SessionError, SessionLimits, SessionRecord, SessionStore};
-use super::waits::{DEFAULT_ABANDON_AFTER, DEFAULT_WAITING_PER_CLIENT, DEFAULT_WAITING_PER_SESSION, WaitPolicy};
+use super::waits::{
+    DEFAULT_ABANDON_AFTER, DEFAULT_WAITING_BYTES_PER_CLIENT, DEFAULT_WAITING_BYTES_PER_SESSION,
+    DEFAULT_WAITING_PER_CLIENT, DEFAULT_WAITING_PER_SESSION, WaitPolicy,
+};
 use crate::clock::Clock;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +35,11 @@ pub struct SessionConfig {
     /// Server→client requests one client (principal, or address) may have awaiting
     /// answers at once, over its sessions on this node.
     pub max_waiting_per_client: usize,
+    /// Bytes one session's waiting requests may keep (each its params and `_meta`, as
+    /// JSON, to resume with the answers).
+    pub max_waiting_bytes_per_session: usize,
+    /// Bytes one client's waiting requests may keep, over its sessions on this node.
+    pub max_waiting_bytes_per_client: usize,
     /// A request waiting on the client's answer whose stream has had no connection this
     /// long (the client left and did not resume) stops waiting.
     pub abandon_after: std::time::Duration,
@@ -47,6 +55,8 @@ impl Default for SessionConfig {
             relay: None,
             max_waiting_per_session: DEFAULT_WAITING_PER_SESSION,
             max_waiting_per_client: DEFAULT_WAITING_PER_CLIENT,
+            max_waiting_bytes_per_session: DEFAULT_WAITING_BYTES_PER_SESSION,
+            max_waiting_bytes_per_client: DEFAULT_WAITING_BYTES_PER_CLIENT,
             abandon_after: DEFAULT_ABANDON_AFTER,
         }
     }
@@ -62,6 +72,8 @@ impl std::fmt::Debug for SessionConfig {
             .field("relay", &self.relay)
             .field("max_waiting_per_session", &self.max_waiting_per_session)
             .field("max_waiting_per_client", &self.max_waiting_per_client)
+            .field("max_waiting_bytes_per_session", &self.max_waiting_bytes_per_session)
+            .field("max_waiting_bytes_per_client", &self.max_waiting_bytes_per_client)
             .field("abandon_after", &self.abandon_after)
             .finish()
     }
@@ -120,6 +132,14 @@ impl SessionConfig {
         self
     }
 
+    /// Sets the caps on the bytes requests waiting on the client keep (their params
+    /// and `_meta`): per session, and per client over its sessions on this node.
+    pub fn max_waiting_bytes(mut self, per_session: usize, per_client: usize) -> Self {
+        self.max_waiting_bytes_per_session = per_session;
+        self.max_waiting_bytes_per_client = per_client;
+        self
+    }
+
     /// Sets how long a waiting request's stream may stay without a connection.
     pub fn abandon_after(mut self, d: std::time::Duration) -> Self {
         self.abandon_after = d;
@@ -143,6 +163,8 @@ pub struct SessionStats {
     pub replay_bytes: usize,
     /// Server→client requests awaiting the clients' answers.
     pub waiting: usize,
+    /// Bytes their callers keep meanwhile (params and `_meta`, as JSON).
+    pub waiting_bytes: usize,
 }
 
 /// The sessions of one server: the store is the truth (existence, owner,
@@ -164,7 +186,10 @@ impl Sessions {
             per_session: config.max_waiting_per_session,
             per_client: config.max_waiting_per_client,
             abandon_after: config.abandon_after,
+            bytes_per_session: config.max_waiting_bytes_per_session,
+            bytes_per_client: config.max_waiting_bytes_per_client,
             counts: Default::default(),
+            bytes: Default::default(),
         });
         Self { config, clock, node, live: Mutex::default(), waits }
     }
@@ -225,7 +250,12 @@ impl Sessions {
     pub(crate) fn stats(&self) -> SessionStats {
         let live = self.live();
         let replay_bytes = live.values().map(|s| s.events.bytes()).sum();
-        SessionStats { held: live.len(), replay_bytes, waiting: self.waits.counts.total() }
+        SessionStats {
+            held: live.len(),
+            replay_bytes,
+            waiting: self.waits.counts.total(),
+            waiting_bytes: self.waits.bytes.total(),
+        }
     }
 
     /// The live session `id` of `owner`, touched; `NotFound` for unknown, expired and foreign ones.

@@ -34,7 +34,11 @@ pub use memory::MemorySessionStore;
 pub(crate) use relay::session_digest;
 pub use relay::{ForwardedResponse, RelayError, RelaySink, ResponseRelay, session_key};
 pub use store::{Created, SessionError, SessionLimits, SessionRecord, SessionStore};
-pub use waits::{DEFAULT_ABANDON_AFTER, DEFAULT_WAITING_PER_CLIENT, DEFAULT_WAITING_PER_SESSION};
+pub(crate) use waits::Asking;
+pub use waits::{
+    DEFAULT_ABANDON_AFTER, DEFAULT_WAITING_BYTES_PER_CLIENT, DEFAULT_WAITING_BYTES_PER_SESSION,
+    DEFAULT_WAITING_PER_CLIENT, DEFAULT_WAITING_PER_SESSION,
+};
 
 /// A new session id: 32 random bytes as 64 lowercase hex digits (visible ASCII,
 /// `0x21..=0x7E`, as the 2025-11-25 transport requires).

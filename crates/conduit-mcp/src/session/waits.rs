@@ -9,6 +9,10 @@
 //! a request whose stream has had no connection for `abandon_after` (the client
 //! left and did not resume with `Last-Event-ID`) stops waiting at once instead
 //! of at the end of its round timeout.
+//!
+//! Counts alone do not bound memory: a waiting request keeps what it needs to
+//! resume (its params and `_meta`, up to the body limit each), so the bytes it
+//! keeps count too, against `bytes_per_session` and `bytes_per_client`.
 
 use super::events::EventLog;
 use crate::protocol::RpcError;
@@ -24,6 +28,19 @@ pub const DEFAULT_WAITING_PER_SESSION: usize = 16;
 pub const DEFAULT_WAITING_PER_CLIENT: usize = 64;
 /// Default time a waiting request's stream may stay without a connection.
 pub const DEFAULT_ABANDON_AFTER: Duration = Duration::from_secs(30);
+/// Default cap on the bytes one session's waiting requests keep (one request at the
+/// default HTTP body limit fits).
+pub const DEFAULT_WAITING_BYTES_PER_SESSION: usize = 4 * 1024 * 1024;
+/// Default cap on the bytes one client's waiting requests keep, over its sessions on a node.
+pub const DEFAULT_WAITING_BYTES_PER_CLIENT: usize = 16 * 1024 * 1024;
+
+/// What a request that asks its client keeps while it waits: how long each answer is
+/// awaited, and the bytes of the request it holds to resume (params and `_meta`, as JSON).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asking {
+    pub(crate) timeout: Duration,
+    pub(crate) held_bytes: usize,
+}
 
 /// The bounds on waiting requests, shared by the sessions of a node.
 #[derive(Debug)]
@@ -31,8 +48,14 @@ pub(crate) struct WaitPolicy {
     pub(crate) per_session: usize,
     pub(crate) per_client: usize,
     pub(crate) abandon_after: Duration,
+    /// Bytes kept by one session's waiting requests at most.
+    pub(crate) bytes_per_session: usize,
+    /// Bytes kept by one client's waiting requests at most.
+    pub(crate) bytes_per_client: usize,
     /// Requests waiting, per client key (a session record's `client_key`).
     pub(crate) counts: Counts<String>,
+    /// Bytes kept by waiting requests, per client key.
+    pub(crate) bytes: Counts<String>,
 }
 
 impl WaitPolicy {
@@ -42,14 +65,31 @@ impl WaitPolicy {
             per_session: DEFAULT_WAITING_PER_SESSION,
             per_client: usize::MAX,
             abandon_after: DEFAULT_ABANDON_AFTER,
+            bytes_per_session: DEFAULT_WAITING_BYTES_PER_SESSION,
+            bytes_per_client: usize::MAX,
             counts: Counts::default(),
+            bytes: Counts::default(),
         }
     }
 
-    /// A place for one more of `client`'s waiting requests, or the refusal.
-    pub(crate) fn admit(&self, client: &String) -> Result<Held<String>, RpcError> {
-        self.counts.hold(client, self.per_client, usize::MAX).map_err(|_| too_many("client"))
+    /// A place for one more of `client`'s waiting requests, keeping `bytes`, or the refusal.
+    pub(crate) fn admit(&self, client: &String, bytes: usize) -> Result<(Held<String>, Held<String>), RpcError> {
+        let one = self.counts.hold(client, self.per_client, usize::MAX).map_err(|_| too_many("client"))?;
+        let kept =
+            self.bytes.hold_n(client, bytes, self.bytes_per_client, usize::MAX).map_err(|_| too_large("client"))?;
+        Ok((one, kept))
     }
+}
+
+/// The refusal of a waiting request whose bytes would pass the `whose` budget.
+pub(crate) fn too_large(whose: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::Other(-32000),
+        format!(
+            "The requests of this {whose} waiting for the client's answers keep too many bytes; \
+             answer or cancel them first, or send smaller requests"
+        ),
+    )
 }
 
 /// The refusal of one request too many waiting on the client.

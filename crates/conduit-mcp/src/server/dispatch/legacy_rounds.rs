@@ -7,6 +7,7 @@
 
 use super::RequestEnv;
 use crate::Server;
+use crate::bounds::json_len;
 use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RequestId;
@@ -14,7 +15,7 @@ use crate::protocol::meta::PROGRESS_TOKEN_KEY;
 use crate::protocol::methods::TOOLS_CALL;
 use crate::protocol::tools::CallToolResult;
 use crate::protocol::version::Era;
-use crate::session::LegacySession;
+use crate::session::{Asking, LegacySession};
 use futures_util::future::try_join_all;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -32,7 +33,12 @@ impl Server {
         let progress_token =
             meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
         let max = self.inner.options.max_input_rounds;
+        let timeout = self.inner.options.input_round_timeout;
         for round in 0..=max {
+            // What this call keeps while it waits on the client: counted against the
+            // session's and the client's byte budgets for waiting requests.
+            let held_bytes = json_len(&params) + json_len(&meta);
+            let asking = Asking { timeout, held_bytes };
             let Some(route) = self.route(Era::Legacy, &method, &params) else {
                 return Err(RpcError::method_not_found(&method));
             };
@@ -53,7 +59,7 @@ impl Server {
                 changes: self.inner.changes.clone(),
                 close_stream: env.close_stream.clone(),
                 task_params: None,
-                session: Some((session.clone(), self.inner.options.input_round_timeout)),
+                session: Some((session.clone(), asking)),
             };
             // The params are kept: a further round repeats them with the answers.
             let result = match self.handle(route, parts, params.clone()).await {
@@ -78,13 +84,14 @@ impl Server {
                 return Err(RpcError::internal("this transport cannot send requests to the client"));
             };
             let requests = result.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
-            let timeout = self.inner.options.input_round_timeout;
+            // The questions of one round share what the call keeps.
+            let asking = Asking { timeout, held_bytes: held_bytes.div_ceil(requests.len().max(1)) };
             let cancel = &env.cancel;
             let asks = requests.into_iter().map(|(key, req)| async move {
                 let m = req.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
                 let p = req.get("params").cloned();
                 let answer = tokio::select! {
-                    a = session.ask(out, &m, p, timeout) => a?,
+                    a = session.ask(out, &m, p, asking) => a?,
                     _ = cancel.cancelled() => return Err(RpcError::internal("Request cancelled")),
                 };
                 Ok::<_, RpcError>((key, answer))
