@@ -1,80 +1,72 @@
 //! The legacy (2025-11-25) tasks wire vocabulary: the flat `Task` of
 //! `tasks/get`, `tasks/list`, `tasks/cancel` and `notifications/tasks/status`,
 //! the nested `CreateTaskResult`, and the `_meta` key that ties a message to a
-//! task. The modern shapes are in [`tasks`](super::tasks); the statuses are the
-//! same [`TaskStatus`].
+//! task.
+//!
+//! A legacy task has the fields of the modern [`Task`], two of them under
+//! other names (`ttl` for `ttlMs`, `pollInterval` for `pollIntervalMs`): one
+//! type holds both, and only the names differ here.
 
-use super::tasks::TaskStatus;
-use serde::{Deserialize, Serialize};
+use super::tasks::Task;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value, json};
 
 /// `_meta` key tying a message to a legacy task.
 pub const RELATED_TASK_KEY: &str = "io.modelcontextprotocol/related-task";
+
+/// The modern names and this era's, of the fields named differently.
+const RENAMED: [(&str, &str); 2] = [("ttlMs", "ttl"), ("pollIntervalMs", "pollInterval")];
 
 /// The `_meta` value under [`RELATED_TASK_KEY`] for task `task_id`.
 pub fn related_task(task_id: &str) -> Value {
     json!({ "taskId": task_id })
 }
 
-/// A task on 2025-11-25: flat, its lifetime in `ttl` (always present, `null` =
-/// unlimited), its polling hint in `pollInterval`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// Moves each renamed field from one name to the other.
+fn rename(m: &mut Map<String, Value>, to_legacy: bool) {
+    for (modern, legacy) in RENAMED {
+        let (from, to) = if to_legacy { (modern, legacy) } else { (legacy, modern) };
+        if let Some(v) = m.remove(from) {
+            m.insert(to.into(), v);
+        }
+    }
+}
+
+/// A task on 2025-11-25: [`Task`]'s fields, its lifetime in `ttl` (always
+/// present, `null` = unlimited) and its polling hint in `pollInterval`.
+/// On this era a tool's error result makes the task `failed`.
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LegacyTask {
-    /// The id (a capability).
-    pub task_id: String,
-    /// Current status (a tool error is `failed` on this era).
-    pub status: TaskStatus,
-    /// Current status message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status_message: Option<String>,
-    /// Creation time (RFC 3339).
-    pub created_at: String,
-    /// Last change (RFC 3339).
-    pub last_updated_at: String,
-    /// Lifetime from creation in milliseconds; required on the wire, `null` = unlimited.
-    pub ttl: Option<u64>,
-    /// Suggested polling interval in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub poll_interval: Option<u64>,
+    /// The fields, as the modern era names them in code.
+    pub task: Task,
 }
 
 impl LegacyTask {
-    /// A task with the required fields.
-    pub fn new(
-        task_id: impl Into<String>,
-        status: TaskStatus,
-        created_at: impl Into<String>,
-        last_updated_at: impl Into<String>,
-        ttl: Option<u64>,
-    ) -> Self {
-        Self {
-            task_id: task_id.into(),
-            status,
-            status_message: None,
-            created_at: created_at.into(),
-            last_updated_at: last_updated_at.into(),
-            ttl,
-            poll_interval: None,
-        }
+    /// The legacy shape of `task`.
+    pub fn new(task: Task) -> Self {
+        Self { task }
     }
 
-    /// The JSON object, built by moving the fields (the same object serde writes).
+    /// The JSON object.
     pub fn into_value(self) -> Value {
-        let mut m = Map::new();
-        m.insert("taskId".into(), Value::String(self.task_id));
-        m.insert("status".into(), Value::from(self.status.as_str()));
-        if let Some(s) = self.status_message {
-            m.insert("statusMessage".into(), Value::String(s));
-        }
-        m.insert("createdAt".into(), Value::String(self.created_at));
-        m.insert("lastUpdatedAt".into(), Value::String(self.last_updated_at));
-        m.insert("ttl".into(), self.ttl.map_or(Value::Null, Value::from));
-        if let Some(p) = self.poll_interval {
-            m.insert("pollInterval".into(), Value::from(p));
-        }
+        let mut m = self.task.into_map();
+        rename(&mut m, true);
         Value::Object(m)
+    }
+}
+
+impl Serialize for LegacyTask {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.clone().into_value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for LegacyTask {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut m = Map::<String, Value>::deserialize(d)?;
+        rename(&mut m, false);
+        Task::deserialize(Value::Object(m)).map(Self::new).map_err(serde::de::Error::custom)
     }
 }
 
@@ -101,24 +93,27 @@ impl LegacyCreateTaskResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::tasks::TaskStatus;
 
     #[test]
-    fn the_hand_built_object_is_what_serde_writes() {
-        let mut t = LegacyTask::new("id", TaskStatus::Failed, "a", "b", None);
-        assert_eq!(serde_json::to_value(&t).unwrap(), t.clone().into_value());
-        assert!(t.clone().into_value()["ttl"].is_null());
+    fn this_era_names_ttl_and_poll_interval_its_own_way() {
+        let mut t = Task::new("id", TaskStatus::Failed, "a", "b", None);
+        let v = LegacyTask::new(t.clone()).into_value();
+        assert!(v["ttl"].is_null() && v.get("ttlMs").is_none() && v.get("pollInterval").is_none());
         t.status_message = Some("m".into());
-        t.ttl = Some(5);
-        t.poll_interval = Some(7);
-        let v = t.clone().into_value();
-        assert_eq!(serde_json::to_value(&t).unwrap(), v);
+        t.ttl_ms = Some(5);
+        t.poll_interval_ms = Some(7);
+        let legacy = LegacyTask::new(t);
+        let v = legacy.clone().into_value();
+        assert_eq!(serde_json::to_value(&legacy).unwrap(), v);
         assert_eq!(
             (v["status"].as_str(), v["ttl"].as_u64(), v["pollInterval"].as_u64()),
             (Some("failed"), Some(5), Some(7))
         );
-        let c = LegacyCreateTaskResult::new(t.clone());
-        assert_eq!(serde_json::to_value(&c).unwrap(), c.into_value());
+        assert!(v.get("ttlMs").is_none() && v.get("pollIntervalMs").is_none());
         let back: LegacyTask = serde_json::from_value(v).unwrap();
-        assert_eq!(back, t);
+        assert_eq!(back, legacy);
+        let c = LegacyCreateTaskResult::new(legacy);
+        assert_eq!(serde_json::to_value(&c).unwrap(), c.into_value());
     }
 }

@@ -4,7 +4,6 @@
 //! returns. The record is era-neutral and the shapes are `protocol`'s; what this
 //! era makes of a record (a tool error is `failed`) is decided here only.
 
-use crate::clock::format_rfc3339_ms;
 use crate::ext::tasks::TaskRecord;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::ErrorCode;
@@ -39,14 +38,12 @@ pub(crate) fn status_message(rec: &TaskRecord) -> Option<String> {
     }
 }
 
-/// The flat legacy `Task`.
+/// The flat legacy `Task`: the record's wire fields with this era's status and message.
 pub(crate) fn task(rec: &TaskRecord) -> LegacyTask {
-    let created = format_rfc3339_ms(rec.created_at_ms);
-    let updated = format_rfc3339_ms(rec.last_updated_at_ms);
-    let mut t = LegacyTask::new(rec.task_id.clone(), status(rec), created, updated, rec.ttl_ms);
+    let mut t = rec.wire();
+    t.status = status(rec);
     t.status_message = status_message(rec);
-    t.poll_interval = rec.poll_interval_ms;
-    t
+    LegacyTask::new(t)
 }
 
 /// The `CreateTaskResult`: `{task: {...}}`.
