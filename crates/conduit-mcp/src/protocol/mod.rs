@@ -12,7 +12,7 @@
 //! - [`meta`]: `_meta` keys and client capabilities;
 //! - [`tasks`]: the Tasks extension's id and task shapes;
 //! - [`legacy_session`], [`legacy_tasks`]: what only the 2025-11-25 era has (its
-//!   session: handshake, header, log levels; its tasks);
+//!   session: handshake, header, log levels; its task shapes);
 //! - [`tools`], [`prompts`], [`resources`], [`content`], [`discover`], [`mrtr`]: feature shapes.
 
 pub mod content;

@@ -8,7 +8,7 @@ use super::owner::owner;
 use crate::Ctx;
 use crate::ext::tasks::{Answered, Owner, TaskRecord, limits};
 use crate::protocol::RpcError;
-use crate::protocol::legacy_tasks::RELATED_TASK_KEY;
+use crate::protocol::legacy_tasks::{RELATED_TASK_KEY, related_task};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -39,7 +39,7 @@ impl LegacyTasksExtension {
             let mut params = request.params().cloned().unwrap_or_else(|| json!({}));
             if let Value::Object(p) = &mut params {
                 let meta = p.entry("_meta").or_insert_with(|| json!({}));
-                meta[RELATED_TASK_KEY] = json!({ "taskId": rec.task_id });
+                meta[RELATED_TASK_KEY] = related_task(&rec.task_id);
             }
             let Some(answer) = ctx.ask_client(request.method(), Some(params)).await else {
                 return Err(RpcError::internal("this request cannot carry questions to the client"));

@@ -3,7 +3,7 @@
 //! whose a task is: [`owner`](super::owner)).
 
 use super::owner::owner;
-use super::{LegacyTasksExtension, wire};
+use super::{LegacyTasksExtension, record};
 use crate::Ctx;
 use crate::ext::tasks::legacy_store::DEFAULT_PAGE_SIZE;
 use crate::ext::tasks::{Owner, store_error};
@@ -20,7 +20,7 @@ impl LegacyTasksExtension {
     pub(super) async fn get(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let owner = owner(ctx);
         let rec = self.tasks.store().get(task_id(params)?, Owner::Is(owner.as_deref())).await.map_err(store_error)?;
-        Ok(wire::task(&rec))
+        Ok(record::task(&rec).into_value())
     }
 
     /// Blocks until the task is terminal, then answers what the call would have. While it
@@ -40,7 +40,7 @@ impl LegacyTasksExtension {
                 _ = ctx.cancellation().cancelled() => return Err(RpcError::internal("Request cancelled")),
             };
             if rec.is_terminal() {
-                return wire::outcome(&rec);
+                return record::outcome(&rec);
             }
             self.relay_inputs(ctx, &rec, &mut asked).await?;
         }
@@ -54,7 +54,7 @@ impl LegacyTasksExtension {
         };
         let owner = owner(ctx);
         let page = self.tasks.list(owner.as_deref(), cursor, DEFAULT_PAGE_SIZE).await.map_err(store_error)?;
-        let mut r = json!({ "tasks": page.tasks.iter().map(wire::task).collect::<Vec<_>>() });
+        let mut r = json!({ "tasks": page.tasks.iter().map(|t| record::task(t).into_value()).collect::<Vec<_>>() });
         if let Some(next) = page.next_cursor {
             r["nextCursor"] = json!(next);
         }
@@ -70,7 +70,7 @@ impl LegacyTasksExtension {
         if before.is_terminal() {
             return Err(RpcError::invalid_params(format!(
                 "Cannot cancel task: already in terminal status '{}'",
-                wire::status(&before)
+                record::status(&before).as_str()
             )));
         }
         let rec = self.tasks.store().cancel(id, owner, None).await.map_err(store_error)?;
@@ -86,6 +86,6 @@ impl LegacyTasksExtension {
                 tracing::warn!(error = %e, suppressed, "could not remove a cancelled legacy task; the sweep will");
             }
         }
-        Ok(wire::task(&rec))
+        Ok(record::task(&rec).into_value())
     }
 }

@@ -11,8 +11,8 @@
 mod input;
 mod methods;
 mod owner;
+mod record;
 mod status;
-mod wire;
 
 use crate::Ctx;
 use crate::ext::tasks::Requested;
@@ -101,7 +101,7 @@ impl TaskMaker for LegacyTasksExtension {
         if let Some(session) = ctx.legacy_session() {
             status::follow(self.tasks.clone(), &rec, session);
         }
-        Ok(wire::create_result(&rec))
+        Ok(record::create_result(&rec))
     }
 
     fn resumable(&self, name: &str) -> Option<ResumableFn> {

@@ -4,17 +4,18 @@
 //! created it. The notification is optional in 2025-11-25: a client that only
 //! polls `tasks/get` or waits on `tasks/result` loses nothing without it.
 
-use super::wire;
+use super::record;
 use crate::ext::tasks::legacy_store::LegacyTasks;
 use crate::ext::tasks::{Owner, TaskRecord};
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::methods::TASKS_STATUS;
+use crate::protocol::tasks::TaskStatus;
 use crate::session::LegacySession;
 use std::sync::{Arc, Weak};
 
 /// What a notification reports: the status on this era and its message.
-fn seen(rec: &TaskRecord) -> (&'static str, Option<String>) {
-    (wire::status(rec), wire::status_message(rec))
+fn seen(rec: &TaskRecord) -> (TaskStatus, Option<String>) {
+    (record::status(rec), record::status_message(rec))
 }
 
 /// Follows task `rec` until it is terminal, gone, or its session ends, notifying
@@ -33,7 +34,7 @@ pub(super) fn follow(tasks: LegacyTasks, rec: &TaskRecord, session: &Arc<LegacyS
             let Some(s) = session.upgrade() else { return };
             let now = seen(&rec);
             if now != last {
-                s.send_unsolicited(Message::notification(TASKS_STATUS, wire::task(&rec)));
+                s.send_unsolicited(Message::notification(TASKS_STATUS, record::task(&rec).into_value()));
                 last = now;
             }
             if rec.is_terminal() {

@@ -16,6 +16,11 @@ pub trait HeaderCheck: Send + Sync {
     /// The `MCP-Protocol-Version` header as sent, for the era decision.
     fn protocol_version(&self) -> Option<&str>;
 
+    /// Whether an `MCP-Protocol-Version` header was sent that is not readable text.
+    fn protocol_version_unreadable(&self) -> bool {
+        false
+    }
+
     /// Checks `MCP-Protocol-Version` and `Mcp-Method` against the body.
     fn check_base(&self, meta_version: &str, method: &str) -> Result<(), RpcError>;
 

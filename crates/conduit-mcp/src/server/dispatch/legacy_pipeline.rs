@@ -1,14 +1,15 @@
 //! The legacy (2025-11-25) pipeline: the `initialize` handshake, the session's
 //! utilities (`ping`, `logging/setLevel`, resource subscriptions), client
 //! notifications, and every other method through the same handlers as the
-//! modern era, with legacy results (no `resultType`, no serverInfo `_meta`).
+//! modern era (whose handlers stamp the modern fields — `resultType`, caching
+//! hints, serverInfo `_meta` — on modern results only).
 
-use super::RequestEnv;
+use super::{HeaderCheck, RequestEnv};
 use crate::Server;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RESOURCE_NOT_FOUND;
 use crate::protocol::jsonrpc::{ErrorClass, ErrorCode, RequestId};
-use crate::protocol::legacy_session::{LOG_LEVELS, negotiate};
+use crate::protocol::legacy_session::{LOG_LEVELS, SERVED_LEGACY_VERSIONS, negotiate};
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{
     CANCELLED, DISCOVER, INITIALIZE, INITIALIZED, LISTEN, LOGGING_SET_LEVEL, PING, RESOURCES_SUBSCRIBE,
@@ -68,7 +69,7 @@ impl Server {
             DISCOVER | LISTEN => Err(RpcError::method_not_found(&method)),
             _ => {
                 let result = self.legacy_rounds(&session, id, method, params, meta, env).await;
-                result.map(finish_legacy).map_err(legacy_error)
+                result.map_err(legacy_error)
             }
         }
     }
@@ -161,14 +162,14 @@ impl Server {
     }
 }
 
-/// A legacy result: the modern stamps removed (`resultType`, caching hints).
-fn finish_legacy(mut result: Value) -> Value {
-    if let Value::Object(m) = &mut result {
-        for k in ["resultType", "ttlMs", "cacheScope"] {
-            m.remove(k);
-        }
+/// Inside a session, `MCP-Protocol-Version` (when sent) names a version the
+/// session speaks: `-32600` (400) otherwise.
+pub(super) fn check_session_version(h: &dyn HeaderCheck) -> Result<(), RpcError> {
+    let served = h.protocol_version().is_some_and(|v| SERVED_LEGACY_VERSIONS.contains(&v));
+    if h.protocol_version_unreadable() || (h.protocol_version().is_some() && !served) {
+        return Err(RpcError::invalid_request("MCP-Protocol-Version names a version this session does not speak"));
     }
-    result
+    Ok(())
 }
 
 /// A legacy error: resource not found (known by its class) is `-32002` on this era.

@@ -81,6 +81,11 @@ impl Server {
         // The era, from the body and the transport's signals.
         let modern_meta = meta.as_ref().is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY));
         let session = env.legacy_session();
+        if session.is_some()
+            && let Some(h) = &env.headers
+        {
+            legacy_pipeline::check_session_version(h.as_ref())?;
+        }
         let era = decide_era(&EraSignals {
             modern_meta,
             method: &method,

@@ -45,7 +45,7 @@ impl Server {
             "supportedVersions": self.supported_versions(),
             "capabilities": self.capabilities(era),
         });
-        add_cache(&mut r, self.inner.options.discover_cache);
+        add_cache(&mut r, self.inner.options.discover_cache, era);
         if let Some(text) = &self.inner.instructions {
             r["instructions"] = json!(text);
         }

@@ -4,12 +4,17 @@
 use crate::Server;
 use crate::protocol::RpcError;
 use crate::protocol::discover::CacheHints;
+use crate::protocol::version::Era;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::{Map, Value, json};
 
-/// Adds `ttlMs` and `cacheScope`.
-pub(super) fn add_cache(r: &mut Value, hints: CacheHints) {
+/// Adds `ttlMs` and `cacheScope` on the era that has them (2026-07-28; a
+/// 2025-11-25 result has no caching hints).
+pub(super) fn add_cache(r: &mut Value, hints: CacheHints, era: Era) {
+    if era != Era::Modern {
+        return;
+    }
     r["ttlMs"] = json!(hints.ttl_ms);
     r["cacheScope"] = json!(hints.cache_scope);
 }
@@ -27,6 +32,7 @@ impl Server {
     /// One page of `items` under `key`, from `params.cursor`.
     pub(super) fn page(
         &self,
+        era: Era,
         params: &Map<String, Value>,
         key: &str,
         items: impl ExactSizeIterator<Item = Value>,
@@ -46,7 +52,7 @@ impl Server {
         if end < len {
             r["nextCursor"] = json!(encode_cursor(end));
         }
-        add_cache(&mut r, self.inner.options.list_cache);
+        add_cache(&mut r, self.inner.options.list_cache, era);
         Ok(r)
     }
 }

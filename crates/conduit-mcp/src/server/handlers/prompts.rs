@@ -4,13 +4,14 @@ use crate::Ctx;
 use crate::ctx::CtxInner;
 use crate::prompt::{PromptArgs, PromptOutput};
 use crate::protocol::RpcError;
+use crate::protocol::version::Era;
 use crate::server::Server;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 impl Server {
-    pub(super) fn list_prompts(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        self.page(params, "prompts", self.inner.prompts.iter().map(|p| json!(p.info())))
+    pub(super) fn list_prompts(&self, era: Era, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        self.page(era, params, "prompts", self.inner.prompts.iter().map(|p| json!(p.info())))
     }
 
     pub(super) async fn get_prompt(&self, mut parts: CtxInner, params: Map<String, Value>) -> Result<Value, RpcError> {

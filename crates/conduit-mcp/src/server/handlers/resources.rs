@@ -4,6 +4,7 @@ use super::pagination::add_cache;
 use crate::Ctx;
 use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
+use crate::protocol::version::Era;
 use crate::resource::ResourceOutput;
 use crate::server::Server;
 use serde_json::{Map, Value, json};
@@ -16,12 +17,12 @@ pub fn resource_not_found(uri: &str) -> RpcError {
 }
 
 impl Server {
-    pub(super) fn list_resources(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        self.page(params, "resources", self.inner.resources.iter().map(|r| json!(r.info())))
+    pub(super) fn list_resources(&self, era: Era, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        self.page(era, params, "resources", self.inner.resources.iter().map(|r| json!(r.info())))
     }
 
-    pub(super) fn list_resource_templates(&self, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        self.page(params, "resourceTemplates", self.inner.templates.iter().map(|t| json!(t.info())))
+    pub(super) fn list_resource_templates(&self, era: Era, params: &Map<String, Value>) -> Result<Value, RpcError> {
+        self.page(era, params, "resourceTemplates", self.inner.templates.iter().map(|t| json!(t.info())))
     }
 
     pub(super) async fn read_resource(
@@ -45,7 +46,7 @@ impl Server {
             ResourceOutput::Complete(contents) if contents.is_empty() => Err(resource_not_found(uri)),
             ResourceOutput::Complete(contents) => {
                 let mut r = json!({ "contents": contents });
-                add_cache(&mut r, self.inner.options.list_cache);
+                add_cache(&mut r, self.inner.options.list_cache, ctx.era());
                 Ok(r)
             }
             ResourceOutput::InputRequired(ir) => self.input_required(&ctx, &params, ir),

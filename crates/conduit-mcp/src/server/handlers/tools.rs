@@ -16,6 +16,7 @@ impl Server {
         // Legacy sessions with legacy tasks installed: each tool says whether it runs as a task.
         if era == Era::Legacy && self.task_maker(Era::Legacy).is_some() {
             return self.page(
+                era,
                 params,
                 "tools",
                 self.inner.tools.tools.iter().map(|t| {
@@ -30,7 +31,7 @@ impl Server {
                 }),
             );
         }
-        self.page(params, "tools", self.inner.tools.tools.iter().map(|t| json!(t.info)))
+        self.page(era, params, "tools", self.inner.tools.tools.iter().map(|t| json!(t.info)))
     }
 
     /// Runs a tool. `tool` is the route's lookup of `params.name`.

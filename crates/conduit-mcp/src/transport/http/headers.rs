@@ -102,6 +102,10 @@ impl HeaderCheck for McpHeaders {
         }
     }
 
+    fn protocol_version_unreadable(&self) -> bool {
+        matches!(self.version, Raw::Unreadable)
+    }
+
     fn check_base(&self, meta_version: &str, method: &str) -> Result<(), RpcError> {
         match &self.version {
             Raw::Absent => return Err(mismatch("missing MCP-Protocol-Version header".into())),

@@ -10,12 +10,12 @@
 
 use super::AppState;
 use super::admit::admit;
+use super::headers::McpHeaders;
 use super::status::json_body;
 use crate::auth::Principal;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{ErrorClass, ErrorCode, Message, Request, Response as RpcResponse};
-use crate::protocol::legacy_session::{SERVED_LEGACY_VERSIONS, SESSION_ID_HEADER};
-use crate::protocol::routing::PROTOCOL_VERSION_HEADER;
+use crate::protocol::legacy_session::SESSION_ID_HEADER;
 use crate::protocol::version::Era;
 use crate::server::{RequestEnv, SessionSlot};
 use crate::session::{Event as LogEvent, LegacySession, Routed, SessionError};
@@ -113,13 +113,6 @@ pub(super) async fn legacy_request(
     headers: &HeaderMap,
     req: Request,
 ) -> Response {
-    if let Some(v) = headers.get(PROTOCOL_VERSION_HEADER) {
-        let ok = v.to_str().is_ok_and(|v| SERVED_LEGACY_VERSIONS.contains(&v.trim()));
-        if !ok {
-            let e = RpcError::invalid_request("MCP-Protocol-Version names a version this session does not speak");
-            return json_body(StatusCode::BAD_REQUEST, &Message::Error { id: Some(req.id), error: e });
-        }
-    }
     let id = req.id.clone();
     let cancel = CancellationToken::new();
     let close = CancellationToken::new();
@@ -129,6 +122,7 @@ pub(super) async fn legacy_request(
     // handler that needs to ask the client fails at once instead of waiting for an answer.
     let sse_ok = accepts_sse(headers);
     let env = RequestEnv::new(principal, cancel.clone(), sse_ok.then_some(tx))
+        .with_headers(Box::new(McpHeaders::from_headers(headers, st.config.require_task_name)))
         .with_peer(peer)
         .with_session(Arc::new(SessionSlot::http(Some(session.clone()))))
         .with_close_stream(close.clone());

@@ -1,15 +1,15 @@
-//! The legacy (2025-11-25) codec of a task: the flat `Task` of `tasks/get`,
-//! `tasks/list` and `tasks/cancel`, the nested `CreateTaskResult`, and what
-//! `tasks/result` returns. The record is era-neutral; only this file knows the
-//! legacy shape.
+//! A [`TaskRecord`] as the legacy (2025-11-25) wire shows it: the
+//! [`LegacyTask`] of `tasks/get`, `tasks/list`, `tasks/cancel` and
+//! `notifications/tasks/status`, the `CreateTaskResult`, and what `tasks/result`
+//! returns. The record is era-neutral and the shapes are `protocol`'s; what this
+//! era makes of a record (a tool error is `failed`) is decided here only.
 
-use crate::clock::format_rfc3339_ms;
 use crate::ext::tasks::TaskRecord;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::ErrorCode;
-use crate::protocol::legacy_tasks::RELATED_TASK_KEY;
+use crate::protocol::legacy_tasks::{LegacyCreateTaskResult, LegacyTask, RELATED_TASK_KEY, related_task};
 use crate::protocol::tasks::TaskStatus;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Whether a completed task's result is a tool error (`isError: true`): on this era it is `failed`.
 fn is_tool_error(rec: &TaskRecord) -> bool {
@@ -24,17 +24,8 @@ fn error_text(rec: &TaskRecord) -> Option<String> {
 }
 
 /// The status on this era.
-pub(crate) fn status(rec: &TaskRecord) -> &'static str {
-    if is_tool_error(rec) {
-        return "failed";
-    }
-    match rec.status {
-        TaskStatus::Working => "working",
-        TaskStatus::InputRequired => "input_required",
-        TaskStatus::Completed => "completed",
-        TaskStatus::Failed => "failed",
-        TaskStatus::Cancelled => "cancelled",
-    }
+pub(crate) fn status(rec: &TaskRecord) -> TaskStatus {
+    if is_tool_error(rec) { TaskStatus::Failed } else { rec.status }
 }
 
 /// The `statusMessage` on this era: the worker's, else a failure's text.
@@ -47,30 +38,17 @@ pub(crate) fn status_message(rec: &TaskRecord) -> Option<String> {
     }
 }
 
-/// The flat legacy `Task`: `ttl` always present (a number or null).
-pub(crate) fn task(rec: &TaskRecord) -> Value {
-    let mut t = Map::new();
-    t.insert("taskId".into(), json!(rec.task_id));
-    t.insert("status".into(), json!(status(rec)));
-    if let Some(m) = status_message(rec) {
-        t.insert("statusMessage".into(), json!(m));
-    }
-    t.insert("createdAt".into(), json!(format_rfc3339_ms(rec.created_at_ms)));
-    t.insert("lastUpdatedAt".into(), json!(format_rfc3339_ms(rec.last_updated_at_ms)));
-    t.insert("ttl".into(), json!(rec.ttl_ms));
-    if let Some(p) = rec.poll_interval_ms {
-        t.insert("pollInterval".into(), json!(p));
-    }
-    Value::Object(t)
+/// The flat legacy `Task`: the record's wire fields with this era's status and message.
+pub(crate) fn task(rec: &TaskRecord) -> LegacyTask {
+    let mut t = rec.wire();
+    t.status = status(rec);
+    t.status_message = status_message(rec);
+    LegacyTask::new(t)
 }
 
 /// The `CreateTaskResult`: `{task: {...}}`.
 pub(crate) fn create_result(rec: &TaskRecord) -> Value {
-    json!({ "task": task(rec) })
-}
-
-fn related(id: &str) -> Value {
-    json!({ RELATED_TASK_KEY: { "taskId": id } })
+    LegacyCreateTaskResult::new(task(rec)).into_value()
 }
 
 /// What `tasks/result` answers for a terminal task: what the call would have
@@ -82,10 +60,10 @@ pub(crate) fn outcome(rec: &TaskRecord) -> Result<Value, RpcError> {
             if let Value::Object(m) = &mut r {
                 match m.get_mut("_meta") {
                     Some(Value::Object(meta)) => {
-                        meta.insert(RELATED_TASK_KEY.into(), json!({ "taskId": rec.task_id }));
+                        meta.insert(RELATED_TASK_KEY.into(), related_task(&rec.task_id));
                     }
                     _ => {
-                        m.insert("_meta".into(), related(&rec.task_id));
+                        m.insert("_meta".into(), json!({ RELATED_TASK_KEY: related_task(&rec.task_id) }));
                     }
                 }
             }
@@ -111,17 +89,17 @@ mod tests {
     #[test]
     fn tool_errors_are_failed_with_a_message() {
         let mut rec = TaskRecord::new("t".into(), None, 1_000, Some(60_000));
-        assert_eq!(task(&rec)["status"], "working");
-        assert_eq!(task(&rec)["ttl"], 60_000);
+        assert_eq!(task(&rec).into_value()["status"], "working");
+        assert_eq!(task(&rec).into_value()["ttl"], 60_000);
         rec.result = Some(json!({ "content": [{ "type": "text", "text": "disk full" }], "isError": true }));
         rec.transition(TaskStatus::Completed, 2_000);
-        let t = task(&rec);
+        let t = task(&rec).into_value();
         assert_eq!(t["status"], "failed");
         assert_eq!(t["statusMessage"], "Tool error: disk full");
         let r = outcome(&rec).expect("a tool error is a result");
         assert_eq!(r["isError"], true);
         assert_eq!(r["_meta"][RELATED_TASK_KEY]["taskId"], "t");
         rec.ttl_ms = None;
-        assert!(task(&rec).as_object().is_some_and(|m| m["ttl"].is_null()));
+        assert!(task(&rec).into_value().as_object().is_some_and(|m| m["ttl"].is_null()));
     }
 }
