@@ -12,8 +12,6 @@ use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::meta::PROGRESS_TOKEN_KEY;
-use crate::protocol::methods::TOOLS_CALL;
-use crate::protocol::tools::CallToolResult;
 use crate::protocol::version::Era;
 use crate::session::{Asking, LegacySession};
 use futures_util::future::try_join_all;
@@ -62,18 +60,7 @@ impl Server {
                 session: Some((session.clone(), asking)),
             };
             // The params are kept: a further round repeats them with the answers.
-            let result = match self.handle(route, parts, params.clone()).await {
-                Ok(r) => r,
-                Err(e) if e.code == -32021 && method == TOOLS_CALL => {
-                    // The client cannot answer what the tool asks: a tool error, as legacy clients expect.
-                    return Ok(CallToolResult::error(format!(
-                        "This tool needs a client capability the session did not declare: {}",
-                        e.data.as_ref().map(Value::to_string).unwrap_or_default()
-                    ))
-                    .to_value());
-                }
-                Err(e) => return Err(e),
-            };
+            let result = self.handle(route, parts, params.clone()).await?;
             if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
                 return Ok(result);
             }

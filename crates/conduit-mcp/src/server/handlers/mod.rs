@@ -40,7 +40,10 @@ impl Server {
         match core {
             CoreMethod::Discover => Ok(self.discover(parts.era)),
             CoreMethod::ToolsList => self.list_tools(parts.era, &params),
-            CoreMethod::ToolsCall => self.call_tool(route.tool, parts, params).await,
+            CoreMethod::ToolsCall => {
+                let era = parts.era;
+                Self::call_answer(era, self.call_tool(route.tool, parts, params).await)
+            }
             CoreMethod::PromptsList => self.list_prompts(parts.era, &params),
             CoreMethod::PromptsGet => self.get_prompt(parts, params).await,
             CoreMethod::ResourcesList => self.list_resources(parts.era, &params),

@@ -16,6 +16,15 @@
 //! run as one (`Optional`, `Required`): the client expects a
 //! `CreateTaskResult`, so it gets a task stored already `completed` with the
 //! result (one write; nothing runs).
+//!
+//! What else differs by era is decided here too:
+//!
+//! | era | decision | answer |
+//! |---|---|---|
+//! | 2026-07-28 | a task-only tool called without asking for a task | `-32021` naming the Tasks extension |
+//! | 2025-11-25 | the same | `-32601` ("task augmentation required", as that revision says) |
+//! | 2025-11-25 | a `tools/call` answered `-32021` (a capability the session did not declare) | a tool error naming it |
+//! | 2025-11-25, legacy tasks installed | `tools/list` | each tool's `execution.taskSupport` |
 
 use super::tools::checked;
 use crate::Ctx;
@@ -148,6 +157,35 @@ impl Server {
             }
             _ => checked(tool, result),
         }
+    }
+}
+
+impl Server {
+    /// Whether `tools/list` on `era` says of each tool whether it runs as a task.
+    pub(super) fn lists_task_support(&self, era: Era) -> bool {
+        era == Era::Legacy && self.task_maker(Era::Legacy).is_some()
+    }
+
+    /// A `tools/call` answer as its era gives it: on 2025-11-25 a `-32021` is a
+    /// tool error, as that era's clients expect (they have no such code).
+    pub(super) fn call_answer(era: Era, answer: Result<Value, RpcError>) -> Result<Value, RpcError> {
+        match answer {
+            Err(e) if era == Era::Legacy && e.code == -32021 => Ok(CallToolResult::error(format!(
+                "This tool needs a client capability the session did not declare: {}",
+                e.data.as_ref().map(Value::to_string).unwrap_or_default()
+            ))
+            .to_value()),
+            answer => answer,
+        }
+    }
+}
+
+/// A tool's `execution.taskSupport` where a `tools/list` says it.
+pub(super) fn task_support_name(support: TaskSupport) -> &'static str {
+    match support {
+        TaskSupport::Required => "required",
+        TaskSupport::Optional => "optional",
+        _ => "forbidden",
     }
 }
 

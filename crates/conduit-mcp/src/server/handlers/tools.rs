@@ -1,32 +1,27 @@
 //! `tools/list` and `tools/call`.
 
+use super::task_plan::task_support_name;
 use crate::Ctx;
 use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::tools::CallToolResult;
 use crate::protocol::version::Era;
 use crate::server::Server;
+use crate::tool::ToolOutput;
 use crate::tool::registry::Registered;
-use crate::tool::{TaskSupport, ToolOutput};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
 impl Server {
     pub(super) fn list_tools(&self, era: Era, params: &Map<String, Value>) -> Result<Value, RpcError> {
-        // Legacy sessions with legacy tasks installed: each tool says whether it runs as a task.
-        if era == Era::Legacy && self.task_maker(Era::Legacy).is_some() {
+        if self.lists_task_support(era) {
             return self.page(
                 era,
                 params,
                 "tools",
                 self.inner.tools.tools.iter().map(|t| {
-                    let support = match t.handler.task_support() {
-                        TaskSupport::Required => "required",
-                        TaskSupport::Optional => "optional",
-                        _ => "forbidden",
-                    };
                     let mut v = json!(t.info);
-                    v["execution"] = json!({ "taskSupport": support });
+                    v["execution"] = json!({ "taskSupport": task_support_name(t.handler.task_support()) });
                     v
                 }),
             );
