@@ -49,12 +49,18 @@ impl std::fmt::Debug for LegacySession {
     }
 }
 
-/// The server→client requests of a session awaiting answers, and the bytes their
-/// callers keep meanwhile.
+/// The server→client requests of a session awaiting answers, each with the bytes its
+/// caller keeps meanwhile (summed when one more asks: at most `per_session` of them, and
+/// an idle session holds only an empty map).
 #[derive(Default)]
 struct Waiting {
-    by_id: HashMap<RequestId, Waiter>,
-    bytes: usize,
+    by_id: HashMap<RequestId, (Waiter, usize)>,
+}
+
+impl Waiting {
+    fn bytes(&self) -> usize {
+        self.by_id.values().map(|(_, n)| n).sum()
+    }
 }
 
 /// One request waiting on the client: forgotten, and its bytes given back, however
@@ -62,16 +68,11 @@ struct Waiting {
 struct Asked<'a> {
     session: &'a LegacySession,
     id: RequestId,
-    bytes: usize,
 }
 
 impl Drop for Asked<'_> {
     fn drop(&mut self) {
-        {
-            let mut w = lock(&self.session.waiting);
-            w.by_id.remove(&self.id);
-            w.bytes = w.bytes.saturating_sub(self.bytes);
-        }
+        lock(&self.session.waiting).by_id.remove(&self.id);
         self.session.events.forget_ask(&self.id);
     }
 }
@@ -208,12 +209,11 @@ impl LegacySession {
             if waiting.by_id.len() >= self.waits.per_session {
                 return Err(waits::too_many("session"));
             }
-            if waiting.bytes.saturating_add(bytes) > self.waits.bytes_per_session {
+            if waiting.bytes().saturating_add(bytes) > self.waits.bytes_per_session {
                 return Err(waits::too_large("session"));
             }
-            waiting.by_id.insert(id.clone(), tx);
-            waiting.bytes += bytes;
-            Asked { session: self, id: id.clone(), bytes }
+            waiting.by_id.insert(id.clone(), (tx, bytes));
+            Asked { session: self, id: id.clone() }
         };
         let sent = out.send(Message::Request(Request::new(id.clone(), method, params)));
         if sent.is_err() {
@@ -245,7 +245,7 @@ impl LegacySession {
     ) -> Result<bool, Result<Value, RpcError>> {
         let waiter = lock(&self.waiting).by_id.remove(id);
         match waiter {
-            Some(w) => Ok(w.send(outcome).is_ok()),
+            Some((w, _)) => Ok(w.send(outcome).is_ok()),
             None => Err(outcome),
         }
     }
