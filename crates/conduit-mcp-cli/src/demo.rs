@@ -73,7 +73,11 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving<'_>
                     Param::integer("How many steps").keyword("minimum", json!(1)).keyword("maximum", json!(20)),
                 )
                 .handle(|_ctx, args| async move {
+                    // The ref is repeated in every step and in the answer, which a session
+                    // keeps for replay and a task keeps as its result: a bounded label, not
+                    // whatever the client sent (issue 20, finding 4).
                     let r = args["ref"].as_str().unwrap_or("main").to_owned();
+                    let r = conduit_mcp::bounds::cut_text(r, conduit_mcp::bounds::MAX_CLIENT_INFO_FIELD_BYTES);
                     let steps = args["steps"].as_u64().unwrap_or(5);
                     // A task when the client declared the extension; otherwise the
                     // same work runs inline, its steps sent as progress notifications.

@@ -37,3 +37,24 @@ async fn complete_job_is_owner_scoped() {
     let again = complete_job(&node, "alice-token", &job).await;
     assert_eq!(again.is_error, Some(true), "{again:?}");
 }
+
+/// `build` repeats its `ref` in every step and in its answer, which a task keeps as its
+/// result and a legacy session keeps for replay: a 3 MiB ref is repeated as a bounded
+/// label (issue 20, finding 4).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn build_repeats_a_bounded_label_of_its_ref() {
+    let node = Node::start(&[]).await;
+    let reference = "r".repeat(3 * 1024 * 1024);
+    let client = node.client(None).await;
+    let task = match client.call_tool("build", json!({ "ref": reference, "steps": 1 })).await {
+        Ok(conduit_mcp::client::CallOutcome::Task(t)) => t,
+        other => panic!("build: no task: {other:?}"),
+    };
+    let text = match task.wait().await.expect("the task ends") {
+        conduit_mcp::client::ToolOutcome::Completed(r) => first_text(&r),
+        other => panic!("build did not complete: {other:?}"),
+    };
+    assert!(text.starts_with("built rrr") && text.len() < 1024, "an answer of {} bytes", text.len());
+    let g = get(&node, None, task.id()).await;
+    assert!(g.to_string().len() < 4096, "the stored task holds {} bytes", g.to_string().len());
+}
