@@ -10,12 +10,11 @@ use super::limits;
 use super::rpc_error::store_error;
 use super::runtime::Work;
 use super::task::{TaskRecord, TaskStatus};
+use super::task_id::{new_legacy_task_id, new_task_id};
 use super::worker::Tasks;
 use crate::Ctx;
 use crate::protocol::RpcError;
 use crate::tool::{TaskSpec, TaskWork};
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use std::panic::AssertUnwindSafe;
 
 /// What the era asked of a new task, beside the tool's [`TaskSpec`].
@@ -26,16 +25,6 @@ pub(crate) struct Requested {
     /// The lifetime the client asked for, in ms (2025-11-25: `params.task.ttl`);
     /// held to the configured default and to [`limits::MIN_TTL_MS`].
     pub ttl_ms: Option<u64>,
-}
-
-/// A new task id: 32 random bytes, 43 url-safe characters, never starting
-/// with `-` (so that no command line reads one as a flag).
-pub fn new_task_id() -> String {
-    let mut bytes: [u8; 32] = rand::random();
-    // The first character is the top six bits of the first byte; with the top
-    // bit clear it is one of `A`..`f`, never `-` (62) or `_` (63). 255 random bits remain.
-    bytes[0] &= 0x7f;
-    B64.encode(bytes)
 }
 
 /// The refusal of a tool's invalid task attributes (the tool's fault, logged).
@@ -49,6 +38,11 @@ fn millis(d: std::time::Duration, what: &str) -> Result<u64, RpcError> {
 }
 
 impl Tasks {
+    /// A new id, marked with the era of this runtime's store.
+    fn new_id(&self) -> String {
+        if self.inner.legacy_ids { new_legacy_task_id() } else { new_task_id() }
+    }
+
     /// The task's lifetime: what the client asked (at most the default), else
     /// the tool's, else the default; never below [`limits::MIN_TTL_MS`]
     /// (`None`: unlimited, which only a tool can choose).
@@ -79,7 +73,7 @@ impl Tasks {
             Some(d) if d.is_zero() => return Err(invalid("poll_interval must be positive")),
             Some(d) => Some(millis(d, "poll_interval")?.max(1)),
         };
-        let mut rec = TaskRecord::new(new_task_id(), requested.owner, self.now(), ttl_ms);
+        let mut rec = TaskRecord::new(self.new_id(), requested.owner, self.now(), ttl_ms);
         let mut start = None;
         let mut hook = None;
         let work: Option<Work> = match spec.work {
@@ -148,20 +142,5 @@ impl Tasks {
             self.launch(rec.task_id.clone(), rec.expires_at_ms(), work);
         }
         Ok(rec)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::new_task_id;
-
-    #[test]
-    fn minted_ids_never_start_with_a_dash() {
-        // One id in 64 would start with `-` by chance: 100 000 make a miss certain.
-        for _ in 0..100_000 {
-            let id = new_task_id();
-            assert_eq!(id.len(), 43);
-            assert!(!id.starts_with('-'), "{id}");
-        }
     }
 }

@@ -56,11 +56,11 @@ mod rpc_error;
 mod runtime;
 mod store;
 mod task;
+mod task_id;
 mod worker;
 
 pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TOML_SYNTAX, TasksConfig};
-pub use creation::new_task_id;
 pub use extension::MAX_LISTEN_TASK_IDS;
 pub use janitor::sweep;
 pub use memory::MemoryStore;
@@ -68,6 +68,7 @@ pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
 pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn};
 pub use task::{Lease, TaskFailure, TaskRecord};
+pub use task_id::new_task_id;
 pub use worker::Tasks;
 
 pub(crate) use answers::Answered;

@@ -7,6 +7,7 @@ use super::memory::{IdBuild, MemoryStore};
 use super::notifier::ListenNotifier;
 use super::store::{Owner, StatusFields, StoreError, TaskStore};
 use super::task::{TaskRecord, TaskStatus};
+use super::task_id::is_legacy_task_id;
 use crate::clock::{Clock, SystemClock};
 use crate::protocol::RpcError;
 use crate::protocol::mrtr::{InputKind, InputRequest};
@@ -61,6 +62,8 @@ pub(crate) struct TasksInner {
     /// The legacy era's runtime, which by-id worker calls fall back to when
     /// this store has no such task (set by `drive_legacy`).
     pub(super) legacy: OnceLock<Tasks>,
+    /// Whether this is the legacy era's runtime (its ids say so).
+    pub(super) legacy_ids: bool,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -77,6 +80,15 @@ impl Tasks {
 
     /// A handle on an injected clock (the default memory store uses it too).
     pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, super::config::ConfigError> {
+        Self::build(config, clock, false)
+    }
+
+    /// A handle; `legacy_ids` for the legacy era's runtime.
+    pub(super) fn build(
+        config: TasksConfig,
+        clock: Arc<dyn Clock>,
+        legacy_ids: bool,
+    ) -> Result<Self, super::config::ConfigError> {
         config.validate()?;
         let store = config.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::with_clock(clock.clone())));
         let started_at_ms = clock.now_ms();
@@ -95,6 +107,7 @@ impl Tasks {
                 resumable: Default::default(),
                 started_at_ms,
                 legacy: OnceLock::new(),
+                legacy_ids,
             }),
         })
     }
@@ -175,9 +188,20 @@ impl Tasks {
 
     /// The task's current state (not owner-scoped).
     pub async fn status(&self, id: &str) -> Result<TaskRecord, WorkerError> {
-        match (self.inner.store.get(id, Owner::Any).await, self.inner.legacy.get()) {
-            (Err(StoreError::NotFound), Some(legacy)) => Ok(legacy.inner.store.get(id, Owner::Any).await?),
+        let (first, next) = self.by_id(id);
+        match (first.inner.store.get(id, Owner::Any).await, next) {
+            (Err(StoreError::NotFound), Some(next)) => Ok(next.inner.store.get(id, Owner::Any).await?),
             (r, _) => Ok(r?),
+        }
+    }
+
+    /// The runtime whose store a by-id call on `id` reads first (the one the id
+    /// was minted for), and the paired one it tries when the first has no such task.
+    fn by_id(&self, id: &str) -> (&Tasks, Option<&Tasks>) {
+        match self.inner.legacy.get() {
+            Some(legacy) if is_legacy_task_id(id) => (legacy, Some(self)),
+            Some(legacy) => (self, Some(legacy)),
+            None => (self, None),
         }
     }
 
@@ -189,8 +213,17 @@ impl Tasks {
     /// Updates `statusMessage` and `lastUpdatedAt` without changing the status.
     pub async fn progress(&self, id: &str, message: impl Into<String>) -> Result<(), WorkerError> {
         let message = bound_status_message(message.into());
+        let (first, next) = self.by_id(id);
+        match (first.progress_here(id, &message).await, next) {
+            (Err(WorkerError::NotFound), Some(next)) => next.progress_here(id, &message).await,
+            (r, _) => r,
+        }
+    }
+
+    /// [`progress`](Self::progress) in this runtime's store only.
+    async fn progress_here(&self, id: &str, message: &str) -> Result<(), WorkerError> {
         let now = self.now();
-        let written = self
+        let rec = self
             .inner
             .store
             .update(id, Owner::Any, &|r: &TaskRecord| {
@@ -198,32 +231,32 @@ impl Tasks {
                     return Err(StoreError::Terminal);
                 }
                 let mut n = r.clone();
-                n.status_message = Some(message.clone());
+                n.status_message = Some(message.to_owned());
                 n.touch(now);
                 Ok(n)
             })
-            .await;
-        let rec = match (written, self.inner.legacy.get()) {
-            (Err(StoreError::NotFound), Some(legacy)) => return Box::pin(legacy.progress(id, message)).await,
-            (r, _) => r?,
-        };
+            .await?;
         self.after_write(&rec);
         Ok(())
     }
 
     async fn finish(&self, id: &str, status: TaskStatus, fields: StatusFields) -> Result<(), WorkerError> {
-        // The fields are copied only when there is a legacy store to try next.
-        let retry = self.inner.legacy.get().map(|legacy| (legacy, fields.clone()));
-        let rec = match (self.inner.store.put_status(id, status, fields).await, retry) {
-            (Err(StoreError::NotFound), Some((legacy, fields))) => {
-                return Box::pin(legacy.finish(id, status, fields)).await;
+        let (first, next) = self.by_id(id);
+        // The fields are copied only when there is a store to try next.
+        let retry = next.map(|next| (next, fields.clone()));
+        match (first.finish_here(id, status, fields).await, retry) {
+            (Err(WorkerError::NotFound), Some((next, fields))) => next.finish_here(id, status, fields).await,
+            (r, _) => r,
+        }
+    }
+
+    /// [`finish`](Self::finish) in this runtime's store only.
+    async fn finish_here(&self, id: &str, status: TaskStatus, fields: StatusFields) -> Result<(), WorkerError> {
+        let rec = self.inner.store.put_status(id, status, fields).await.inspect_err(|e| {
+            if matches!(e, StoreError::Backend { .. }) {
+                crate::metrics::store_error("finish");
             }
-            (r, _) => r.inspect_err(|e| {
-                if matches!(e, StoreError::Backend { .. }) {
-                    crate::metrics::store_error("finish");
-                }
-            })?,
-        };
+        })?;
         match status {
             TaskStatus::Completed => crate::metrics::task_finished("completed"),
             TaskStatus::Failed => crate::metrics::task_finished("failed"),
@@ -262,6 +295,20 @@ impl Tasks {
         if requests.is_empty() || requests.values().any(|r| r.kind().is_none()) {
             return Err(WorkerError::InvalidInputRequests);
         }
+        let (first, next) = self.by_id(id);
+        match (first.require_input_here(id, &requests, &status_message).await, next) {
+            (Err(WorkerError::NotFound), Some(next)) => next.require_input_here(id, &requests, &status_message).await,
+            (r, _) => r,
+        }
+    }
+
+    /// [`require_input`](Self::require_input) in this runtime's store only.
+    async fn require_input_here(
+        &self,
+        id: &str,
+        requests: &BTreeMap<String, InputRequest>,
+        status_message: &Option<String>,
+    ) -> Result<(), WorkerError> {
         let now = self.now();
         let refusal: Mutex<Option<WorkerError>> = Mutex::new(None);
         let refuse = |e: WorkerError| {
@@ -288,7 +335,7 @@ impl Tasks {
                     }
                 }
                 let mut n = r.clone();
-                for (k, v) in &requests {
+                for (k, v) in requests {
                     n.issued_keys.insert(k.clone());
                     n.input_requests.insert(k.clone(), v.clone());
                 }
@@ -299,18 +346,15 @@ impl Tasks {
                 Ok(n)
             })
             .await;
-        match (result, self.inner.legacy.get()) {
-            (Ok(rec), _) => {
+        match result {
+            Ok(rec) => {
                 self.after_write(&rec);
                 Ok(())
             }
-            (Err(StoreError::Refused(_)), _) => {
+            Err(StoreError::Refused(_)) => {
                 Err(refusal.lock().ok().and_then(|mut r| r.take()).unwrap_or(WorkerError::InvalidInputRequests))
             }
-            (Err(StoreError::NotFound), Some(legacy)) => {
-                Box::pin(legacy.require_input(id, requests, status_message)).await
-            }
-            (Err(e), _) => Err(e.into()),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -80,7 +80,7 @@ impl LegacyTasks {
         clock: Arc<dyn Clock>,
     ) -> Result<Self, ConfigError> {
         let as_tasks: Arc<dyn TaskStore> = store.clone();
-        let tasks = Tasks::with_clock(config.store(as_tasks), clock)?;
+        let tasks = Tasks::build(config.store(as_tasks), clock, true)?;
         Ok(Self { tasks, store })
     }
 

@@ -6,13 +6,16 @@ use crate::ext::tasks::Tasks;
 
 impl Tasks {
     /// Makes this handle's by-id worker calls (`status`, `cancelled`,
-    /// `progress`, `complete`, `fail`, `require_input`) fall back to
-    /// `legacy`'s store when this one has no such task, and tell `legacy`'s
-    /// notifier and waiters about the change. Set once, on the extension's handle; later calls, and a
-    /// pairing that would loop, are ignored.
+    /// `progress`, `complete`, `fail`, `require_input`) reach `legacy`'s
+    /// tasks too, and tell `legacy`'s notifier and waiters about the change.
+    /// Set once, on the extension's handle; later calls, and a pairing that
+    /// would loop, are ignored.
     ///
-    /// Ids never repeat across the two stores (32 random bytes each), so the
-    /// fallback can only find the one task the id names.
+    /// A task's id says which era's store it was made in, and a call reads that
+    /// store first (one read; no miss in the other store before it). Ids never
+    /// repeat across the two stores (32 random bytes each), so trying the other
+    /// store next — for ids minted before the mark — can only find the one task
+    /// the id names.
     pub fn drive_legacy(&self, legacy: &LegacyTasks) {
         let target = legacy.tasks();
         // Never a loop: not onto itself, nor onto a handle that falls back itself.
