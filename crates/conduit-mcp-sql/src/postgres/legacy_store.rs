@@ -1,6 +1,7 @@
 //! `PostgresLegacyStore`: the legacy era's tasks in the same PostgreSQL
 //! schema, in a table of their own (`conduit_legacy_tasks`), listable per owner.
 
+use super::table_sql::{LEGACY_TASKS_SWAP, sweep_condition};
 use super::{ENGINE, PostgresStore, backend, decode_row, is_connection_error};
 use crate::common::{
     self, CLEANUP_BATCH, Hooked, LIVE_STATUSES, LegacyInsert, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
@@ -140,17 +141,14 @@ impl Rows for PostgresLegacyStore {
         expected: u64,
         hook: Option<&dyn TransactionHook>,
     ) -> Result<bool, StoreError> {
-        const SWAP: &str = "UPDATE conduit_legacy_tasks SET owner = $1, status = $2, version = $3, \
-             created_at_ms = $4, expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, \
-             lease_expires_ms = $8, doc = $9::json WHERE task_id = $10 AND version = $11";
-        self.store().engine().swap_row("write a legacy task", Swap::new(SWAP, next, expected)?, hook).await
+        self.store()
+            .engine()
+            .swap_row("write a legacy task", Swap::new(LEGACY_TASKS_SWAP.as_str(), next, expected)?, hook)
+            .await
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
-        let condition = match sweep {
-            Sweep::Expired => "expires_at_ms < $1",
-            Sweep::FinishedUnlimited => "expires_at_ms IS NULL AND terminal_at_ms < $1",
-        };
+        let condition = sweep_condition(sweep);
         let sql = format!(
             "WITH gone AS (DELETE FROM conduit_legacy_tasks WHERE {condition} AND task_id = ANY(ARRAY(\
                  SELECT task_id FROM conduit_legacy_tasks WHERE {condition} LIMIT $2)) RETURNING 1), \

@@ -11,6 +11,7 @@ mod node;
 mod open;
 mod options;
 mod shards;
+mod table_sql;
 
 pub use legacy_sessions::PostgresSessionStore;
 pub use legacy_store::PostgresLegacyStore;
@@ -27,6 +28,7 @@ use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TransactionHoo
 use sqlx::postgres::{PgConnection, PgRow};
 use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr};
 use std::sync::Arc;
+use table_sql::{TASKS_SWAP, sweep_condition};
 
 const ENGINE: &str = "postgres";
 
@@ -268,10 +270,7 @@ impl Engine for PgEngine {
         expected: u64,
         hook: Option<&dyn TransactionHook>,
     ) -> Result<bool, StoreError> {
-        const SWAP: &str = "UPDATE conduit_tasks SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
-             expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, lease_expires_ms = $8, doc = $9::json \
-             WHERE task_id = $10 AND version = $11";
-        self.swap_row("write a task", Swap::new(SWAP, next, expected)?, hook).await
+        self.swap_row("write a task", Swap::new(TASKS_SWAP.as_str(), next, expected)?, hook).await
     }
 
     async fn insert_with(
@@ -284,10 +283,7 @@ impl Engine for PgEngine {
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
-        let condition = match sweep {
-            Sweep::Expired => "expires_at_ms < $1",
-            Sweep::FinishedUnlimited => "expires_at_ms IS NULL AND terminal_at_ms < $1",
-        };
+        let condition = sweep_condition(sweep);
         // One transaction deletes and lowers the count of each deleted row's
         // shard; rows another node's janitor deleted first are simply not
         // counted here.

@@ -1,6 +1,7 @@
 //! `SqliteLegacyStore`: the legacy era's tasks in the same SQLite database,
 //! in a table of their own (`conduit_legacy_tasks`), listable per owner.
 
+use super::table_sql::LEGACY_TASKS;
 use super::{ENGINE, SqliteStore, backend, broken};
 use crate::common::{
     self, CLEANUP_BATCH, Hooked, LIVE_STATUSES, LegacyInsert, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
@@ -102,24 +103,14 @@ impl Rows for SqliteLegacyStore {
         expected: u64,
         hook: Option<&dyn TransactionHook>,
     ) -> Result<bool, StoreError> {
-        const SWAP: &str = "UPDATE conduit_legacy_tasks SET owner = ?1, status = ?2, version = ?3, \
-             created_at_ms = ?4, expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, \
-             lease_expires_ms = ?8, doc = ?9 WHERE task_id = ?10 AND version = ?11";
-        self.store().engine().swap_row("write a legacy task", Swap::new(SWAP, next, expected)?, hook).await
+        self.store()
+            .engine()
+            .swap_row("write a legacy task", Swap::new(LEGACY_TASKS.swap(), next, expected)?, hook)
+            .await
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
-        let sql = match sweep {
-            Sweep::Expired => {
-                "DELETE FROM conduit_legacy_tasks WHERE task_id IN \
-                 (SELECT task_id FROM conduit_legacy_tasks WHERE expires_at_ms < ?1 LIMIT ?2) AND expires_at_ms < ?1"
-            }
-            Sweep::FinishedUnlimited => {
-                "DELETE FROM conduit_legacy_tasks WHERE task_id IN (SELECT task_id FROM conduit_legacy_tasks \
-                 WHERE expires_at_ms IS NULL AND terminal_at_ms < ?1 LIMIT ?2) \
-                 AND expires_at_ms IS NULL AND terminal_at_ms < ?1"
-            }
-        };
+        let sql = LEGACY_TASKS.delete(sweep);
         // The delete trigger lowers the legacy row counter in the same statement.
         self.store()
             .engine()

@@ -11,6 +11,7 @@ mod legacy_store;
 mod node;
 mod open;
 mod options;
+mod table_sql;
 
 pub use legacy_sessions::SqliteSessionStore;
 pub use legacy_store::SqliteLegacyStore;
@@ -27,6 +28,7 @@ use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TransactionHoo
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{AssertSqlSafe, SqlSafeStr, Sqlite};
 use std::sync::Arc;
+use table_sql::TASKS;
 
 const ENGINE: &str = "sqlite";
 
@@ -213,10 +215,7 @@ impl Engine for SqliteEngine {
         expected: u64,
         hook: Option<&dyn TransactionHook>,
     ) -> Result<bool, StoreError> {
-        const SWAP: &str = "UPDATE conduit_tasks SET owner = ?1, status = ?2, version = ?3, created_at_ms = ?4, \
-             expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, lease_expires_ms = ?8, doc = ?9 \
-             WHERE task_id = ?10 AND version = ?11";
-        self.swap_row("write a task", Swap::new(SWAP, next, expected)?, hook).await
+        self.swap_row("write a task", Swap::new(TASKS.swap(), next, expected)?, hook).await
     }
 
     async fn insert_with(
@@ -229,17 +228,7 @@ impl Engine for SqliteEngine {
     }
 
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
-        let sql = match sweep {
-            Sweep::Expired => {
-                "DELETE FROM conduit_tasks WHERE task_id IN \
-                 (SELECT task_id FROM conduit_tasks WHERE expires_at_ms < ?1 LIMIT ?2) AND expires_at_ms < ?1"
-            }
-            Sweep::FinishedUnlimited => {
-                "DELETE FROM conduit_tasks WHERE task_id IN (SELECT task_id FROM conduit_tasks \
-                 WHERE expires_at_ms IS NULL AND terminal_at_ms < ?1 LIMIT ?2) \
-                 AND expires_at_ms IS NULL AND terminal_at_ms < ?1"
-            }
-        };
+        let sql = TASKS.delete(sweep);
         // The delete trigger lowers the row counter in the same statement.
         self.write("delete expired tasks", sqlx::query(sql).bind(bound).bind(CLEANUP_BATCH)).await
     }
