@@ -231,18 +231,26 @@ fn sse(st: &Arc<AppState>, session: &Arc<LegacySession>, conn: UnboundedReceiver
     r
 }
 
+/// What GET and DELETE both need first: the request admitted (authentication, Host) and its
+/// legacy session resolved for that principal; outside a legacy session, 405 (the modern lane
+/// has neither method).
+async fn session_request(
+    st: &AppState,
+    request: axum::extract::Request,
+) -> Result<(Arc<LegacySession>, HeaderMap, Option<Principal>), Response> {
+    let parts = request.into_parts().0;
+    let principal = admit(&st.config, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await?;
+    match session_of(st, &parts.headers, principal.as_ref()).await? {
+        Some(session) => Ok((session, parts.headers, principal)),
+        None => Err(super::method_not_allowed().await),
+    }
+}
+
 /// GET: the session's stand-alone stream, or with `Last-Event-ID` the rest of an earlier stream.
 /// Outside a legacy session: 405 (the modern lane has no GET).
 pub(super) async fn handle_get(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let parts = request.into_parts().0;
-    let principal = match admit(&st.config, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await {
-        Ok(p) => p,
-        Err(refused) => return refused,
-    };
-    let headers = parts.headers;
-    let session = match session_of(&st, &headers, principal.as_ref()).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return super::method_not_allowed().await,
+    let (session, headers, _) = match session_request(&st, request).await {
+        Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     if !accepts_sse(&headers) {
@@ -255,15 +263,8 @@ pub(super) async fn handle_get(State(st): State<Arc<AppState>>, request: axum::e
 
 /// DELETE: ends the session (204); 404 when it is unknown. Outside a legacy session: 405.
 pub(super) async fn handle_delete(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let parts = request.into_parts().0;
-    let principal = match admit(&st.config, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await {
-        Ok(p) => p,
-        Err(refused) => return refused,
-    };
-    let headers = parts.headers;
-    let session = match session_of(&st, &headers, principal.as_ref()).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return super::method_not_allowed().await,
+    let (session, _, principal) = match session_request(&st, request).await {
+        Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     let owner = principal.as_ref().map(|p| p.id.as_str());
