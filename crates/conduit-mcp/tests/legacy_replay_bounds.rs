@@ -8,7 +8,7 @@ mod legacy_common;
 use common::start;
 use conduit_mcp::bounds::MAX_STATUS_MESSAGE_BYTES;
 use conduit_mcp::prelude::*;
-use conduit_mcp::session::DEFAULT_REPLAY_BYTES;
+use conduit_mcp::session::{DEFAULT_REPLAY_BYTES, SessionConfig};
 use legacy_common::*;
 use serde_json::{Value, json};
 
@@ -78,4 +78,52 @@ async fn an_answer_larger_than_the_budget_is_still_replayable() {
     assert_eq!(text, Some(400 * 1024), "the whole answer is replayed");
     let held = h.server.session_stats().replay_bytes;
     assert!(held > DEFAULT_REPLAY_BYTES && held < DEFAULT_REPLAY_BYTES + 410 * 1024, "{held}");
+}
+
+/// Answers larger than a session's budget count against one pool per client: past it,
+/// an answer still reaches its open stream but is not kept for `Last-Event-ID`; a session
+/// that ends gives its place back.
+#[tokio::test]
+async fn a_clients_large_answers_share_one_replay_pool() {
+    const ANSWER: usize = 400 * 1024;
+    let big = Tool::new("big", "Answers 400 KiB").handle(|ctx, _args| async move {
+        ctx.progress(1.0, None, Some("starting")); // so the answer comes on a stream
+        Ok(CallToolResult::text("b".repeat(ANSWER)))
+    });
+    let pool = 2 * ANSWER + 64 * 1024; // two answers, not three
+    let server = Server::builder("replay", "1")
+        .tool(big)
+        .sessions(SessionConfig::default().oversize_replay_bytes_per_client(pool))
+        .build()
+        .expect("server");
+    let h = start(server).await;
+    // One client (no authentication: one address) with four sessions.
+    let mut sessions = Vec::new();
+    for _ in 0..4 {
+        let mut c = Legacy::new(&h.url);
+        c.initialize(json!({})).await;
+        sessions.push(c);
+    }
+    // Each call read to its answer live, then resumed from its priming event.
+    async fn call_then_replay(c: &Legacy, id: u64) -> Option<usize> {
+        let mut ev = c.open(id, "tools/call", json!({ "name": "big", "_meta": { "progressToken": "p" } })).await;
+        let priming = ev.next().await.expect("the priming event").id.expect("an event id");
+        let live = ev.until_response(&json!(id)).await;
+        let text = |m: &Value| m["result"]["content"][0]["text"].as_str().map(str::len);
+        assert_eq!(live.last().and_then(text), Some(ANSWER), "the answer reaches its open stream");
+        let mut again = Events::new(c.get(Some(&priming)).await);
+        match again.next().await.expect("an event").msg {
+            // Not kept: the id names no stream any more, so a new stand-alone stream opens.
+            None => None,
+            Some(m) if m["id"] == json!(id) => text(&m),
+            Some(_) => again.until_response(&json!(id)).await.last().and_then(text),
+        }
+    }
+    assert_eq!(call_then_replay(&sessions[0], 1).await, Some(ANSWER));
+    assert_eq!(call_then_replay(&sessions[1], 1).await, Some(ANSWER));
+    assert_eq!(call_then_replay(&sessions[2], 1).await, None, "a third answer does not fit the client's pool");
+    let held = h.server.session_stats().replay_bytes;
+    assert!(held <= pool + 3 * DEFAULT_REPLAY_BYTES, "{held} bytes kept for replay");
+    assert_eq!(sessions[0].delete().await.status(), reqwest::StatusCode::NO_CONTENT);
+    assert_eq!(call_then_replay(&sessions[3], 1).await, Some(ANSWER), "the ended session's place is free again");
 }

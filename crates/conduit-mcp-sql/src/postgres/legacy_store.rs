@@ -185,9 +185,6 @@ impl TaskStore for PostgresLegacyStore {
     /// Under a per-owner cap: in one transaction, the owner's creates take
     /// turns on an advisory lock (on every node), count the owner's rows by
     /// the list index, then claim a slot under the row cap and insert.
-    /// Under a per-owner cap: in one transaction, the owner's creates take
-    /// turns on an advisory lock (on every node), count the owner's rows by
-    /// the list index, then claim a slot under the row cap and insert.
     async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         record.version = 1;
         let insert = LegacyInsert::new(&record, caps)?;

@@ -9,6 +9,7 @@
 //! evict_idle_ms = 60000       # at the cap, sessions idle this long may be evicted
 //! replay_events = 256         # events kept per session for Last-Event-ID
 //! replay_bytes = 262144       # bytes of messages kept per session for Last-Event-ID
+//! oversize_replay_bytes_per_client = 16777216 # larger messages kept, per client on this node
 //! max_waiting_per_session = 16 # server→client requests awaiting answers, per session
 //! max_waiting_per_client = 64  # ... per client, over its sessions on this node
 //! max_waiting_bytes_per_session = 4194304 # bytes those requests keep (params, _meta), per session
@@ -49,6 +50,7 @@ impl SessionConfig {
                 "evict_idle_ms" => cfg.limits.evict_idle_ms = n,
                 "replay_events" => cfg.replay_events = n as usize,
                 "replay_bytes" => cfg.replay_bytes = n as usize,
+                "oversize_replay_bytes_per_client" => cfg.oversize_replay_bytes_per_client = n as usize,
                 "max_waiting_per_session" => cfg.max_waiting_per_session = n as usize,
                 "max_waiting_per_client" => cfg.max_waiting_per_client = n as usize,
                 "max_waiting_bytes_per_session" => cfg.max_waiting_bytes_per_session = n as usize,
@@ -58,7 +60,7 @@ impl SessionConfig {
                     return Err(err(
                         k,
                         "unknown key (expected idle_timeout_ms, max_sessions, max_sessions_per_client, evict_idle_ms, \
-                         replay_events, replay_bytes, max_waiting_per_session, max_waiting_per_client, \
+                         replay_events, replay_bytes, oversize_replay_bytes_per_client, max_waiting_per_session, max_waiting_per_client, \
                          max_waiting_bytes_per_session, max_waiting_bytes_per_client, abandon_after_ms)",
                     ));
                 }

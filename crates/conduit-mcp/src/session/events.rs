@@ -10,12 +10,16 @@
 //! connection to the same stream.
 //!
 //! The buffer is bounded twice: at most `cap` events and `budget` bytes (each
-//! message counted as its JSON); the oldest events go first, and the newest is
-//! always kept (a pending answer stays replayable whatever its size).
+//! message counted as its JSON); the oldest events go first. The newest is kept
+//! even when it alone is larger than the budget (a pending answer stays
+//! replayable), but such a message counts against its client's [`OversizePool`],
+//! shared by the client's sessions on the node: when the pool is full, the
+//! message still goes to the stream's connection but is not kept for replay.
 
 use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::quota::{Counts, Held};
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 /// What a connection receives: an event id and its message (`None`: the priming event).
@@ -26,6 +30,29 @@ pub const DEFAULT_REPLAY: usize = 256;
 
 /// Default bytes of messages (as JSON) kept for replay per session.
 pub const DEFAULT_REPLAY_BYTES: usize = 256 * 1024;
+
+/// Default bytes of messages larger than a session's replay budget that one client's
+/// sessions on a node keep for replay together (four answers at the default body limit).
+pub const DEFAULT_OVERSIZE_REPLAY_BYTES_PER_CLIENT: usize = 16 * 1024 * 1024;
+
+/// The bytes of messages kept for replay beyond their sessions' budgets, per client
+/// (a session record's `client_key`), shared by the sessions of a node.
+#[derive(Debug)]
+pub(crate) struct OversizePool {
+    pub(crate) held: Counts<Box<str>>,
+    pub(crate) per_client: usize,
+}
+
+/// How much one session keeps for replay.
+#[derive(Debug, Clone)]
+pub(crate) struct ReplayBounds {
+    /// Events at most.
+    pub(crate) events: usize,
+    /// Bytes at most, but for a newest message larger than this by itself.
+    pub(crate) bytes: usize,
+    /// Where such a message is counted, and for which client (`None`: it is always kept).
+    pub(crate) oversize: Option<(Arc<OversizePool>, Box<str>)>,
+}
 
 #[derive(Debug)]
 struct Stream {
@@ -47,6 +74,9 @@ struct Inner {
     /// The stream each server→client request went out on, until its asker forgets it.
     asks: HashMap<RequestId, u64>,
     standalone: Option<u64>,
+    /// The place in the client's pool of a newest message larger than the budget (boxed:
+    /// most sessions never have one, and an idle session's size counts).
+    oversize: Option<Box<Held<Box<str>>>>,
 }
 
 /// The streams of one session.
@@ -55,6 +85,14 @@ pub struct EventLog {
     inner: Mutex<Inner>,
     cap: usize,
     budget: usize,
+    oversize: Option<(Arc<OversizePool>, Box<str>)>,
+}
+
+/// Forgets `stream` when it has finished and none of its events is left in the buffer.
+fn forget_if_done(g: &mut Inner, stream: u64) {
+    if g.streams.get(&stream).is_some_and(|s| s.ended) && !g.buffer.iter().any(|(s, ..)| *s == stream) {
+        g.streams.remove(&stream);
+    }
 }
 
 fn event_id(stream: u64, seq: u64) -> String {
@@ -67,9 +105,16 @@ fn parse_event_id(id: &str) -> Option<(u64, u64)> {
 }
 
 impl EventLog {
-    /// An empty log keeping at most `cap` events and `budget` bytes for replay.
+    /// An empty log keeping at most `cap` events and `budget` bytes for replay (and the
+    /// newest message whatever its size).
     pub fn new(cap: usize, budget: usize) -> Self {
-        Self { inner: Mutex::new(Inner::default()), cap: cap.max(1), budget }
+        Self::bounded(ReplayBounds { events: cap, bytes: budget, oversize: None })
+    }
+
+    /// An empty log within `bounds`.
+    pub(crate) fn bounded(bounds: ReplayBounds) -> Self {
+        let ReplayBounds { events, bytes, oversize } = bounds;
+        Self { inner: Mutex::new(Inner::default()), cap: events.max(1), budget: bytes, oversize }
     }
 
     /// The bytes of messages kept for replay.
@@ -135,9 +180,20 @@ impl EventLog {
         while g.buffer.len() > 1 && (g.buffer.len() > self.cap || g.bytes > self.budget) {
             if let Some((old, _, _, len)) = g.buffer.pop_front() {
                 g.bytes -= len;
-                // A finished stream whose events are all gone is forgotten.
-                if g.streams.get(&old).is_some_and(|s| s.ended) && !g.buffer.iter().any(|(s, ..)| *s == old) {
-                    g.streams.remove(&old);
+                forget_if_done(&mut g, old);
+            }
+        }
+        // Left over the budget: the newest message alone, larger than it.
+        g.oversize = None;
+        if g.bytes > self.budget
+            && let Some((pool, client)) = &self.oversize
+        {
+            match pool.held.hold_n(client, g.bytes, pool.per_client, usize::MAX) {
+                Ok(place) => g.oversize = Some(Box::new(place)),
+                Err(_) => {
+                    g.buffer.clear();
+                    g.bytes = 0;
+                    forget_if_done(&mut g, stream);
                 }
             }
         }
@@ -255,6 +311,43 @@ mod tests {
         let mut again = log.resume(&format!("{s}-0")).expect("known");
         assert_eq!(again.try_recv().expect("the newest is kept").1, Some(big), "only the newest, over the budget");
         assert!(again.try_recv().is_err());
+    }
+
+    #[test]
+    fn messages_over_the_budget_share_the_clients_pool() {
+        let big = || Message::Result { id: RequestId::Number(1), result: json!({ "text": "x".repeat(1000) }) };
+        let one = crate::bounds::json_len(&big());
+        let pool = Arc::new(OversizePool { held: Counts::default(), per_client: 2 * one });
+        let log = || {
+            EventLog::bounded(ReplayBounds { events: 16, bytes: 100, oversize: Some((pool.clone(), "alice".into())) })
+        };
+        let replayed = |log: &EventLog, s: u64| {
+            let mut rx = log.resume(&format!("{s}-0"));
+            rx.as_mut().and_then(|rx| rx.try_recv().ok()).and_then(|e| e.1)
+        };
+        let (first, second, third) = (log(), log(), log());
+        let mut streams = Vec::new();
+        for l in [&first, &second, &third] {
+            let (s, rx) = l.open_request_stream();
+            drop(rx);
+            l.send(s, big());
+            streams.push(s);
+        }
+        assert_eq!(replayed(&first, streams[0]), Some(big()));
+        assert_eq!(replayed(&second, streams[1]), Some(big()));
+        assert_eq!(replayed(&third, streams[2]), None, "the client's pool is full: not kept");
+        assert_eq!((third.bytes(), pool.held.total()), (0, 2 * one));
+        drop(first);
+        assert_eq!(pool.held.total(), one, "a session's place goes with it");
+        let _rx = third.open_standalone();
+        let s = third.lock().standalone.expect("the GET stream");
+        let big_note = Message::notification("notifications/message", json!({ "data": "x".repeat(900) }));
+        third.send(s, big_note.clone());
+        assert_eq!(replayed(&third, s), Some(big_note), "room again");
+        assert!(pool.held.total() > one);
+        third.send(s, note(1));
+        assert!(third.bytes() <= 100);
+        assert_eq!(pool.held.total(), one, "a message that fits the budget frees the place");
     }
 
     #[test]

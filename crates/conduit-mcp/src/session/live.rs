@@ -2,7 +2,7 @@
 //! streams, the server→client requests awaiting answers, and the requests in
 //! flight (for `notifications/cancelled`).
 
-use super::events::EventLog;
+use super::events::{EventLog, ReplayBounds};
 use super::relay::{ASK_PREFIX, hex, session_digest};
 use super::store::SessionRecord;
 use super::waits::{self, Asking, Gave, WaitPolicy};
@@ -83,22 +83,23 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl LegacySession {
     /// A session served over HTTP (its record is in the store).
-    /// `replay` bounds its replay buffer: (events, bytes); `waits` its waiting requests.
-    pub(crate) fn http(record: SessionRecord, replay: (usize, usize), waits: Arc<WaitPolicy>, node: Arc<str>) -> Self {
+    /// `replay` bounds its replay buffer; `waits` its waiting requests.
+    pub(crate) fn http(record: SessionRecord, replay: ReplayBounds, waits: Arc<WaitPolicy>, node: Arc<str>) -> Self {
         let key = session_digest(&record.id);
         Self::build(record, true, None, replay, waits, node, key)
     }
 
     /// A session bound to one stdio process: everything goes to `out`.
     pub(crate) fn local(record: SessionRecord, out: UnboundedSender<Message>) -> Self {
-        Self::build(record, false, Some(out), (1, 0), Arc::new(WaitPolicy::local()), Arc::from("local"), [0; 32])
+        let replay = ReplayBounds { events: 1, bytes: 0, oversize: None };
+        Self::build(record, false, Some(out), replay, Arc::new(WaitPolicy::local()), Arc::from("local"), [0; 32])
     }
 
     fn build(
         record: SessionRecord,
         persisted: bool,
         local_out: Option<UnboundedSender<Message>>,
-        replay: (usize, usize),
+        replay: ReplayBounds,
         waits: Arc<WaitPolicy>,
         node: Arc<str>,
         key: [u8; 32],
@@ -106,7 +107,7 @@ impl LegacySession {
         Self {
             record: Mutex::new(record),
             persisted,
-            events: EventLog::new(replay.0, replay.1),
+            events: EventLog::bounded(replay),
             local_out,
             waiting: Mutex::default(),
             waits,

@@ -1,7 +1,9 @@
 //! `Sessions`: the store plus the sessions this node is serving.
 
 use super::MemorySessionStore;
-use super::events::{DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES};
+use super::events::{
+    DEFAULT_OVERSIZE_REPLAY_BYTES_PER_CLIENT, DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES, OversizePool, ReplayBounds,
+};
 use super::live::LegacySession;
 use super::relay::ResponseRelay;
 use super::store::{SessionError, SessionLimits, SessionRecord, SessionStore};
@@ -25,8 +27,13 @@ pub struct SessionConfig {
     /// Events kept per session for `Last-Event-ID` replay.
     pub replay_events: usize,
     /// Bytes of messages (as JSON) kept per session for replay; the newest message is
-    /// kept whatever its size.
+    /// kept even when larger, within [`oversize_replay_bytes_per_client`](Self::oversize_replay_bytes_per_client).
     pub replay_bytes: usize,
+    /// Bytes of messages larger than [`replay_bytes`](Self::replay_bytes) by themselves (large
+    /// answers) that one client's sessions on this node keep for replay together. A message
+    /// that does not fit still goes to its stream's connection but is not kept: a client that
+    /// left before it arrived does not get it by `Last-Event-ID`.
+    pub oversize_replay_bytes_per_client: usize,
     /// Carries a client's response to the node holding the call that waits for it, when the
     /// store is shared by several nodes (`None`: one node, or sticky routing).
     pub relay: Option<Arc<dyn ResponseRelay>>,
@@ -52,6 +59,7 @@ impl Default for SessionConfig {
             store: Arc::new(MemorySessionStore::new()),
             replay_events: DEFAULT_REPLAY,
             replay_bytes: DEFAULT_REPLAY_BYTES,
+            oversize_replay_bytes_per_client: DEFAULT_OVERSIZE_REPLAY_BYTES_PER_CLIENT,
             relay: None,
             max_waiting_per_session: DEFAULT_WAITING_PER_SESSION,
             max_waiting_per_client: DEFAULT_WAITING_PER_CLIENT,
@@ -69,6 +77,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("store", &self.store)
             .field("replay_events", &self.replay_events)
             .field("replay_bytes", &self.replay_bytes)
+            .field("oversize_replay_bytes_per_client", &self.oversize_replay_bytes_per_client)
             .field("relay", &self.relay)
             .field("max_waiting_per_session", &self.max_waiting_per_session)
             .field("max_waiting_per_client", &self.max_waiting_per_client)
@@ -151,6 +160,13 @@ impl SessionConfig {
         self.replay_bytes = n;
         self
     }
+
+    /// Sets the bytes of messages larger than a session's replay budget that one client's
+    /// sessions on this node keep for replay together.
+    pub fn oversize_replay_bytes_per_client(mut self, n: usize) -> Self {
+        self.oversize_replay_bytes_per_client = n;
+        self
+    }
 }
 
 /// What a node holds for the legacy sessions it serves ([`Server::session_stats`](crate::Server::session_stats)).
@@ -177,6 +193,8 @@ pub(crate) struct Sessions {
     live: Mutex<HashMap<String, Arc<LegacySession>>>,
     /// The bounds on requests waiting on clients, shared by every session held here.
     waits: Arc<WaitPolicy>,
+    /// The clients' messages kept for replay beyond their sessions' budgets.
+    oversize: Arc<OversizePool>,
 }
 
 impl Sessions {
@@ -191,16 +209,22 @@ impl Sessions {
             counts: Default::default(),
             bytes: Default::default(),
         });
-        Self { config, clock, node, live: Mutex::default(), waits }
+        let oversize =
+            Arc::new(OversizePool { held: Default::default(), per_client: config.oversize_replay_bytes_per_client });
+        Self { config, clock, node, live: Mutex::default(), waits, oversize }
     }
 
     pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
         self.live.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A new session's replay bounds: (events, bytes).
-    fn replay(&self) -> (usize, usize) {
-        (self.config.replay_events, self.config.replay_bytes)
+    /// The replay bounds of a session of `record`'s client.
+    fn replay(&self, record: &SessionRecord) -> ReplayBounds {
+        ReplayBounds {
+            events: self.config.replay_events,
+            bytes: self.config.replay_bytes,
+            oversize: Some((self.oversize.clone(), record.client_key.as_str().into())),
+        }
     }
 
     pub(crate) fn now(&self) -> u64 {
@@ -213,7 +237,8 @@ impl Sessions {
         let created = self.config.store.create(record.clone(), self.config.limits).await?;
         let now = self.now();
         let idle = self.config.limits.idle_ms;
-        let s = Arc::new(LegacySession::http(record.clone(), self.replay(), self.waits.clone(), self.node.clone()));
+        let s =
+            Arc::new(LegacySession::http(record.clone(), self.replay(&record), self.waits.clone(), self.node.clone()));
         let gone: Vec<Arc<LegacySession>> = {
             let mut live = self.live();
             let ids: Vec<String> = live
@@ -284,7 +309,8 @@ impl Sessions {
             },
             None => {
                 let record = store.touch(id, owner, now, idle).await?;
-                let s = Arc::new(LegacySession::http(record, self.replay(), self.waits.clone(), self.node.clone()));
+                let replay = self.replay(&record);
+                let s = Arc::new(LegacySession::http(record, replay, self.waits.clone(), self.node.clone()));
                 Ok(self.live().entry(id.to_owned()).or_insert(s).clone())
             }
         }

@@ -23,7 +23,7 @@ mod store;
 mod waits;
 
 pub use config_toml::SessionConfigError;
-pub use events::{DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES, Event, EventLog};
+pub use events::{DEFAULT_OVERSIZE_REPLAY_BYTES_PER_CLIENT, DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES, Event, EventLog};
 pub(crate) use forward::Routed;
 pub use live::LegacySession;
 pub(crate) use live::{UnsolicitedSink, lock_changes, lock_uris};
