@@ -5,7 +5,7 @@ use conduit_mcp::ext::tasks::{ListenNotifier, Notifier, Owner, TaskRecord, Tasks
 use conduit_mcp::session::{ForwardedResponse, RelayError, RelaySink, ResponseRelay};
 use payload::{Incoming, Outgoing};
 use sqlx::ConnectOptions;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPoolOptions};
 use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, Once, OnceLock};
@@ -237,10 +237,11 @@ async fn pause(inner: &Inner, backoff: &mut Duration) -> bool {
 /// packed, a full batch of changes makes about eight payloads.
 const PUBLISH_BATCH: usize = 1024;
 
-/// Publishes queued payloads, those queued together in one statement; while
-/// the database is unreachable it retries, keeping them.
+/// Publishes queued payloads, those queued together in one statement, on one
+/// connection of its own (opened again after a failure); while the database is
+/// unreachable it retries, keeping them.
 async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<Outgoing>) {
-    let pool = PgPoolOptions::new().max_connections(2).connect_lazy_with(inner.options.clone());
+    let mut conn: Option<PgConnection> = None;
     let mut backoff = BACKOFF;
     let mut queued: Vec<Outgoing> = Vec::new();
     loop {
@@ -254,17 +255,14 @@ async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<Outgoing>) {
         // Drained, not taken: the queue keeps its capacity for the next batch.
         let payloads = payload::pack(queued.drain(..));
         loop {
-            let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
-                .bind(&inner.channel)
-                .bind(&payloads)
-                .execute(&pool)
-                .await;
-            match sent {
-                Ok(_) => {
+            match publish(&inner, &mut conn, &payloads).await {
+                Ok(()) => {
                     backoff = BACKOFF;
                     break;
                 }
                 Err(e) => {
+                    // The connection may be broken: the next attempt opens another.
+                    conn = None;
                     tracing::warn!(error = %e, "could not publish a task change; retrying");
                     if !pause(&inner, &mut backoff).await {
                         return;
@@ -273,6 +271,17 @@ async fn publisher(inner: Arc<Inner>, mut rx: UnboundedReceiver<Outgoing>) {
             }
         }
     }
+}
+
+/// One `NOTIFY` statement for `payloads`, on `conn` (opened first when there is none).
+async fn publish(inner: &Inner, conn: &mut Option<PgConnection>, payloads: &[String]) -> Result<(), sqlx::Error> {
+    let c = match conn {
+        Some(c) => c,
+        // Boxed: connecting is rare, and its future is kilobytes.
+        None => conn.insert(Box::pin(inner.options.connect()).await?),
+    };
+    let statement = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p");
+    statement.bind(&inner.channel).bind(payloads).execute(c).await.map(drop)
 }
 
 /// Listens for changes and delivers them locally; reconnects and catches up after a drop.
@@ -300,38 +309,41 @@ async fn listener(inner: Arc<Inner>) {
         backoff = BACKOFF;
         inner.listening.send_replace(true);
         catch_up(&inner).await;
-        loop {
-            let got = tokio::select! {
-                r = l.try_recv() => r,
-                _ = inner.shutdown.cancelled() => return,
-            };
-            match got {
-                Ok(Some(n)) => {
-                    let Some(mut got) = Incoming::parse(n.payload()) else { continue };
-                    if let Some(fwd) = got.fwd.take() {
-                        let fwd = ForwardedResponse::decode(&fwd.to_string());
-                        if let (Some(fwd), Some(sink)) = (fwd, inner.sink.get()) {
-                            sink(fwd);
-                        }
-                    } else if let Some(tasks) = inner.tasks.get() {
-                        for (id, version) in got.changes() {
-                            deliver(&inner, tasks, &id, version).await;
-                        }
-                    }
-                }
-                // The connection dropped and was re-established: catch up on what we missed.
-                Ok(None) => {
-                    tracing::info!("task notifier reconnected");
-                    catch_up(&inner).await;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "task notifier lost its connection");
-                    break;
-                }
-            }
+        // The loop is raced against shutdown once, not each notification: sqlx 0.9's
+        // `try_recv` future is kilobytes, and a select per message would copy it each time.
+        tokio::select! {
+            e = receive(&inner, &mut l) => tracing::warn!(error = %e, "task notifier lost its connection"),
+            _ = inner.shutdown.cancelled() => return,
         }
         if !pause(&inner, &mut backoff).await {
             return;
+        }
+    }
+}
+
+/// Delivers what arrives on `l` until its connection fails for good.
+async fn receive(inner: &Inner, l: &mut PgListener) -> sqlx::Error {
+    loop {
+        match l.try_recv().await {
+            Ok(Some(n)) => {
+                let Some(mut got) = Incoming::parse(n.payload()) else { continue };
+                if let Some(fwd) = got.fwd.take() {
+                    let fwd = ForwardedResponse::decode(&fwd.to_string());
+                    if let (Some(fwd), Some(sink)) = (fwd, inner.sink.get()) {
+                        sink(fwd);
+                    }
+                } else if let Some(tasks) = inner.tasks.get() {
+                    for (id, version) in got.changes() {
+                        deliver(inner, tasks, &id, version).await;
+                    }
+                }
+            }
+            // The connection dropped and was re-established: catch up on what we missed.
+            Ok(None) => {
+                tracing::info!("task notifier reconnected");
+                catch_up(inner).await;
+            }
+            Err(e) => return e,
         }
     }
 }

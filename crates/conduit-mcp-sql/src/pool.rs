@@ -14,6 +14,7 @@
 //! packets, a stopped server host) fails operations with a timeout instead
 //! of holding them, and their connections are closed, never reused.
 
+use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use sqlx::{ConnectOptions, Connection};
 use std::sync::Mutex;
@@ -64,11 +65,15 @@ pub(crate) struct Checkout<'a, C: Connection> {
 /// past it the operation fails with [`timed_out`]'s error, which every engine
 /// treats as a broken connection: it is closed, and the operation is not
 /// retried on another one (the database is not answering).
-pub(crate) async fn bounded<T>(
-    deadline: tokio::time::Instant,
-    op: impl std::future::Future<Output = Result<T, sqlx::Error>>,
-) -> Result<T, sqlx::Error> {
-    tokio::time::timeout_at(deadline, op).await.unwrap_or_else(|_| Err(timed_out()))
+///
+/// Not an `async fn`: that would keep `op` twice in its state (the argument, and
+/// inside the timeout), and sqlx 0.9's futures are kilobytes each, copied on
+/// every move.
+pub(crate) fn bounded<T, F>(deadline: tokio::time::Instant, op: F) -> impl Future<Output = Result<T, sqlx::Error>>
+where
+    F: Future<Output = Result<T, sqlx::Error>>,
+{
+    tokio::time::timeout_at(deadline, op).map(|r| r.unwrap_or_else(|_| Err(timed_out())))
 }
 
 /// The error of an operation that ran out of time.
@@ -119,14 +124,16 @@ impl<C: Connection> ConnPool<C> {
         loop {
             let idle = self.idle().pop();
             match idle {
+                // The ping and the connect are boxed: they are rare, and their futures
+                // (kilobytes in sqlx 0.9) would otherwise size every checkout's.
                 Some((mut conn, since)) => {
-                    if since.elapsed() > STALE_AFTER && conn.ping().await.is_err() {
+                    if since.elapsed() > STALE_AFTER && Box::pin(conn.ping()).await.is_err() {
                         continue; // dropped: the server or a proxy closed it
                     }
                     return Ok(Checkout { pool: self, conn: Some(conn), _permit: permit, deadline });
                 }
                 None => {
-                    let conn = self.open().await?;
+                    let conn = Box::pin(self.open()).await?;
                     return Ok(Checkout { pool: self, conn: Some(conn), _permit: permit, deadline });
                 }
             }
