@@ -24,10 +24,10 @@ SCHEMA="${SOAK_PG_SCHEMA:-conduit_soak}"
 PARTS=(churn sqlite postgres)
 if [ "$#" -gt 0 ]; then PARTS=("$@"); fi
 
-cargo build --release -p conduit-mcp-cli -p conduit-mcp-bench
+cargo build --release -p conduit-mcp-cli -p conduit-mcp-bench --bin conduit-mcp --bin conduit-mcp-soak
 target="${CARGO_TARGET_DIR:-target}"
 server="$target/release/conduit-mcp"
-bench="$target/release/conduit-mcp-bench"
+soak="$target/release/conduit-mcp-soak"
 mkdir -p target/soak
 report=target/soak/report.md
 {
@@ -41,13 +41,13 @@ status=0
 for part in "${PARTS[@]}"; do
   case "$part" in
     churn)
-      "$bench" soak churn --server "$server" 2>&1 | tee -a "$report" || status=1
+      "$soak" churn --server "$server" 2>&1 | tee -a "$report" || status=1
       ;;
     sqlite)
-      "$bench" soak mixed --server "$server" --store sqlite --minutes "$MINUTES" --out "$report" || status=1
+      "$soak" mixed --server "$server" --store sqlite --minutes "$MINUTES" --out "$report" || status=1
       ;;
     postgres)
-      "$bench" soak mixed --server "$server" --store postgres --minutes "$MINUTES" \
+      "$soak" mixed --server "$server" --store postgres --minutes "$MINUTES" \
         --database-url "$URL" --pg-schema "$SCHEMA" --out "$report" || status=1
       ;;
     *)
