@@ -116,6 +116,7 @@ CLIENT_EXTENSIONS=(
 BIN="$target_dir/debug/conduit-mcp-conformance"
 CLIENT_BIN="$target_dir/debug/conduit-mcp-conformance-client"
 OUT="$target_dir/conformance-results/$(date -u +%Y%m%dT%H%M%SZ)"
+COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 work="$OUT"
 mkdir -p "$OUT"
 trap stop_servers EXIT
@@ -192,7 +193,8 @@ if [[ "$legs" == "server tasks client" ]]; then table=docs/conformance.md; fi
 set +e
 python3 scripts/lib/conformance_results.py "$OUT" --package "$CONFORMANCE_PACKAGE" --legs "$legs" \
   --tasks "${TASK_SCENARIOS[*]}" --client-2026 "${CLIENT_SCENARIOS_2026[*]}" \
-  --client-2025 "${CLIENT_SCENARIOS_2025[*]}" --extensions "${CLIENT_EXTENSIONS[*]}" --table "$table"
+  --client-2025 "${CLIENT_SCENARIOS_2025[*]}" --extensions "${CLIENT_EXTENSIONS[*]}" --table "$table" \
+  --commit "$COMMIT"
 count_rc=$?
 set -e
 if ((count_rc != 0 || RUNNER_FAILED != 0)); then

@@ -2,7 +2,7 @@
 
     conformance_results.py OUT --package PKG --legs LEGS --tasks "S1 S2 ..."
         --client-2026 "S1 ..." --client-2025 "S1 ..." --extensions "S1 ..."
-        --table FILE --command "scripts/conformance.sh"
+        --table FILE [--command "scripts/conformance.sh"] [--commit REV]
 
 OUT is the run's results directory (the runner's -o folders below it):
 legacy/ and requirements/ (the two server legs), tasks/ and tasks-sqlite/
@@ -75,6 +75,11 @@ def count(checks, failing):
     return passed, failed
 
 
+def skipped(checks):
+    """Checks the suite itself skipped (a scenario pending a spec change, say)."""
+    return sum(1 for c in checks if c.get("status") == "SKIPPED")
+
+
 class Leg:
     """One counted part of the run: its scenarios' checks, what was missing, what failed."""
 
@@ -88,6 +93,9 @@ class Leg:
             a, b = count(checks, self.failing)
             p, f = p + a, f + b
         return p, f
+
+    def skipped(self):
+        return sum(skipped(checks) for checks in self.results.values())
 
     def ok(self):
         return not self.missing and self.totals()[1] == 0
@@ -107,15 +115,23 @@ def md(text):
 
 
 def scenario_table(leg):
-    rows = ["| scenario | passed | failed |", "|---|---:|---:|"]
+    rows = ["| scenario | passed | failed | skipped by the suite |", "|---|---:|---:|---:|"]
     for scenario in sorted(leg.results):
         p, f = count(leg.results[scenario], leg.failing)
-        rows.append(f"| `{scenario}` | {p} | {f} |")
-    rows += [f"| `{s}` | – | no results |" for s in leg.missing]
+        rows.append(f"| `{scenario}` | {p} | {f} | {skipped(leg.results[scenario])} |")
+    rows += [f"| `{s}` | – | no results | – |" for s in leg.missing]
     return rows
 
 
-def commit():
+def run_time(out):
+    """When the run began: the name of its results folder (UTC), else now."""
+    try:
+        return datetime.strptime(os.path.basename(os.path.normpath(out)), "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return datetime.now(timezone.utc)
+
+
+def head_commit():
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               check=True).stdout.strip()
@@ -124,19 +140,24 @@ def commit():
 
 
 def table(args, legs, per_store, extensions):
-    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = run_time(args.out).strftime("%Y-%m-%d %H:%M UTC")
     out = ["# Conformance: the official MCP suite against conduit-mcp", "",
            f"Written by `{args.command}` from its own run; do not edit by hand. Suite: "
-           f"`{args.package}` (Node 22 through `npx`). Run on {when} at commit `{commit()}`.", "",
+           f"`{args.package}` (Node 22 through `npx`). Run on {when} at commit `{args.commit or head_commit()}`.",
+           "",
            "Every check the suite scores is counted: on the server legs a `FAILURE` fails; on the "
-           "client leg a `WARNING` fails too, as in the runner's own verdict. The Tasks extension's "
+           "client leg a `WARNING` fails too, as in the runner's own verdict; a scenario asked for "
+           "that leaves no results fails. Checks the suite skips itself are shown, not counted "
+           "(`INFO` checks, notes without a verdict, are left out). The Tasks extension's "
            "scenarios (`tasks-*`) are run one by one against the fixture on each task store, since "
            "the `--requirements` run does not score them.", "",
-           "| leg | scenarios | checks passed | failed | verdict |", "|---|---:|---:|---:|---|"]
+           "| leg | scenarios | checks passed | failed | skipped by the suite | verdict |",
+           "|---|---:|---:|---:|---:|---|"]
     for leg in legs:
         p, f = leg.totals()
         verdict = "pass" if leg.ok() else "**FAIL**"
-        out.append(f"| {leg.name} | {len(leg.results) + len(leg.missing)} | {p} | {f} | {verdict} |")
+        scenarios = len(leg.results) + len(leg.missing)
+        out.append(f"| {leg.name} | {scenarios} | {p} | {f} | {leg.skipped()} | {verdict} |")
     for leg in legs:
         if leg not in per_store.values():
             out += ["", f"## {leg.name}", "", f"`{leg.command}`", ""] + scenario_table(leg)
@@ -164,16 +185,16 @@ def store_table(per_store):
     names = sorted(set().union(*(leg.results.keys() | set(leg.missing) for leg in per_store.values())))
     out = ["", "## Tasks extension, per store", "",
            "`conformance server --scenario NAME`, once per scenario against the fixture on each store.", "",
-           "| scenario | " + " | ".join(f"{s} passed | {s} failed" for s in stores) + " |",
-           "|---|" + "---:|---:|" * len(stores)]
+           "| scenario | " + " | ".join(f"{s} passed | {s} failed | {s} skipped" for s in stores) + " |",
+           "|---|" + "---:|---:|---:|" * len(stores)]
     for name in names:
         cells = []
         for store in stores:
             leg = per_store[store]
             if name in leg.results:
-                cells += [str(n) for n in count(leg.results[name], leg.failing)]
+                cells += [str(n) for n in count(leg.results[name], leg.failing)] + [str(skipped(leg.results[name]))]
             else:
-                cells += ["–", "no results"]
+                cells += ["–", "no results", "–"]
         out.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return out
 
@@ -189,6 +210,7 @@ def main():
     ap.add_argument("--extensions", default="")
     ap.add_argument("--table", required=True)
     ap.add_argument("--command", default="scripts/conformance.sh")
+    ap.add_argument("--commit", help="the commit the run tested (default: HEAD now)")
     args = ap.parse_args()
     ran = set(args.legs.split())
     tasks = args.tasks.split()
