@@ -31,7 +31,7 @@
 # Binaries are found where cargo puts them: $CARGO_TARGET_DIR when it is set
 # (relative to the repository root), target/ otherwise.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/repo.sh"
 
 mode=full
 if [[ "${1:-}" == "--smoke" ]]; then
@@ -40,11 +40,10 @@ if [[ "${1:-}" == "--smoke" ]]; then
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "scripts/bench.sh: cargo is required (install Rust with rustup)" >&2
+  log "cargo is required (install Rust with rustup)"
   exit 1
 fi
 
-target_dir="${CARGO_TARGET_DIR:-target}"
 peer_manifest=crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml
 peer_target="$target_dir/rmcp-peer"
 if [[ "$mode" == smoke ]]; then

@@ -23,22 +23,16 @@
 # this script builds them when missing). Installs pgbench (postgresql-contrib) and wrk
 # with apt-get when they are missing. Writes target/bench/pg.md and prints it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/repo.sh"
+use_lib servers numbers load
 
 secs="${1:-10}"
 conns=50
-url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
-target_dir="${CARGO_TARGET_DIR:-target}"
+db_url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 bin="$target_dir/release"
 work=target/bench/pg
 mkdir -p "$work"
 
-need() { # need COMMAND PACKAGE
-  if ! command -v "$1" >/dev/null 2>&1; then
-    echo "== installing $2 (for $1)"
-    apt-get install -y "$2" >/dev/null
-  fi
-}
 need pgbench postgresql-contrib
 need psql postgresql-client
 need wrk wrk
@@ -48,27 +42,7 @@ if [[ ! -x "$bin/bench-server" || ! -x "$bin/conduit-mcp-bench" || ! -x "$bin/co
   cargo build --release -p conduit-mcp-bench -p conduit-mcp-cli --bins
 fi
 
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-# shellcheck source=lib/listening.sh
-source scripts/lib/listening.sh
-
-# start NAME CMD...: runs a server (see launch_server), sets $addr, remembers its pid.
-start() {
-  launch_server "$@"
-  pids+=("$launched")
-}
-
-stop_all() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  pids=()
-}
+trap stop_servers EXIT
 
 # ours ADDR WORKLOAD [LOAD OPTIONS]: requests/s from our generator.
 ours() {
@@ -80,16 +54,7 @@ ours() {
   echo "$line" | sed -nE 's/.* ([0-9]+) req\/s.*/\1/p'
 }
 
-# wrk_rate LUA ADDR: requests/s from wrk.
-wrk_rate() {
-  local out
-  out=$(wrk -t1 -c"$conns" -d"${secs}s" -s "$1" "http://$2/mcp")
-  echo "$out" | sed 's/^/   /' >&2
-  echo "$out" | sed -nE 's/^Requests\/sec: *([0-9.]+).*/\1/p' | cut -d. -f1
-}
-
-sql() { PGOPTIONS="-c client_min_messages=warning" psql "$url" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }'; }
+sql() { PGOPTIONS="-c client_min_messages=warning" psql "$db_url" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
 wrk_headers='wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
@@ -99,30 +64,30 @@ meta = [[{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontex
 n = 0'
 
 echo "== bench server on PostgreSQL, our generator ($secs s per workload, $conns connections)"
-start bench "$bin/bench-server" --store postgres --database-url "$url" --pg-schema conduit_bench_pg --fresh
+launch_server bench "$bin/bench-server" --store postgres --database-url "$db_url" --pg-schema conduit_bench_pg --fresh
 bench_w4=$(ours "$addr" W4)
 busy_tasks=$(sql -c "SELECT count(*) FROM conduit_bench_pg.conduit_tasks")
 # W3 beside W4's tasks, all still running: their leases are renewed (rewritten) in the background.
 bench_w3_busy=$(ours "$addr" W3 --table 20000)
 doc=$(sql -c "SELECT doc::text FROM conduit_bench_pg.conduit_tasks LIMIT 1")
-stop_all
+stop_servers
 # The point-read comparison: a fresh server, its table only W3's own tasks, as pgbench reads a
 # table of idle rows.
-start bench "$bin/bench-server" --store postgres --database-url "$url" --pg-schema conduit_bench_pg --fresh
+launch_server bench "$bin/bench-server" --store postgres --database-url "$db_url" --pg-schema conduit_bench_pg --fresh
 bench_w3=$(ours "$addr" W3 --table 20000)
-stop_all
+stop_servers
 
 echo "== two bench servers on one schema, creating at once"
-start node_a "$bin/bench-server" --store postgres --database-url "$url" --pg-schema conduit_bench_pg2 --fresh
+launch_server node_a "$bin/bench-server" --store postgres --database-url "$db_url" --pg-schema conduit_bench_pg2 --fresh
 addr_a=$addr
-start node_b "$bin/bench-server" --store postgres --database-url "$url" --pg-schema conduit_bench_pg2
+launch_server node_b "$bin/bench-server" --store postgres --database-url "$db_url" --pg-schema conduit_bench_pg2
 addr_b=$addr
 ours "$addr_a" W4 >"$work/two_a" &
 two_a_pid=$!
 two_b=$(ours "$addr_b" W4)
 wait "$two_a_pid"
 two_nodes=$(($(cat "$work/two_a") + two_b))
-stop_all
+stop_servers
 
 echo "== pgbench ($secs s, $conns clients, prepared statements, schema conduit_pgbench)"
 doc_sql=${doc//\'/\'\'}
@@ -146,7 +111,7 @@ SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_pgbench.con
 SQL
 pgb() {
   local out
-  out=$(pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" -f "$1" "$url" 2>&1)
+  out=$(pgbench -n -M prepared -c "$conns" -j 2 -T "$secs" -f "$1" "$db_url" 2>&1)
   echo "$out" | grep -E '^(tps|latency average)' | sed 's/^/   /' >&2
   echo "$out" | sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -1 | cut -d. -f1
 }
@@ -158,7 +123,7 @@ echo "== reference server (conduit-mcp serve --store postgres:URL, defaults)"
 sql -c "DROP SCHEMA IF EXISTS conduit_bench_ref CASCADE"
 # Its defaults but for the row cap (10 000 by default; a run creates more than that).
 printf '[ext_tasks]\nmax_rows = 10000000\n' >"$work/ref.toml"
-start ref "$bin/conduit-mcp" serve --config "$work/ref.toml" --listen 127.0.0.1:0 --store "postgres:$url" \
+launch_server ref "$bin/conduit-mcp" serve --config "$work/ref.toml" --listen 127.0.0.1:0 --store "postgres:$db_url" \
   --pg-schema conduit_bench_ref
 ref_w4=$(ours "$addr" W4 --create-tool job --create-args '{"name":"bench"}')
 ref_w3=$(ours "$addr" W3 --table 20000 --create-tool job --create-args '{"name":"bench"}')
@@ -171,7 +136,7 @@ request = function()
   return wrk.format(nil, nil, nil, '{"jsonrpc":"2.0","id":' .. n .. ',"method":"tools/call","params":{"name":"job","arguments":{"name":"wrk"},"_meta":' .. meta .. '}}')
 end
 LUA
-ref_wrk_create=$(wrk_rate "$work/create.lua" "$addr")
+ref_wrk_create=$(wrk_rate "$work/create.lua" "$url")
 sql -c "SELECT task_id FROM conduit_bench_ref.conduit_tasks ORDER BY random() LIMIT 20000" >"$work/ids.txt"
 cat >"$work/get.lua" <<LUA
 $wrk_headers
@@ -185,8 +150,8 @@ request = function()
   return wrk.format(nil, nil, nil, '{"jsonrpc":"2.0","id":' .. n .. ',"method":"tasks/get","params":{"taskId":"' .. id .. '","_meta":' .. meta .. '}}')
 end
 LUA
-ref_wrk_get=$(wrk_rate "$work/get.lua" "$addr")
-stop_all
+ref_wrk_get=$(wrk_rate "$work/get.lua" "$url")
+stop_servers
 
 {
   echo "## PostgreSQL against pgbench (scripts/bench_pg.sh, one run)"

@@ -12,12 +12,12 @@
 # rmcp peer (scripts/bench.sh builds them). Installs wrk with apt-get when missing.
 # Writes target/bench/wrk.md and prints it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/repo.sh"
+use_lib servers numbers load
 
 secs="${1:-5}"
 rounds="${2:-3}"
 conns=50
-target_dir="${CARGO_TARGET_DIR:-target}"
 bin="$target_dir/release"
 peer="$target_dir/rmcp-peer/release/rmcp-peer"
 work=target/bench/wrk
@@ -25,23 +25,8 @@ mkdir -p "$work"
 for b in "$bin/bench-server" "$bin/bench-echo" "$bin/conduit-mcp-conformance" "$peer"; do
   [[ -x "$b" ]] || { echo "scripts/bench_wrk.sh: $b is missing (run scripts/bench.sh, which builds it)" >&2; exit 1; }
 done
-if ! command -v wrk >/dev/null 2>&1; then
-  echo "== installing wrk"
-  apt-get install -y wrk >/dev/null
-fi
-
-pid=""
-stop() { if [[ -n "$pid" ]]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""; fi; }
-trap stop EXIT
-
-# shellcheck source=lib/listening.sh
-source scripts/lib/listening.sh
-
-# start NAME CMD...: runs a server (see launch_server), sets $addr and $pid.
-start() {
-  launch_server "$@"
-  pid=$launched
-}
+need wrk wrk
+trap stop_servers EXIT
 
 meta_plain='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"conduit-mcp-bench","version":"0.1.0"},"io.modelcontextprotocol/clientCapabilities":{}}'
 meta_tasks='{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"conduit-mcp-bench","version":"0.1.0"},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}'
@@ -75,32 +60,25 @@ end
 LUA
 }
 
-rate() { # rate LUA: requests/s from wrk against $addr
-  local out
-  out=$(wrk -t1 -c"$conns" -d"${secs}s" -s "$1" "http://$addr/mcp")
-  if echo "$out" | grep -q "Non-2xx"; then echo "$out" >&2; echo "scripts/bench_wrk.sh: non-2xx answers" >&2; exit 1; fi
-  echo "$out" | sed -nE 's/^Requests\/sec: *([0-9.]+).*/\1/p' | cut -d. -f1
-}
-
 w1_body="\"method\":\"tools/call\",\"params\":{\"name\":\"greet\",\"arguments\":{\"name\":\"bench-1\"},\"_meta\":$meta_plain}}"
 script "$work/w1.lua" tools/call greet "$w1_body" ""
 
 # The echo answers with bodies as long as the fixture's.
-start sizes "$bin/conduit-mcp-conformance" --listen 127.0.0.1:0
+launch_server sizes "$bin/conduit-mcp-conformance" --listen 127.0.0.1:0
 greet_len=$(post "$addr" tools/call greet "{\"jsonrpc\":\"2.0\",\"id\":1,$w1_body" | wc -c)
 task=$(new_task "$addr")
 get_len=$(post "$addr" tasks/get "$task" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tasks/get\",\"params\":{\"taskId\":\"$task\",\"_meta\":$meta_tasks}}" | wc -c)
 create_len=$(post "$addr" tools/call slow_compute "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"slow_compute\",\"arguments\":{\"seconds\":3600,\"label\":\"wrk\"},\"_meta\":$meta_tasks}}" | wc -c)
-stop
+stop_servers
 
 servers=(fixture bench rmcp echo)
 declare -A label=([fixture]="fixture on http::serve" [bench]="bench server" [rmcp]="rmcp 3.11" [echo]="axum echo")
 launch() {
   case $1 in
-    fixture) start fixture env RUST_LOG=info "$bin/conduit-mcp-conformance" --listen 127.0.0.1:0 ;;
-    bench) start bench "$bin/bench-server" --listen 127.0.0.1:0 ;;
-    rmcp) start rmcp "$peer" --listen 127.0.0.1:0 ;;
-    echo) start echo "$bin/bench-echo" --listen 127.0.0.1:0 --sizes "$greet_len,$get_len,$create_len" ;;
+    fixture) launch_server fixture env RUST_LOG=info "$bin/conduit-mcp-conformance" --listen 127.0.0.1:0 ;;
+    bench) launch_server bench "$bin/bench-server" --listen 127.0.0.1:0 ;;
+    rmcp) launch_server rmcp "$peer" --listen 127.0.0.1:0 ;;
+    echo) launch_server echo "$bin/bench-echo" --listen 127.0.0.1:0 --sizes "$greet_len,$get_len,$create_len" ;;
   esac
 }
 
@@ -108,21 +86,17 @@ declare -A results
 for r in $(seq 1 "$rounds"); do
   for s in "${servers[@]}"; do
     launch "$s"
-    w1=$(rate "$work/w1.lua")
+    w1=$(wrk_rate "$work/w1.lua" "$url")
     task=$(new_task "$addr")
     task=${task:-none}
     script "$work/w2.lua" tasks/get "$task" "\"method\":\"tasks/get\",\"params\":{\"taskId\":\"$task\",\"_meta\":$meta_tasks}}" ""
-    w2=$(rate "$work/w2.lua")
-    stop
+    w2=$(wrk_rate "$work/w2.lua" "$url")
+    stop_servers
     results[$s,W1]+="$w1 "
     results[$s,W2]+="$w2 "
     echo "round $r ${label[$s]}: W1 $w1/s, W2 $w2/s" >&2
   done
 done
-
-median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END { print a[int((NR + 1) / 2)] }'; }
-range() { tr ' ' '\n' | grep -v '^$' | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s–%s", lo, hi }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "–" }'; }
 
 {
   echo "## W1 and W2 under wrk (scripts/bench_wrk.sh)"

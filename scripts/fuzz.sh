@@ -13,7 +13,8 @@
 # Prints one summary line per target: executions, coverage, corpus size.
 
 set -euo pipefail
-cd "$(dirname "$0")/../fuzz"
+source "$(dirname "$0")/lib/repo.sh"
+cd fuzz
 
 SECONDS_EACH="${FUZZ_SECONDS:-30}"
 TARGETS=(request_decoder header_rules sealed_state tasks_update config_toml)

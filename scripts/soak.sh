@@ -16,7 +16,7 @@
 #   SOAK_MINUTES=1 scripts/soak.sh     # a short pass
 #   scripts/soak.sh churn|sqlite|postgres   # one part
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/repo.sh"
 
 MINUTES="${SOAK_MINUTES:-10}"
 URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
@@ -24,10 +24,9 @@ SCHEMA="${SOAK_PG_SCHEMA:-conduit_soak}"
 PARTS=(churn sqlite postgres)
 if [ "$#" -gt 0 ]; then PARTS=("$@"); fi
 
-cargo build --release -p conduit-mcp-cli -p conduit-mcp-bench
-target="${CARGO_TARGET_DIR:-target}"
-server="$target/release/conduit-mcp"
-bench="$target/release/conduit-mcp-bench"
+cargo build --release -p conduit-mcp-cli -p conduit-mcp-bench --bin conduit-mcp --bin conduit-mcp-soak
+server="$target_dir/release/conduit-mcp"
+soak="$target_dir/release/conduit-mcp-soak"
 mkdir -p target/soak
 report=target/soak/report.md
 {
@@ -41,17 +40,17 @@ status=0
 for part in "${PARTS[@]}"; do
   case "$part" in
     churn)
-      "$bench" soak churn --server "$server" 2>&1 | tee -a "$report" || status=1
+      "$soak" churn --server "$server" 2>&1 | tee -a "$report" || status=1
       ;;
     sqlite)
-      "$bench" soak mixed --server "$server" --store sqlite --minutes "$MINUTES" --out "$report" || status=1
+      "$soak" mixed --server "$server" --store sqlite --minutes "$MINUTES" --out "$report" || status=1
       ;;
     postgres)
-      "$bench" soak mixed --server "$server" --store postgres --minutes "$MINUTES" \
+      "$soak" mixed --server "$server" --store postgres --minutes "$MINUTES" \
         --database-url "$URL" --pg-schema "$SCHEMA" --out "$report" || status=1
       ;;
     *)
-      echo "scripts/soak.sh: unknown part $part (churn, sqlite or postgres)" >&2
+      log "unknown part $part (churn, sqlite or postgres)"
       exit 2
       ;;
   esac

@@ -3,10 +3,10 @@
 # Usage: scripts/test.sh            (from anywhere inside the repo)
 # Ends with the benchmark smoke pass (a few minutes); CONDUIT_BENCH_SMOKE=0 skips it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/repo.sh"
 
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "scripts/test.sh: cargo is required (install Rust with rustup)" >&2
+  log "cargo is required (install Rust with rustup)"
   exit 1
 fi
 
@@ -18,10 +18,10 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 echo "== building the rmcp peer (the client's interop tests call it; its own workspace)"
 cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml \
-  --target-dir "${CARGO_TARGET_DIR:-target}/rmcp-peer"
+  --target-dir "$target_dir/rmcp-peer"
 
 echo "== the test authorization server (oidc-provider on Node 22; the OAuth tests start it)"
-bash scripts/oauth-as.sh
+bash scripts/oauth_as.sh
 # The browser `conduit-mcp login --browser-command` runs in the CLI's tests (cargo test
 # --workspace builds it too; built first so a test run of one crate finds it).
 cargo build -p conduit-mcp-test-oauth --bin scripted-browser
@@ -31,7 +31,7 @@ CONDUIT_REQUIRE_RMCP=1 cargo test --workspace --all-features
 
 echo "== a real third-party 2025-11-25 client (official Python SDK 1.x) over HTTP and stdio"
 if [[ "${CONDUIT_LEGACY_CLIENT:-1}" != 0 ]]; then
-  bash scripts/legacy-client.sh
+  bash scripts/legacy_client.sh
 else
   echo "skipped: CONDUIT_LEGACY_CLIENT=0"
 fi

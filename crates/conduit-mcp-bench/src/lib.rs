@@ -11,7 +11,8 @@
 //!   child process and the address it prints;
 //! - [`follow`]: the library client following 1 000 tasks, by push and by polling;
 //! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart;
-//! - [`soak`]: the reference server's soak drivers (`scripts/soak.sh`).
+//! - [`soak`]: the reference server's soak drivers, the `conduit-mcp-soak` binary
+//!   (`scripts/soak.sh`; not a benchmark, here for the HTTP client it shares).
 //!
 //! `scripts/bench.sh` builds everything and runs the `conduit-mcp-bench` binary.
 

@@ -8,9 +8,9 @@
 //!     [--stores memory,sqlite,postgres] [--database-url postgres://…] [--sqlite-path FILE] [--pg-schema NAME]
 //! conduit-mcp-bench report --json target/bench/results.json [--out …] [--chart …]
 //! conduit-mcp-bench follow --server target/release/bench-server [--tasks 1000] [--rounds 3] [--smoke] [--out FILE]
-//! conduit-mcp-bench soak churn --server target/release/conduit-mcp
-//! conduit-mcp-bench soak mixed --server target/release/conduit-mcp --store sqlite|postgres [--minutes 10]
 //! ```
+//!
+//! The soak is not a benchmark: it is its own binary, `conduit-mcp-soak` (`scripts/soak.sh`).
 
 use clap::{Args, Parser, Subcommand};
 use conduit_mcp_bench::harness::{Binaries, Harness, Meta, Peer, Plan, Results, Store, Workload};
@@ -37,8 +37,6 @@ enum Cmd {
     Load(LoadArgs),
     /// The library client following tasks to completion, one listen stream against polling.
     Follow(FollowArgs),
-    /// Soak drivers for the reference server: listen churn and mixed load (scripts/soak.sh).
-    Soak(conduit_mcp_bench::soak::SoakArgs),
 }
 
 #[derive(Debug, Args)]
@@ -443,8 +441,6 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run(*a),
         Cmd::Load(a) => load(a),
         Cmd::Follow(a) => follow(a),
-        Cmd::Soak(a) => conduit_mcp_bench::soak::run(a)
-            .and_then(|pass| if pass { Ok(()) } else { Err("the soak failed its verdict".into()) }),
         Cmd::Report(a) => std::fs::read_to_string(&a.output.json)
             .map_err(|e| format!("cannot read {}: {e}", a.output.json.display()))
             .and_then(|j| serde_json::from_str::<Results>(&j).map_err(|e| e.to_string()))

@@ -4,10 +4,10 @@
 //! that 404s, a task that never finishes): one line and exit 2, no panic,
 //! no hang past the TTL.
 
-mod client_support;
+mod cli_support;
 mod common;
 
-use client_support::*;
+use cli_support::*;
 use common::Node;
 use serde_json::{Value, json};
 

@@ -9,10 +9,10 @@
 //! 5. a redirect to another origin is not followed (headers stay home);
 //! 6. a task id that starts with `-` is taken back by `task` and `watch`.
 
-mod client_support;
+mod cli_support;
 mod hostile_support;
 
-use client_support::{BIN, run};
+use cli_support::{BIN, run};
 use hostile_support::{Reply, discover, hostile, tools};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};

@@ -3,10 +3,10 @@
 //! trusts it and works; without it the connection is refused (the CA is in
 //! no trust store), one `error:` line.
 
-mod client_support;
+mod cli_support;
 mod common;
 
-use client_support::run;
+use cli_support::run;
 use common::Node;
 use std::sync::Arc;
 use tokio_rustls::rustls;

@@ -7,11 +7,11 @@
 //! printed); an expired token is refreshed silently; logout forgets it;
 //! client credentials log a machine in and renew without a person.
 
-mod client_support;
+mod cli_support;
 mod common;
 mod oauth_support;
 
-use client_support::BIN;
+use cli_support::BIN;
 use conduit_mcp_test_oauth::{AuthorizationServer, ResourceSettings, SERVICE};
 use oauth_support::protected_server;
 use serde_json::Value;

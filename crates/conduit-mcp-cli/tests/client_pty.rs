@@ -2,10 +2,10 @@
 //! `deploy` answers its confirmation prompt, `build` shows progress, Ctrl-C
 //! on `sleep` cancels the task, `--detach` then `task wait` resumes.
 
-mod client_support;
+mod cli_support;
 mod common;
 
-use client_support::*;
+use cli_support::*;
 use common::{Node, get};
 
 fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> tokio::task::JoinHandle<T> {

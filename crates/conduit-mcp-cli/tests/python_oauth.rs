@@ -1,6 +1,6 @@
 //! A real third-party client logs in to `conduit-mcp serve --oauth-issuer …`
 //! and calls a tool: the official Python MCP SDK's OAuth client
-//! (`scripts/oauth_client.py`), in the venv `scripts/legacy-client.sh` uses
+//! (`scripts/oauth_client.py`), in the venv `scripts/legacy_client.sh` uses
 //! (made here when missing), against oidc-provider.
 //!
 //! Without python3 the test is skipped, unless CI or `CONDUIT_REQUIRE_POSTGRES=1`
@@ -18,7 +18,7 @@ fn required() -> bool {
     set("CI") || set("CONDUIT_REQUIRE_POSTGRES") || set("CONDUIT_REQUIRE_OAUTH")
 }
 
-/// The venv's python with the SDK installed (the same venv and SDK range as legacy-client.sh).
+/// The venv's python with the SDK installed (the same venv and SDK range as legacy_client.sh).
 fn python() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../legacy-client-venv");
     let py = venv.join("bin/python");

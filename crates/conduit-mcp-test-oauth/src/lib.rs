@@ -14,7 +14,7 @@
 //!
 //! [`AuthorizationServer::start`] installs the npm packages on first use
 //! (`npm ci` in `tests/oauth/`, under a file lock, through `npx -y -p node@22`;
-//! `scripts/oauth-as.sh` does the same ahead of time), starts `tests/oauth/as.mjs`
+//! `scripts/oauth_as.sh` does the same ahead of time), starts `tests/oauth/as.mjs`
 //! and waits until it listens. It returns `None` — the test should return early
 //! — only when `npx` is missing and nothing requires the server: with `CI`,
 //! `CONDUIT_REQUIRE_POSTGRES=1` or `CONDUIT_REQUIRE_OAUTH=1` set, a missing Node

@@ -92,7 +92,12 @@ async fn no_server_is_a_transport_error() {
     let url = format!("http://{}/mcp", l.local_addr().unwrap());
     drop(l);
     match guard("connect", ClientBuilder::http(url).connect()).await {
-        Err(ClientError::Transport(m)) => assert!(m.contains("connect"), "{m}"),
+        Err(ClientError::Transport(e)) => {
+            assert!(e.to_string().contains("cannot connect"), "{e}");
+            // The I/O error underneath is kept, not flattened into the message alone.
+            let source = std::error::Error::source(&e).expect("the reqwest error as the source");
+            assert!(source.is::<reqwest::Error>(), "{source:?}");
+        }
         other => panic!("{other:?}"),
     }
 }

@@ -1,13 +1,15 @@
-//! Soak drivers for the reference server (issue 11, "Proven, not hoped"), run by
-//! `conduit-mcp-bench soak …` and `scripts/soak.sh` (not in CI):
+//! Soak drivers for the reference server (issue 11, "Proven, not hoped"): not
+//! a benchmark, so its own binary, `conduit-mcp-soak` (`src/bin/soak.rs`), run by
+//! `scripts/soak.sh` (not in CI). It lives beside the benchmarks for their
+//! HTTP/1.1 client and process handling, nothing else.
 //!
-//! - `soak churn` ([`churn`]): RSS growth over 30 000 listen open/close cycles
-//!   naming a live task, RSS of a full table of the largest creates against
-//!   the byte budget, and what one client can make a node hold through padded
-//!   2025-11-25 sessions ([`bounds`]);
-//!   (`soak bounds` runs that last part alone);
-//! - `soak mixed` ([`mixed`]): minutes of mixed load on SQLite or PostgreSQL, then
-//!   a verdict ([`report`]).
+//! - `conduit-mcp-soak churn` ([`churn`]): RSS growth over 30 000 listen
+//!   open/close cycles naming a live task, RSS of a full table of the largest
+//!   creates against the byte budget, and what one client can make a node hold
+//!   through padded 2025-11-25 sessions ([`bounds`]);
+//!   (`conduit-mcp-soak bounds` runs that last part alone);
+//! - `conduit-mcp-soak mixed` ([`mixed`]): minutes of mixed load on SQLite or
+//!   PostgreSQL, then a verdict ([`report`]).
 //!
 //! The server is `conduit-mcp serve` as a child process ([`server`]); requests go
 //! through [`rpc`] on the bench's own HTTP/1.1 client.
@@ -21,11 +23,12 @@ pub mod rpc;
 pub mod server;
 pub mod workers;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// `conduit-mcp-bench soak`.
-#[derive(Debug, Args)]
+/// Soaks the reference server (`conduit-mcp serve`): listen churn, bounds, mixed load.
+#[derive(Debug, Parser)]
+#[command(name = "conduit-mcp-soak", version)]
 pub struct SoakArgs {
     #[command(subcommand)]
     command: SoakCmd,
@@ -61,7 +64,7 @@ struct ChurnArgs {
     cycles: u64,
 }
 
-/// Runs `soak …`: `Ok(true)` on a pass, `Ok(false)` on a failed verdict.
+/// Runs one soak: `Ok(true)` on a pass, `Ok(false)` on a failed verdict.
 pub fn run(args: SoakArgs) -> Result<bool, String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,23 +1,22 @@
 //! [`ClientBuilder`]: where to connect, how to authenticate, which era, who
-//! answers input; `connect` decides the era (probing with `server/discover`
-//! unless pinned).
+//! answers input; `connect` starts the transport and has the era seam
+//! settle the era (probing with `server/discover` unless pinned).
 
-use super::client::{Client, FollowSettings, Inner, NotificationFn, ServerInfo};
+use super::client::Client;
+use super::connection::{self, Connection, NotificationFn};
 use super::credential::Credential;
+use super::era;
 use super::error::ClientError;
 use super::http::HttpWire;
 use super::http_options::{self, HttpOptions};
 use super::input::{InputHandler, NoInput};
-use super::legacy;
 use super::oauth::{self, OAuth};
 use super::stdio::StdioWire;
+use super::tracker::FollowSettings;
 use super::wire::Wire;
-use crate::protocol::methods::DISCOVER;
-use crate::protocol::version::{LEGACY_VERSIONS, MODERN_VERSIONS};
-use crate::protocol::{Era, ErrorCode, Implementation, LATEST_PROTOCOL_VERSION};
-use serde_json::{Map, Value};
+use crate::protocol::{Era, Implementation};
+use serde_json::Value;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
 
@@ -51,8 +50,6 @@ pub struct ClientBuilder {
     info: Implementation,
     on_notification: Option<NotificationFn>,
     follow: FollowSettings,
-    /// Request ids, shared by the probe and the connection (one session never reuses an id).
-    ids: Arc<AtomicI64>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -84,7 +81,6 @@ impl ClientBuilder {
                 push: true,
                 now_ms: Arc::new(system_now_ms),
             },
-            ids: Arc::new(AtomicI64::new(1)),
         }
     }
 
@@ -222,9 +218,9 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects: starts the transport and settles the era.
+    /// Connects: starts the transport and settles the era (see [`era::choose`]).
     pub async fn connect(self) -> Result<Client, ClientError> {
-        let (req_tx, req_rx) = mpsc::unbounded_channel();
+        let (requests_tx, requests_rx) = mpsc::unbounded_channel();
         let wire: Arc<dyn Wire> = match &self.target {
             Target::Http(url) => {
                 let credential = match (&self.oauth, &self.token) {
@@ -236,119 +232,13 @@ impl ClientBuilder {
                     (None, Some(t)) => Credential::Token(t.clone()),
                     (None, None) => Credential::None,
                 };
-                Arc::new(HttpWire::new(url.clone(), self.http.clone(), credential, self.headers.clone(), req_tx)?)
+                Arc::new(HttpWire::new(url.clone(), self.http.clone(), credential, self.headers.clone(), requests_tx)?)
             }
-            Target::Stdio(p, args) => Arc::new(StdioWire::spawn(p, args, self.http.max_message, req_tx)?),
+            Target::Stdio(p, args) => Arc::new(StdioWire::spawn(p, args, self.http.max_message, requests_tx)?),
         };
-        let server = match self.era {
-            Some(Era::Legacy) => self.legacy(&wire).await?,
-            Some(_) => self.modern(&wire, LATEST_PROTOCOL_VERSION, true).await?,
-            None => match self.modern(&wire, LATEST_PROTOCOL_VERSION, false).await {
-                Ok(s) => s,
-                Err(ClientError::Rpc(_) | ClientError::Protocol(_)) => self.legacy(&wire).await?,
-                Err(ClientError::Transport(m)) if m.starts_with("HTTP ") => self.legacy(&wire).await?,
-                Err(e) => return Err(e),
-            },
-        };
-        if server.era == Some(Era::Legacy) {
-            wire.open_events(&server.version).await;
-        }
-        let inner = Arc::new(Inner::with_ids(
-            wire,
-            server,
-            self.info,
-            self.handler,
-            self.on_notification,
-            self.follow,
-            self.ids.clone(),
-        ));
-        tokio::spawn(drain_server_requests(Arc::downgrade(&inner), req_rx));
-        Ok(Client { inner })
-    }
-
-    fn provisional(&self, wire: &Arc<dyn Wire>, era: Era, version: &str) -> Inner {
-        let server = ServerInfo { era: Some(era), version: version.into(), ..ServerInfo::default() };
-        Inner::with_ids(
-            wire.clone(),
-            server,
-            self.info.clone(),
-            self.handler.clone(),
-            None,
-            self.follow.clone(),
-            self.ids.clone(),
-        )
-    }
-
-    /// `server/discover`; on `-32022` retries once with a modern version the server lists.
-    async fn modern(&self, wire: &Arc<dyn Wire>, version: &str, pinned: bool) -> Result<ServerInfo, ClientError> {
-        let mut version = version.to_owned();
-        for attempt in 0..2 {
-            let probe = self.provisional(wire, Era::Modern, &version);
-            match probe.request(DISCOVER, Map::new(), Vec::new()).await {
-                Ok(r) => return Ok(server_info(Era::Modern, version, &r)),
-                Err(ClientError::Rpc(e)) if e.error_code() == ErrorCode::UnsupportedProtocolVersion && attempt == 0 => {
-                    let supported: Vec<String> = e
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get("supported"))
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-                        .unwrap_or_default();
-                    match supported.iter().find(|v| MODERN_VERSIONS.contains(&v.as_str())) {
-                        Some(v) => version = v.clone(),
-                        None if pinned => return Err(ClientError::Rpc(e)),
-                        None if supported.iter().any(|v| LEGACY_VERSIONS.contains(&v.as_str())) => {
-                            return Err(ClientError::Rpc(e));
-                        }
-                        None => return Err(ClientError::Protocol("no protocol version in common".into())),
-                    }
-                }
-                Err(e) if pinned => {
-                    // A pinned modern client works without discover (it is optional for clients).
-                    if matches!(e, ClientError::Rpc(_)) {
-                        return Ok(ServerInfo { era: Some(Era::Modern), version, ..ServerInfo::default() });
-                    }
-                    return Err(e);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(ClientError::Protocol("the server rejected every protocol version offered".into()))
-    }
-
-    async fn legacy(&self, wire: &Arc<dyn Wire>) -> Result<ServerInfo, ClientError> {
-        let probe = self.provisional(wire, Era::Legacy, LEGACY_VERSIONS[0]);
-        let (version, result) = legacy::initialize(&probe).await?;
-        let mut info = server_info(Era::Legacy, version, &result);
-        info.implementation = result.get("serverInfo").cloned();
-        Ok(info)
-    }
-}
-
-fn server_info(era: Era, version: String, r: &Value) -> ServerInfo {
-    ServerInfo {
-        era: Some(era),
-        version,
-        capabilities: r.get("capabilities").cloned().unwrap_or(Value::Null),
-        instructions: r.get("instructions").and_then(Value::as_str).map(str::to_owned),
-        implementation: r
-            .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
-            .or_else(|| r.get("serverInfo"))
-            .cloned(),
-    }
-}
-
-/// Answers requests a stdio server sends outside any request of ours.
-async fn drain_server_requests(
-    inner: std::sync::Weak<Inner>,
-    mut rx: mpsc::UnboundedReceiver<crate::protocol::jsonrpc::Request>,
-) {
-    while let Some(req) = rx.recv().await {
-        let Some(inner) = inner.upgrade() else { return };
-        tokio::spawn(async move {
-            if let Err(e) = legacy::answer_server_request(&inner, req).await {
-                tracing::debug!("could not answer a server request: {e}");
-            }
-        });
+        let conn = Arc::new(Connection::new(wire, self.handler, self.on_notification));
+        let (era, server) = era::choose(&conn, self.era, &self.info).await?;
+        connection::answer_unsolicited(Arc::downgrade(&conn), requests_rx, server.version.clone());
+        Ok(Client::new(server, era, self.follow))
     }
 }

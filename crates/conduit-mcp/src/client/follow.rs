@@ -1,25 +1,54 @@
-//! The task follower: observe (push or poll), answer new input keys once,
-//! stop at a terminal status, the TTL deadline, or a task stuck waiting.
+//! [`TaskEvents`] and the follower behind it: observe (push or poll),
+//! answer new input keys once, stop at a terminal status, the TTL deadline,
+//! or a task stuck waiting.
 
 use super::error::ClientError;
 use super::input;
-use super::listen::Subscription;
-use super::task::{TaskEvent, TaskHandle, ToolOutcome};
+use super::listen_hub::Subscription;
+use super::outcome::{TaskEvent, ToolOutcome};
 use super::time::parse_rfc3339_ms;
+use super::tracker::Tracker;
 use crate::protocol::mrtr::InputRequest;
 use crate::protocol::tasks::{DetailedTask, TaskStatus};
 use serde_json::Map;
 use std::collections::HashSet;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 type Tx = mpsc::Sender<Result<TaskEvent, ClientError>>;
 
-/// Runs the follower until the task ends, an error, or the consumer goes away;
-/// `answer: false` only observes (input requests are reported, not answered).
-pub(crate) async fn run(handle: TaskHandle, tx: Tx, answer: bool) {
-    if let Err(e) = follow(&handle, &tx, answer).await {
-        let _ = tx.send(Err(e)).await;
+/// The stream of a task's [`TaskEvent`]s (also a `futures` `Stream`).
+#[derive(Debug)]
+pub struct TaskEvents {
+    rx: mpsc::Receiver<Result<TaskEvent, ClientError>>,
+}
+
+impl TaskEvents {
+    /// Starts following task `id`; `answer: false` only observes (input
+    /// requests are reported, not answered).
+    pub(crate) fn spawn(tracker: Arc<Tracker>, id: String, answer: bool) -> Self {
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            if let Err(e) = follow(&tracker, &id, &tx, answer).await {
+                let _ = tx.send(Err(e)).await;
+            }
+        });
+        Self { rx }
+    }
+
+    /// The next event; `None` after `Finished` or an error.
+    pub async fn next(&mut self) -> Option<Result<TaskEvent, ClientError>> {
+        self.rx.recv().await
+    }
+}
+
+impl futures_util::Stream for TaskEvents {
+    type Item = Result<TaskEvent, ClientError>;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
     }
 }
 
@@ -33,17 +62,18 @@ async fn emit(tx: &Tx, ev: TaskEvent) -> Result<bool, ClientError> {
     Ok(tx.send(Ok(ev)).await.is_ok())
 }
 
-async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError> {
-    let inner = h.client.inner.clone();
-    let s = inner.follow.clone();
+/// Runs the follower until the task ends, an error, or the consumer goes away.
+async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Result<(), ClientError> {
+    let era = tracker.era();
+    let s = tracker.settings();
     let mut answered: HashSet<String> = HashSet::new();
     let mut last: Option<(TaskStatus, Option<String>)> = None;
     let mut idle_polls = 0u32;
     let mut interval = s.default_poll;
     let mut push: Option<Subscription> = None;
     // Register for push before the first read: followers started together share one listen request.
-    let mut pending = if s.push { inner.hub.register(&inner, h.id()) } else { None };
-    let mut snapshot = h.get().await?;
+    let mut pending = if s.push { tracker.hub().register(era, id) } else { None };
+    let mut snapshot = era.get_task(id).await?;
     loop {
         let base =
             snapshot.task.poll_interval_ms.map_or(s.default_poll, Duration::from_millis).max(Duration::from_millis(10));
@@ -83,15 +113,15 @@ async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError
                 }
                 let mut responses = Map::new();
                 for (k, r) in &new {
-                    responses.insert(k.clone(), input::answer(inner.handler.as_ref(), k, r).await?);
+                    responses.insert(k.clone(), input::answer(era.connection().handler(), k, r).await?);
                 }
-                h.update(responses).await?;
+                era.update_task(id, responses).await?;
                 answered.extend(keys.iter().cloned());
                 idle_polls = 0;
                 if !emit(tx, TaskEvent::InputAnswered(keys)).await? {
                     return Ok(());
                 }
-                snapshot = h.get().await?;
+                snapshot = era.get_task(id).await?;
                 continue;
             }
             idle_polls += u32::from(answer);
@@ -105,7 +135,7 @@ async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError
         let deadline = deadline_ms(&snapshot);
         if deadline.is_some_and(|d| now >= d) {
             // One last look: the task may have ended right at its deadline.
-            let last_look = h.get().await?;
+            let last_look = era.get_task(id).await?;
             if last_look.task.status.is_terminal() {
                 snapshot = last_look;
                 continue;
@@ -117,7 +147,7 @@ async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError
             push = p.acknowledged().await;
             if push.is_some() {
                 // Catch a change made between the last read and the acknowledgment.
-                snapshot = h.get().await?;
+                snapshot = era.get_task(id).await?;
                 continue;
             }
         }
@@ -142,7 +172,7 @@ async fn follow(h: &TaskHandle, tx: &Tx, answer: bool) -> Result<(), ClientError
         };
         snapshot = match pushed {
             Some(t) => t,
-            None => h.get().await?,
+            None => era.get_task(id).await?,
         };
     }
 }

@@ -8,7 +8,7 @@
 //! owed: the stream is resumed after `retry` ms with `Last-Event-ID`.
 
 use super::credential::{Credential, Retry};
-use super::error::ClientError;
+use super::error::{ClientError, ProtocolError, TransportError};
 use super::http_options::{self, HttpOptions, redirect_refused};
 use super::sse::SseReader;
 use super::wire::{Outgoing, Replies, ReplyTx, Wire, replies};
@@ -169,7 +169,9 @@ impl Shared {
 }
 
 fn parse(bytes: &[u8]) -> Result<Incoming, ClientError> {
-    parse_incoming(bytes).map_err(|(_, e)| ClientError::Protocol(format!("unreadable message: {}", e.message)))
+    parse_incoming(bytes).map_err(|(_, e)| {
+        ClientError::Protocol(ProtocolError::new(format!("unreadable message: {}", e.message)).caused_by(e))
+    })
 }
 
 fn is_sse(resp: &reqwest::Response) -> bool {
@@ -195,7 +197,11 @@ impl Wire for HttpWire {
             }
             rb.body(body.clone())
         };
-        let turn = sh.turns.acquire().await.map_err(|_| ClientError::Transport("the client is closed".into()))?;
+        let turn = sh
+            .turns
+            .acquire()
+            .await
+            .map_err(|e| ClientError::Transport(TransportError::new("the client is closed").caused_by(e)))?;
         let resp = sh.send_authorized(build).await?;
         sh.remember_session(&resp);
         let status = resp.status().as_u16();
@@ -222,7 +228,9 @@ impl Wire for HttpWire {
             }
             Err(_) if status == 401 || status == 403 => Err(sh.credential.refused(status)),
             Err(e) if (200..300).contains(&status) => Err(e),
-            Err(_) => Err(ClientError::Transport(format!("HTTP {status} without a JSON-RPC body"))),
+            Err(e) => Err(ClientError::Transport(
+                TransportError::http(status, format!("HTTP {status} without a JSON-RPC body")).caused_by(e),
+            )),
         }
     }
 
@@ -241,7 +249,7 @@ impl Wire for HttpWire {
         match resp.status().as_u16() {
             s if (200..300).contains(&s) => Ok(()),
             s @ (401 | 403) => Err(sh.credential.refused(s)),
-            s => Err(ClientError::Transport(format!("HTTP {s} for a notification"))),
+            s => Err(ClientError::Transport(TransportError::http(s, format!("HTTP {s} for a notification")))),
         }
     }
 

@@ -2,7 +2,7 @@
 //! certificates it accepts, how long it waits, how much it reads, where it
 //! lets a redirect take a request, and where it refuses to send a credential.
 
-use super::error::ClientError;
+use super::error::{ClientError, TransportError};
 use reqwest::Url;
 use std::time::Duration;
 
@@ -56,9 +56,11 @@ pub(crate) fn is_loopback(url: &Url) -> bool {
 
 /// Parses an `http(s)` URL.
 pub(crate) fn parse_url(what: &str, s: &str) -> Result<Url, ClientError> {
-    let url = Url::parse(s).map_err(|e| ClientError::Transport(format!("{what} {s:?} is not a URL: {e}")))?;
+    let url = Url::parse(s).map_err(|e| {
+        ClientError::Transport(TransportError::new(format!("{what} {s:?} is not a URL: {e}")).caused_by(e))
+    })?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(ClientError::Transport(format!("{what} {s:?} is not an http(s) URL")));
+        return Err(ClientError::transport(format!("{what} {s:?} is not an http(s) URL")));
     }
     Ok(url)
 }
@@ -98,16 +100,17 @@ impl HttpOptions {
             .redirect(policy)
             .https_only(false);
         for pem in &self.ca_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| ClientError::Transport(format!("CA certificate: {e}")))?;
+            let certs = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                ClientError::Transport(TransportError::new(format!("CA certificate: {e}")).caused_by(e))
+            })?;
             if certs.is_empty() {
-                return Err(ClientError::Transport("CA certificate: no certificate in the PEM data".into()));
+                return Err(ClientError::transport("CA certificate: no certificate in the PEM data"));
             }
             for c in certs {
                 b = b.add_root_certificate(c);
             }
         }
-        b.build().map_err(|e| ClientError::Transport(e.to_string()))
+        b.build().map_err(transport)
     }
 }
 
@@ -134,29 +137,30 @@ pub(crate) async fn read_body(
 }
 
 fn too_big(max: usize) -> ClientError {
-    ClientError::Transport(format!("the response is larger than the limit of {max} bytes"))
+    ClientError::transport(format!("the response is larger than the limit of {max} bytes"))
 }
 
 /// The error of a server that did not answer in time.
 pub(crate) fn timed_out(d: Duration) -> ClientError {
-    ClientError::Transport(format!("the server did not answer within {} s", d.as_secs_f64()))
+    ClientError::Transport(TransportError::timeout(format!("the server did not answer within {} s", d.as_secs_f64())))
 }
 
-/// A reqwest error as a transport error.
+/// A reqwest error as a transport error (kept as its source).
 pub(crate) fn transport(e: reqwest::Error) -> ClientError {
-    if e.is_connect() {
+    let error = if e.is_connect() {
         let mut why = e.to_string();
         let mut src = std::error::Error::source(&e);
         while let Some(s) = src {
             why = format!("{why}: {s}");
             src = s.source();
         }
-        ClientError::Transport(format!("cannot connect: {why}"))
+        TransportError::new(format!("cannot connect: {why}"))
     } else if e.is_timeout() {
-        ClientError::Transport(format!("timed out: {e}"))
+        TransportError::timeout(format!("timed out: {e}"))
     } else {
-        ClientError::Transport(e.to_string())
-    }
+        TransportError::new(e.to_string())
+    };
+    ClientError::Transport(error.caused_by(e))
 }
 
 /// Sends `rb`, waiting at most `timeout` for the response head.
@@ -168,7 +172,8 @@ pub(crate) async fn send(rb: reqwest::RequestBuilder, timeout: Duration) -> Resu
 pub(crate) fn redirect_refused(resp: &reqwest::Response) -> ClientError {
     let to = resp.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("?");
     let to = Url::parse(to).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "elsewhere".into());
-    ClientError::Transport(format!(
+    // No status kept: a redirect is an answer, not a server of the other era.
+    ClientError::transport(format!(
         "the server redirected the request (HTTP {}) to another origin ({}); not followed",
         resp.status().as_u16(),
         super::sanitize::one_line(&to)

@@ -129,14 +129,14 @@ impl InputHandler for NoInput {
 
 /// Answers one request through `handler`, refusing kinds it did not declare.
 pub(crate) async fn answer(handler: &dyn InputHandler, key: &str, req: &InputRequest) -> Result<Value, ClientError> {
-    let kind = req.kind().ok_or_else(|| ClientError::Protocol(format!("unknown input request {:?}", req.method())))?;
+    let kind = req.kind().ok_or_else(|| ClientError::protocol(format!("unknown input request {:?}", req.method())))?;
     if !handler.support().covers(kind) {
         return Err(ClientError::Input(format!(
             "the server asked for {} that this client did not declare",
             req.method()
         )));
     }
-    let ask = Ask::from_request(req).ok_or_else(|| ClientError::Protocol("unreadable input request".into()))?;
+    let ask = Ask::from_request(req).ok_or_else(|| ClientError::protocol("unreadable input request"))?;
     handler.answer(key, ask).await
 }
 

@@ -38,48 +38,48 @@
 //! # Ok(()) }
 //! ```
 
+//! # How the module is built
+//!
+//! Imports point one way: the public API ([`Client`], [`ClientBuilder`]) →
+//! the handles ([`TaskHandle`] and its follower, [`ListenStream`], the
+//! listen hub) → the era seam (one `Dialect` per connection, chosen when
+//! connecting: everything `2026-07-28` and `2025-11-25` do differently) →
+//! the connection core (the transport, the request ids, the legacy session)
+//! → the transports (Streamable HTTP, stdio). See `docs/architecture.md`.
+
 mod builder;
 #[allow(clippy::module_inception)]
 mod client;
+mod connection;
 mod credential;
+mod era;
 mod error;
 mod follow;
 mod http;
 pub(crate) mod http_options;
 mod input;
-mod legacy;
-mod listen;
+mod listen_hub;
 mod notifications;
 pub mod oauth;
+mod outcome;
 pub mod sanitize;
+mod server_info;
 mod sse;
 mod stdio;
 mod task;
 mod time;
+mod tracker;
 mod wire;
 
 pub use builder::ClientBuilder;
-pub use client::{CallOutcome, Client, NotificationFn, ServerInfo};
-pub use error::ClientError;
+pub use client::{CallOutcome, Client};
+pub use connection::NotificationFn;
+pub use error::{ClientError, ProtocolError, TransportError};
+pub use follow::TaskEvents;
 pub use input::{
     Ask, InputHandler, InputSupport, NoInput, elicit_accept, elicit_cancel, elicit_decline, schema_defaults,
 };
 pub use notifications::{ListenEvent, ListenStream};
-pub use task::{TaskEvent, TaskEvents, TaskHandle, ToolOutcome};
-
-impl Client {
-    /// How many `subscriptions/listen` requests this client has opened so far
-    /// to follow tasks (one per change of the followed set, not one per task;
-    /// streams opened with [`Client::listen`] are not counted).
-    pub fn listen_streams_opened(&self) -> u64 {
-        self.inner.hub.streams_opened()
-    }
-
-    /// How many messages this client has sent so far: HTTP requests (each
-    /// POST, and the legacy event stream's GETs), or lines written to a stdio
-    /// server. With push, following a task costs no request while it runs;
-    /// polling costs one `tasks/get` per interval.
-    pub fn requests_sent(&self) -> u64 {
-        self.inner.wire.sent()
-    }
-}
+pub use outcome::{TaskEvent, ToolOutcome};
+pub use server_info::ServerInfo;
+pub use task::TaskHandle;

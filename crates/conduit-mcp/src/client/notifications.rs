@@ -1,15 +1,16 @@
-//! [`Client::listen`]: a `subscriptions/listen` stream of the caller's own,
-//! every message on it as it comes: the acknowledgment, the notifications,
-//! and the server's closing result when it ends the stream.
+//! [`ListenStream`], what [`Client::listen`](super::Client::listen) opens:
+//! a `subscriptions/listen` stream of the caller's own, every message on it
+//! as it comes: the acknowledgment, the notifications, and the server's
+//! closing result when it ends the stream.
 //!
 //! Following tasks needs none of this ([`TaskHandle::follow`](super::TaskHandle::follow)
 //! shares the client's one stream); it is for watching notifications as
 //! such: which task ids a server acknowledged, `notifications/tasks` for
 //! tasks someone else drives, list changes.
 
-use super::client::Client;
+use super::era::Dialect;
 use super::error::ClientError;
-use super::wire::{Outgoing, Replies};
+use super::wire::Replies;
 use crate::protocol::jsonrpc::{Incoming, Response};
 use crate::protocol::methods::LISTEN;
 use crate::protocol::{RequestId, RpcError};
@@ -40,6 +41,14 @@ pub struct ListenStream {
 }
 
 impl ListenStream {
+    /// Opens `subscriptions/listen` with `notifications` as its filter, unread.
+    pub(crate) async fn open(era: &dyn Dialect, notifications: Value) -> Result<Self, ClientError> {
+        let mut params = Map::new();
+        params.insert("notifications".into(), notifications);
+        let (id, replies) = era.open(LISTEN, params).await?;
+        Ok(Self { id, replies, closed: false })
+    }
+
     /// The listen request's id: the `subscriptionId` in each notification's `_meta`.
     pub fn subscription_id(&self) -> &RequestId {
         &self.id
@@ -64,28 +73,5 @@ impl ListenStream {
                 Incoming::Request(_) => continue,
             }
         }
-    }
-}
-
-impl Client {
-    /// Opens `subscriptions/listen` with `notifications` as its filter (for
-    /// example `{"taskIds": [...]}`) and returns the stream unread: the
-    /// server's acknowledgment is its first message (a refusal, its
-    /// [`ListenEvent::Closed`] with the error).
-    pub async fn listen(&self, notifications: Value) -> Result<ListenStream, ClientError> {
-        let inner = &self.inner;
-        let id = inner.next_id();
-        let mut params = Map::new();
-        params.insert("notifications".into(), notifications);
-        let params = inner.with_meta(params, &id);
-        let out = Outgoing {
-            id: id.clone(),
-            method: LISTEN.into(),
-            params,
-            version: inner.server.version.clone(),
-            headers: Vec::new(),
-        };
-        let replies = inner.wire.send(out).await?;
-        Ok(ListenStream { id, replies, closed: false })
     }
 }

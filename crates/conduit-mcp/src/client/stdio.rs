@@ -8,7 +8,7 @@
 //! killed and every waiting request fails saying why, so a server that
 //! writes without a newline cannot make the client hold more than the cap.
 
-use super::error::ClientError;
+use super::error::{ClientError, TransportError};
 use super::wire::{Outgoing, Replies, ReplyTx, Wire, replies};
 use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::{Incoming, Request, parse_incoming};
@@ -61,9 +61,11 @@ impl StdioWire {
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| ClientError::Transport(format!("cannot start {program}: {e}")))?;
-        let mut stdin = child.stdin.take().ok_or_else(|| ClientError::Transport("no stdin".into()))?;
-        let stdout = child.stdout.take().ok_or_else(|| ClientError::Transport("no stdout".into()))?;
+            .map_err(|e| {
+                ClientError::Transport(TransportError::new(format!("cannot start {program}: {e}")).caused_by(e))
+            })?;
+        let mut stdin = child.stdin.take().ok_or_else(|| ClientError::transport("no stdin"))?;
+        let stdout = child.stdout.take().ok_or_else(|| ClientError::transport("no stdout"))?;
         let (out, mut rx) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
             while let Some(line) = rx.recv().await {
@@ -189,24 +191,24 @@ impl Wire for StdioWire {
         {
             let mut table = lock(&self.pending);
             if let Some(why) = &table.ended {
-                return Err(ClientError::Transport(why.clone()));
+                return Err(ClientError::transport(why.clone()));
             }
             table.waiting.insert(req.id.clone(), tx);
         }
         self.sent.fetch_add(1, Ordering::Relaxed);
         if self.out.send(req.to_value().to_string()).is_err() {
             lock(&self.pending).waiting.remove(&req.id);
-            return Err(ClientError::Transport("the server process has exited".into()));
+            return Err(ClientError::transport("the server process has exited"));
         }
         Ok(rx)
     }
 
     async fn post(&self, message: Value, _version: &str) -> Result<(), ClientError> {
         if let Some(why) = &lock(&self.pending).ended {
-            return Err(ClientError::Transport(why.clone()));
+            return Err(ClientError::transport(why.clone()));
         }
         self.sent.fetch_add(1, Ordering::Relaxed);
-        self.out.send(message.to_string()).map_err(|_| ClientError::Transport("the server process has exited".into()))
+        self.out.send(message.to_string()).map_err(|_| ClientError::transport("the server process has exited"))
     }
 
     fn sent(&self) -> u64 {

@@ -43,8 +43,8 @@ fn strings(v: &Value, key: &str) -> Option<Vec<String>> {
     v.get(key).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
 }
 
-/// `url` with its path replaced by `path`, no query or fragment.
-fn with_path(url: &Url, path: &str) -> Url {
+/// The URL at `path` on the origin of `url` (no query or fragment).
+fn same_origin_at(url: &Url, path: &str) -> Url {
     let mut u = url.clone();
     u.set_path(path);
     u.set_query(None);
@@ -76,9 +76,9 @@ pub(crate) async fn protected_resource(
     }
     let path = server.path().trim_end_matches('/');
     if !path.is_empty() {
-        candidates.push(with_path(server, &format!("/.well-known/oauth-protected-resource{path}")));
+        candidates.push(same_origin_at(server, &format!("/.well-known/oauth-protected-resource{path}")));
     }
-    candidates.push(with_path(server, "/.well-known/oauth-protected-resource"));
+    candidates.push(same_origin_at(server, "/.well-known/oauth-protected-resource"));
     let mut last = String::new();
     for url in candidates {
         let (status, doc) = fetch.get(&url).await?;
@@ -112,14 +112,14 @@ fn metadata_urls(issuer: &Url) -> Vec<Url> {
     let path = issuer.path().trim_end_matches('/');
     if path.is_empty() {
         return vec![
-            with_path(issuer, "/.well-known/oauth-authorization-server"),
-            with_path(issuer, "/.well-known/openid-configuration"),
+            same_origin_at(issuer, "/.well-known/oauth-authorization-server"),
+            same_origin_at(issuer, "/.well-known/openid-configuration"),
         ];
     }
     vec![
-        with_path(issuer, &format!("/.well-known/oauth-authorization-server{path}")),
-        with_path(issuer, &format!("/.well-known/openid-configuration{path}")),
-        with_path(issuer, &format!("{path}/.well-known/openid-configuration")),
+        same_origin_at(issuer, &format!("/.well-known/oauth-authorization-server{path}")),
+        same_origin_at(issuer, &format!("/.well-known/openid-configuration{path}")),
+        same_origin_at(issuer, &format!("{path}/.well-known/openid-configuration")),
     ]
 }
 

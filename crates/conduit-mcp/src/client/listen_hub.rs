@@ -12,13 +12,14 @@
 //! opens: 1 000 tasks followed at once share one listen request. A stream
 //! names at most 1 000 ids (the server's cap); followers past it poll.
 
-use super::client::Inner;
-use super::wire::{Outgoing, Replies};
+use super::era::Dialect;
+use super::wire::Replies;
 use crate::protocol::jsonrpc::Incoming;
 use crate::protocol::methods::{LISTEN, SUBSCRIPTIONS_ACKNOWLEDGED, TASKS_NOTIFICATION};
 use crate::protocol::tasks::DetailedTask;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -50,7 +51,14 @@ struct State {
 pub(crate) struct Hub {
     state: Arc<Mutex<State>>,
     wake: Arc<Notify>,
-    opened: std::sync::atomic::AtomicU64,
+    /// Listen requests opened so far (shared with the hub's task).
+    opened: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").field("opened", &self.streams_opened()).finish_non_exhaustive()
+    }
 }
 
 /// A follower's feed of pushed task states; dropping it unsubscribes.
@@ -108,12 +116,12 @@ impl Pending {
 impl Hub {
     /// How many listen requests this client has opened (for tests and benchmarks).
     pub(crate) fn streams_opened(&self) -> u64 {
-        self.opened.load(std::sync::atomic::Ordering::Relaxed)
+        self.opened.load(Ordering::Relaxed)
     }
 
     /// Registers for pushes on `id` (the stream is opened or replaced shortly
-    /// after); `None` when this server is known not to push.
-    pub(crate) fn register(&self, inner: &Arc<Inner>, id: &str) -> Option<Pending> {
+    /// after, over `era`); `None` when this server is known not to push.
+    pub(crate) fn register(&self, era: &Arc<dyn Dialect>, id: &str) -> Option<Pending> {
         let (tx, rx) = mpsc::unbounded_channel();
         let (ack_tx, ack_rx) = oneshot::channel();
         let key = {
@@ -127,7 +135,7 @@ impl Hub {
             st.waiting.entry(id.to_owned()).or_default().push(ack_tx);
             if !st.running {
                 st.running = true;
-                tokio::spawn(manage(Arc::downgrade(inner), self.state.clone(), self.wake.clone()));
+                tokio::spawn(manage(Arc::downgrade(era), self.state.clone(), self.wake.clone(), self.opened.clone()));
             }
             key
         };
@@ -183,15 +191,11 @@ fn choose<'a>(followed: impl Iterator<Item = &'a String>, live: &HashSet<String>
 }
 
 /// Opens a listen request for `ids` and waits for its acknowledgment.
-async fn open(inner: &Inner, ids: &[String]) -> Result<(Replies, HashSet<String>), ()> {
-    let id = inner.next_id();
+async fn open(era: &dyn Dialect, opened: &AtomicU64, ids: &[String]) -> Result<(Replies, HashSet<String>), ()> {
     let mut params = Map::new();
     params.insert("notifications".into(), json!({ "taskIds": ids }));
-    let params = inner.with_meta(params, &id);
-    let out =
-        Outgoing { id, method: LISTEN.into(), params, version: inner.server.version.clone(), headers: Vec::new() };
-    let mut replies = inner.wire.send(out).await.map_err(drop)?;
-    inner.hub.opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (_, mut replies) = era.open(LISTEN, params).await.map_err(drop)?;
+    opened.fetch_add(1, Ordering::Relaxed);
     let first = tokio::time::timeout(ACK_TIMEOUT, async {
         loop {
             match replies.recv().await {
@@ -232,7 +236,7 @@ fn forward(n: u64, mut replies: Replies, merged: mpsc::UnboundedSender<(u64, Opt
 }
 
 /// The hub's one task: keeps a stream matching the followed ids and routes pushes.
-async fn manage(inner: Weak<Inner>, state: Arc<Mutex<State>>, wake: Arc<Notify>) {
+async fn manage(era: Weak<dyn Dialect>, state: Arc<Mutex<State>>, wake: Arc<Notify>, opened: Arc<AtomicU64>) {
     let (merged_tx, mut merged) = mpsc::unbounded_channel::<(u64, Option<Incoming>)>();
     // The live stream: its number, its forwarder, and what it asked for and got.
     let mut live: Option<(u64, AbortHandle)> = None;
@@ -270,10 +274,10 @@ async fn manage(inner: Weak<Inner>, state: Arc<Mutex<State>>, wake: Arc<Notify>)
                 let st = state.lock().unwrap_or_else(|p| p.into_inner());
                 choose(st.followers.keys(), &requested)
             };
-            let Some(client) = inner.upgrade() else { return };
-            let opened = open(&client, &ids).await;
-            drop(client);
-            match opened {
+            let Some(spoken) = era.upgrade() else { return };
+            let answer = open(spoken.as_ref(), &opened, &ids).await;
+            drop(spoken);
+            match answer {
                 Ok((replies, ack)) => {
                     streams += 1;
                     let handle = forward(streams, replies, merged_tx.clone());

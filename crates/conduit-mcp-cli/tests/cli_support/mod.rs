@@ -1,5 +1,8 @@
-//! What the CLI client tests share: running `conduit-mcp` (piped or in a
-//! pseudo-terminal) and a misbehaving HTTP server on a raw socket.
+//! The CLI under test, for the CLI's client tests: running the
+//! `conduit-mcp` binary (piped or in a pseudo-terminal), and a misbehaving
+//! HTTP server on a raw socket to point it at. (The library's
+//! `tests/client_support/` is another thing: a server and the library
+//! client's helpers, in process.)
 //!
 //! The mock is raw on purpose: it plays a broken *server* (garbage, hang-ups
 //! mid-stream, odd statuses), byte for byte, which no client library could.

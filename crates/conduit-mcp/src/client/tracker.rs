@@ -1,0 +1,63 @@
+//! [`Tracker`]: what the task handles of one client share — the era they
+//! speak, the follower's settings, and the one listen hub.
+
+use super::era::Dialect;
+use super::listen_hub::Hub;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Settings of the task follower (set on the [`ClientBuilder`](super::ClientBuilder)).
+#[derive(Clone)]
+pub(crate) struct FollowSettings {
+    /// The poll interval when the server suggests none.
+    pub(crate) default_poll: Duration,
+    /// The cap of the poll back-off.
+    pub(crate) max_poll: Duration,
+    /// Observations of `input_required` with nothing new before giving up.
+    pub(crate) stuck_polls: u32,
+    /// Whether to follow by push over `subscriptions/listen`.
+    pub(crate) push: bool,
+    /// The wall clock (ms since the epoch) the TTL deadline is checked against.
+    pub(crate) now_ms: Arc<dyn Fn() -> i64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for FollowSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FollowSettings")
+            .field("default_poll", &self.default_poll)
+            .field("max_poll", &self.max_poll)
+            .field("stuck_polls", &self.stuck_polls)
+            .field("push", &self.push)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The task side of one client, shared by its handles.
+#[derive(Debug)]
+pub(crate) struct Tracker {
+    era: Arc<dyn Dialect>,
+    settings: FollowSettings,
+    hub: Hub,
+}
+
+impl Tracker {
+    /// Tasks on `era`, followed with `settings`.
+    pub(crate) fn new(era: Arc<dyn Dialect>, settings: FollowSettings) -> Self {
+        Self { era, settings, hub: Hub::default() }
+    }
+
+    /// The era the tasks are read, answered and cancelled in.
+    pub(crate) fn era(&self) -> &Arc<dyn Dialect> {
+        &self.era
+    }
+
+    /// The follower's settings.
+    pub(crate) fn settings(&self) -> &FollowSettings {
+        &self.settings
+    }
+
+    /// The listen hub pushes come through.
+    pub(crate) fn hub(&self) -> &Hub {
+        &self.hub
+    }
+}
