@@ -99,7 +99,7 @@ pub type Result<T, E = protocol::RpcError> = std::result::Result<T, E>;
 pub mod prelude {
     pub use crate::Ctx;
     pub use crate::auth::Principal;
-    pub use crate::ext::tasks::{Tasks, TasksConfig};
+    pub use crate::ext::tasks::{LegacyTasks, Tasks, TasksConfig};
     pub use crate::mrtr::{self, InputRequired};
     pub use crate::prompt::{Prompt, PromptOutput};
     pub use crate::protocol::content::{Content, ResourceContents};

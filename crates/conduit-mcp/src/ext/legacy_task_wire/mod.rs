@@ -4,9 +4,10 @@
 //! `tasks/result`, `tasks/list`, `tasks/cancel`, over a
 //! [`LegacyTasks`] runtime (its own listable store).
 //!
-//! Install it with `ServerBuilder::extension(legacy_tasks)`; the same tools
-//! then serve both eras: a `spawn`ed task becomes a legacy task, a modern
-//! task, or runs inline, by what the client asked.
+//! A `Tasks` handle installs it over its legacy twin
+//! (`ServerBuilder::extension(tasks)`); `ServerBuilder::extension(legacy_tasks)`
+//! installs it alone. The same tools then serve both eras: a `spawn`ed task
+//! becomes a legacy task, a modern task, or runs inline, by what the client asked.
 
 mod input;
 mod methods;
@@ -37,9 +38,11 @@ pub(crate) struct LegacyTasksExtension {
     pub(crate) tasks: LegacyTasks,
 }
 
+/// Installs the 2025-11-25 tasks wire alone (a `Tasks` handle installs it
+/// over its twin itself: install one or the other, not both).
 impl IntoExtension for LegacyTasks {
-    fn into_extension(self) -> Option<Arc<dyn Extension>> {
-        Some(Arc::new(LegacyTasksExtension { tasks: self }))
+    fn into_extensions(self) -> Vec<Arc<dyn Extension>> {
+        vec![Arc::new(LegacyTasksExtension { tasks: self })]
     }
 }
 

@@ -63,6 +63,7 @@ pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask}
 pub use config::{ConfigError, JanitorConfig, NotifierConfig, TOML_SYNTAX, TasksConfig};
 pub use extension::MAX_LISTEN_TASK_IDS;
 pub use janitor::sweep;
+pub use legacy_store::LegacyTasks;
 pub use memory::MemoryStore;
 pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
@@ -78,9 +79,18 @@ pub(crate) use rpc_error::store_error;
 use crate::server::{Extension, IntoExtension};
 use std::sync::Arc;
 
-/// Installs the extension when the configuration enables it, and nothing otherwise.
+/// Installs what the handle serves when its configuration enables it, and
+/// nothing otherwise: the Tasks extension (`2026-07-28`), and the
+/// `2025-11-25` tasks wire over its legacy twin (the paired one, or one made
+/// now in memory).
 impl IntoExtension for Tasks {
-    fn into_extension(self) -> Option<Arc<dyn Extension>> {
-        self.config().enabled.then(|| Arc::new(extension::TasksExtension { tasks: self }) as Arc<dyn Extension>)
+    fn into_extensions(self) -> Vec<Arc<dyn Extension>> {
+        if !self.config().enabled {
+            return Vec::new();
+        }
+        let twin = self.legacy_twin();
+        let mut installed = vec![Arc::new(extension::TasksExtension { tasks: self }) as Arc<dyn Extension>];
+        installed.extend(twin.into_iter().flat_map(IntoExtension::into_extensions));
+        installed
     }
 }

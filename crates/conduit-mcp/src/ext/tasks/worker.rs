@@ -2,6 +2,7 @@
 //! Not owner-scoped: the id is the capability.
 
 use super::config::{NotifierConfig, TasksConfig};
+use super::legacy_store::{LegacyTasks, MemoryLegacyStore};
 use super::limits::bound_status_message;
 use super::memory::{IdBuild, MemoryStore};
 use super::notifier::ListenNotifier;
@@ -35,8 +36,13 @@ impl From<StoreError> for WorkerError {
 /// Drives tasks by id from workers. Not owner-scoped: the id is the capability.
 ///
 /// Cheap to clone. Create one with [`Tasks::new`], install it in the server
-/// with `ServerBuilder::extension(tasks.clone())` (it installs the extension
-/// only when its configuration is enabled), and hand clones to your workers.
+/// with `ServerBuilder::extension(tasks.clone())`, and hand clones to your
+/// workers. Installed, it serves both eras when its configuration is enabled
+/// (and nothing otherwise): the Tasks extension on `2026-07-28`, and the
+/// `2025-11-25` tasks wire over its [legacy twin](Self::legacy) — the
+/// [`LegacyTasks`] runtime paired with [`drive_legacy`](Self::drive_legacy)
+/// (`conduit_mcp_sql::Stores::tasks` pairs one in the database), or else one
+/// made in memory at install. Its by-id calls reach the tasks of both.
 #[derive(Clone)]
 pub struct Tasks {
     pub(crate) inner: Arc<TasksInner>,
@@ -60,8 +66,9 @@ pub(crate) struct TasksInner {
     /// belong to an earlier process with the same id.
     pub(crate) started_at_ms: u64,
     /// The legacy era's runtime, which by-id worker calls fall back to when
-    /// this store has no such task (set by `drive_legacy`).
-    pub(super) legacy: OnceLock<Tasks>,
+    /// this store has no such task (set by `drive_legacy`, or made in memory
+    /// when the handle is installed in a server).
+    pub(super) legacy: OnceLock<LegacyTasks>,
     /// Whether this is the legacy era's runtime (its ids say so).
     pub(super) legacy_ids: bool,
 }
@@ -90,9 +97,14 @@ impl Tasks {
         legacy_ids: bool,
     ) -> Result<Self, super::config::ConfigError> {
         config.validate()?;
+        Ok(Self::runtime(config, clock, legacy_ids))
+    }
+
+    /// A handle for a configuration already validated.
+    fn runtime(config: TasksConfig, clock: Arc<dyn Clock>, legacy_ids: bool) -> Self {
         let store = config.store.clone().unwrap_or_else(|| Arc::new(MemoryStore::with_clock(clock.clone())));
         let started_at_ms = clock.now_ms();
-        Ok(Self {
+        Self {
             inner: Arc::new(TasksInner {
                 config,
                 store,
@@ -109,7 +121,7 @@ impl Tasks {
                 legacy: OnceLock::new(),
                 legacy_ids,
             }),
-        })
+        }
     }
 
     /// The store.
@@ -138,6 +150,68 @@ impl Tasks {
     /// recovers this id's earlier tasks, and lease renewal keeps it held.
     pub async fn claim_node(&self) -> Result<(), super::store::StoreError> {
         self.inner.store.claim_node(&self.inner.config.node_id).await
+    }
+
+    /// The legacy era's runtime paired with this handle ([`drive_legacy`](Self::drive_legacy)),
+    /// if any yet: installing the handle in a server pairs one in memory when
+    /// it has none.
+    pub fn legacy(&self) -> Option<&LegacyTasks> {
+        self.inner.legacy.get()
+    }
+
+    /// Makes this handle's by-id worker calls (`status`, `cancelled`,
+    /// `progress`, `complete`, `fail`, `require_input`) reach `legacy`'s
+    /// tasks too, and tell `legacy`'s notifier and waiters about the change;
+    /// installed in a server, this handle then serves the `2025-11-25` era's
+    /// tasks over `legacy`. Set once, before the handle is installed; later
+    /// calls, and a pairing that would loop, are ignored.
+    ///
+    /// A task's id says which era's store it was made in, and a call reads that
+    /// store first (one read; no miss in the other store before it). Ids never
+    /// repeat across the two stores (32 random bytes each), so trying the other
+    /// store next — for ids minted before the mark — can only find the one task
+    /// the id names.
+    pub fn drive_legacy(&self, legacy: &LegacyTasks) {
+        let target = legacy.tasks();
+        // Never a loop: not onto itself, nor onto a handle that falls back itself.
+        if Arc::ptr_eq(&self.inner, &target.inner) || target.inner.legacy.get().is_some() || self.inner.legacy_ids {
+            return;
+        }
+        let _ = self.inner.legacy.set(legacy.clone());
+    }
+
+    /// The legacy twin to serve the `2025-11-25` era's tasks with: the paired
+    /// one, or one made now in memory on this handle's clock and
+    /// configuration (its own notifier only when that is the built-in one:
+    /// a custom notifier carries this store's changes). `None` for a legacy
+    /// runtime itself.
+    pub(crate) fn legacy_twin(&self) -> Option<LegacyTasks> {
+        if self.inner.legacy_ids {
+            return None;
+        }
+        let twin = self.inner.legacy.get_or_init(|| {
+            let mut config = self.inner.config.clone();
+            if matches!(config.notifier, NotifierConfig::Custom(_)) {
+                config.notifier = NotifierConfig::Listen;
+            }
+            let store = Arc::new(MemoryLegacyStore::with_clock(self.inner.clock.clone()));
+            LegacyTasks::over(self.build_twin(config, store.clone()), store)
+        });
+        Some(twin.clone())
+    }
+
+    /// The runtime of a legacy twin over `store`; `config` is this handle's,
+    /// valid already.
+    fn build_twin(&self, config: TasksConfig, store: Arc<dyn super::legacy_store::LegacyTaskStore>) -> Tasks {
+        let store: Arc<dyn TaskStore> = store;
+        Self::runtime(config.store(store), self.inner.clock.clone(), true)
+    }
+
+    /// Forgets the waker of task `id` (once nothing can wake it any more).
+    pub(crate) fn forget_waker(&self, id: &str) {
+        if let Ok(mut w) = self.inner.wakers.lock() {
+            w.remove(id);
+        }
     }
 
     pub(crate) fn now(&self) -> u64 {
@@ -199,8 +273,8 @@ impl Tasks {
     /// was minted for), and the paired one it tries when the first has no such task.
     fn by_id(&self, id: &str) -> (&Tasks, Option<&Tasks>) {
         match self.inner.legacy.get() {
-            Some(legacy) if is_legacy_task_id(id) => (legacy, Some(self)),
-            Some(legacy) => (self, Some(legacy)),
+            Some(legacy) if is_legacy_task_id(id) => (legacy.tasks(), Some(self)),
+            Some(legacy) => (self, Some(legacy.tasks())),
             None => (self, None),
         }
     }
@@ -375,10 +449,15 @@ impl Tasks {
         self.inner.resumable.read().ok().and_then(|r| r.get(name).cloned())
     }
 
-    /// Stops spawned work: running tasks are marked failed as interrupted,
-    /// then their work is cancelled (in that order, so what the client reads
-    /// is why the work stopped, not how the cancelled work reacted).
+    /// Stops spawned work, this handle's and its [legacy twin](Self::legacy)'s:
+    /// running tasks are marked failed as interrupted, then their work is
+    /// cancelled (in that order, so what the client reads is why the work
+    /// stopped, not how the cancelled work reacted).
     pub async fn shutdown(&self) {
+        if let Some(twin) = self.inner.legacy.get() {
+            // A twin has no twin of its own: this recursion is one level deep.
+            Box::pin(twin.tasks().shutdown()).await;
+        }
         self.inner.shutdown.cancel();
         let running: Vec<(String, CancellationToken)> = self
             .inner
