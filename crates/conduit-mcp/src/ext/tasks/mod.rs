@@ -43,6 +43,7 @@
 
 mod answers;
 mod config;
+mod config_error;
 mod create_rate;
 mod creation;
 mod extension;
@@ -60,7 +61,8 @@ mod task_id;
 mod worker;
 
 pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
-pub use config::{ConfigError, JanitorConfig, NotifierConfig, TOML_SYNTAX, TasksConfig};
+pub use config::{JanitorConfig, NotifierConfig, TasksConfig};
+pub use config_error::{ConfigError, TOML_SYNTAX};
 pub use extension::MAX_LISTEN_TASK_IDS;
 pub use janitor::sweep;
 pub use legacy_store::LegacyTasks;

@@ -23,16 +23,6 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-impl From<StoreError> for WorkerError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::NotFound => Self::NotFound,
-            StoreError::Terminal => Self::Terminal,
-            e => Self::Store(Arc::new(e)),
-        }
-    }
-}
-
 /// Drives tasks by id from workers. Not owner-scoped: the id is the capability.
 ///
 /// Cheap to clone. Create one with [`Tasks::new`], install it in the server
@@ -81,12 +71,12 @@ impl std::fmt::Debug for Tasks {
 
 impl Tasks {
     /// A handle for this configuration, on the system clock.
-    pub fn new(config: TasksConfig) -> Result<Self, super::config::ConfigError> {
+    pub fn new(config: TasksConfig) -> Result<Self, super::ConfigError> {
         Self::with_clock(config, Arc::new(SystemClock))
     }
 
     /// A handle on an injected clock (the default memory store uses it too).
-    pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, super::config::ConfigError> {
+    pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, super::ConfigError> {
         Self::build(config, clock, false)
     }
 
@@ -95,7 +85,7 @@ impl Tasks {
         config: TasksConfig,
         clock: Arc<dyn Clock>,
         legacy_ids: bool,
-    ) -> Result<Self, super::config::ConfigError> {
+    ) -> Result<Self, super::ConfigError> {
         config.validate()?;
         Ok(Self::runtime(config, clock, legacy_ids))
     }

@@ -178,7 +178,7 @@ fn legacy_error(mut e: RpcError) -> RpcError {
         let data = e.data.take();
         e = RpcError::new(ErrorCode::Other(RESOURCE_NOT_FOUND), "Resource not found");
         if let Some(d) = data {
-            e = e.with_data(d);
+            e = e.data(d);
         }
     }
     e

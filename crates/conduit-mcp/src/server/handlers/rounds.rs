@@ -68,7 +68,7 @@ impl Server {
                         ErrorCode::Other(URL_ELICITATION_REQUIRED),
                         "This request requires the user to complete a URL elicitation",
                     )
-                    .with_data(json!({ "elicitations": elicitations })));
+                    .data(json!({ "elicitations": elicitations })));
                 }
                 return Err(RpcError::missing_capability(required_capability(kind)));
             }
