@@ -16,8 +16,8 @@ mod record;
 mod status;
 
 use crate::Ctx;
-use crate::ext::tasks::Requested;
 use crate::ext::tasks::legacy_store::LegacyTasks;
+use crate::ext::tasks::{Requested, create_task, start_janitor};
 use crate::protocol::RpcError;
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT};
@@ -64,7 +64,7 @@ impl Extension for LegacyTasksExtension {
     }
 
     fn start(&self) {
-        self.tasks.start_janitor();
+        start_janitor(&self.tasks);
     }
 
     async fn handle(&self, ctx: Ctx, method: &str, params: Map<String, Value>) -> Result<Value, RpcError> {
@@ -100,7 +100,7 @@ impl TaskMaker for LegacyTasksExtension {
         // This era's client may ask for a lifetime (`params.task.ttl`); the rest is the common path.
         let ttl_ms = ctx.task_params().and_then(|t| t.get("ttl")).and_then(Value::as_u64);
         let requested = Requested { owner: owner::owner(ctx), ttl_ms };
-        let rec = self.tasks.create_task(ctx, spec, requested).await?;
+        let rec = create_task(&self.tasks, ctx, spec, requested).await?;
         if let Some(session) = ctx.legacy_session() {
             status::follow(self.tasks.clone(), &rec, session);
         }

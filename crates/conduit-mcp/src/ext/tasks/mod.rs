@@ -74,8 +74,9 @@ pub use task::{Lease, TaskFailure, TaskRecord};
 pub use task_id::new_task_id;
 pub use worker::Tasks;
 
-pub(crate) use answers::Answered;
-pub(crate) use creation::Requested;
+pub(crate) use answers::{Answered, answer};
+pub(crate) use creation::{Requested, create_task};
+pub(crate) use janitor::start_janitor;
 pub(crate) use rpc_error::store_error;
 
 use crate::server::{Extension, IntoExtension};
