@@ -11,7 +11,6 @@
 //! ```
 
 use conduit_mcp::prelude::*;
-use conduit_mcp::session::SessionConfig;
 use conduit_mcp_sql::StoresOptions;
 use std::time::Duration;
 

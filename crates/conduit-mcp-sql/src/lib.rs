@@ -61,7 +61,6 @@
 //!
 //! ```no_run
 //! use conduit_mcp::prelude::*;
-//! use conduit_mcp::session::SessionConfig;
 //! use conduit_mcp_sql::Stores;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -108,6 +108,7 @@ pub mod prelude {
     pub use crate::protocol::{ErrorCode, RpcError};
     pub use crate::resource::{Resource, ResourceOutput, ResourceTemplate};
     pub use crate::server::{Server, ServerBuilder};
+    pub use crate::session::SessionConfig;
     pub use crate::tool::{
         Param, TaskContext, TaskSpec, TaskSupport, Tool, ToolHandler, ToolOutput, TypedTool, WorkerError,
     };
