@@ -16,6 +16,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
+echo "== every example builds (cargo build --examples, all features)"
+cargo build --workspace --examples --all-features
+
 echo "== building the rmcp peer (the client's interop tests call it; its own workspace)"
 cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml \
   --target-dir "$target_dir/rmcp-peer"

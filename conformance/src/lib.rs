@@ -39,7 +39,6 @@ mod resources;
 pub mod tasks_tools;
 mod tools;
 
-use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::server::BuildError;
 use conduit_mcp::{Server, ServerBuilder};
@@ -53,10 +52,8 @@ pub const NAME: &str = "conduit-mcp-conformance";
 pub fn server(tasks: TasksConfig) -> Result<Server, BuildError> {
     let builder =
         Server::builder(NAME, env!("CARGO_PKG_VERSION")).instructions("Fixture server for the MCP conformance suite.");
-    let legacy = LegacyTasks::new(tasks.clone()).map_err(|e| BuildError::Extension(e.to_string()))?;
     let tasks = Tasks::new(tasks).map_err(|e| BuildError::Extension(e.to_string()))?;
-    tasks.drive_legacy(&legacy);
-    register(builder.extension(tasks).extension(legacy)).build()
+    register(builder.extension(tasks)).build()
 }
 
 /// Registers every tool, prompt and resource of the fixture, in the order the

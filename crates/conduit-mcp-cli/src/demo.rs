@@ -1,7 +1,6 @@
 //! The reference server's demo tools.
 
-use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
-use conduit_mcp::ext::tasks::{Owner, StoreError, Tasks};
+use conduit_mcp::ext::tasks::{Owner, StoreError};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::version::ServedEras;
 use conduit_mcp::session::SessionConfig;
@@ -42,8 +41,8 @@ fn scoped(tool: Tool, scopes: &ToolScopes) -> Tool {
     }
 }
 
-/// Builds the demo server; the tasks handles (modern, legacy) are installed when the extension is enabled.
-pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving<'_>) -> Result<Server, String> {
+/// Builds the demo server; the tasks handle (both eras) is installed when the extension is enabled.
+pub(crate) fn server(tasks: Option<&Tasks>, serving: Serving<'_>) -> Result<Server, String> {
     let scopes = serving.tool_scopes;
     let mut names = Vec::new();
     let mut tool = |t: Tool| {
@@ -125,11 +124,10 @@ pub(crate) fn server(tasks: Option<(&Tasks, &LegacyTasks)>, serving: Serving<'_>
                     Ok(ToolOutput::from(InputRequired::new().request("answer", mrtr::sample_text(prompt, 100))))
                 }),
         ));
-    if let Some((t, legacy)) = tasks {
+    if let Some(t) = tasks {
         let worker = t.clone();
         b = b
             .extension(t.clone())
-            .extension(legacy.clone())
             .tool(tool(
                 Tool::new("job", "Queue a job for an external worker (finish it with `complete_job`)")
                     .param("name", Param::string("What the job is"))

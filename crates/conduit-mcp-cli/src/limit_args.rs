@@ -57,7 +57,7 @@ impl LimitArgs {
     pub(crate) fn apply(&self, mut cfg: HttpConfig, file: Option<&std::path::PathBuf>) -> Result<HttpConfig, String> {
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            cfg = cfg.with_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            cfg = cfg.apply_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         if let Some(n) = self.max_listen_streams {
             cfg = cfg.max_listen_streams(n as usize);

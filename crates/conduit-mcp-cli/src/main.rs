@@ -34,8 +34,6 @@ mod usage;
 use args::{Cli, Command, ServeArgs};
 use clap::Parser;
 use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
-use conduit_mcp::clock::{Clock, SystemClock};
-use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::session::SessionConfig;
 use conduit_mcp::transport::http::{self, HostPolicy, HttpConfig};
@@ -45,7 +43,6 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 fn init_tracing() {
@@ -81,62 +78,29 @@ async fn build(
     args: &ServeArgs,
     tool_scopes: &demo::ToolScopes,
 ) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
-    let (cfg, config_store, mut sessions) = read_config(args.config.as_ref())?;
-    let mut cfg = args.limits.apply_tasks(cfg);
+    let (cfg, config_store, sessions) = read_config(args.config.as_ref())?;
+    let cfg = args.limits.apply_tasks(cfg);
     if !cfg.enabled {
         let serving = demo::Serving { eras: args.era, sessions, tool_scopes };
         return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into()));
     }
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let (spec, source) = match (&args.store, config_store) {
+    let (url, source) = match (&args.store, config_store) {
         (Some(s), _) => (s.clone(), "--store"),
         (None, Some(s)) => (s, "ext_tasks.store"),
         (None, None) => ("memory".to_owned(), "--store"),
     };
-    let chosen = store::open(&spec, source, args.pg_schema.as_deref(), clock.clone()).await?;
-    cfg = cfg
-        .store(chosen.store.clone())
-        .node_id(args.node_id.clone().unwrap_or_else(default_node_id))
-        .lease(Duration::from_millis(args.lease_ms));
-    if let Some(n) = chosen.notifier_config() {
-        cfg = cfg.notifier(n);
-    }
-    // Legacy (2025-11-25) tasks live in a listable store of their own: beside
-    // a SQL store in its database (same node id, its own notifier channel),
-    // in memory otherwise.
-    let legacy = match &chosen.legacy {
-        Some(store) => {
-            let mut lcfg = cfg.clone();
-            if let Some(n) = chosen.legacy_notifier_config() {
-                lcfg = lcfg.notifier(n);
-            }
-            LegacyTasks::with_store(lcfg, store.clone(), clock.clone())
-        }
-        None => LegacyTasks::with_clock(cfg.clone(), clock.clone()),
-    }
-    .map_err(|e| e.to_string())?;
-    if let Some(n) = &chosen.legacy_notifier {
-        n.attach(legacy.tasks());
-    }
-    if let Some(store) = &chosen.sessions {
-        sessions.store = store.clone();
-    }
-    // A client's response that reaches another node is forwarded on the legacy channel.
-    if let Some(n) = &chosen.legacy_notifier {
-        sessions.relay = Some(Arc::new(n.clone()));
-    }
-    let serving = demo::Serving { eras: args.era, sessions, tool_scopes };
-    let tasks = Tasks::with_clock(cfg, clock).map_err(|e| e.to_string())?;
+    // Both eras' task stores, the sessions' and (PostgreSQL) the notifiers, from one URL.
+    let stores = store::open(&url, source, args.pg_schema.as_deref()).await?;
+    let node_id = args.node_id.clone().unwrap_or_else(default_node_id);
+    let tasks =
+        stores.tasks(cfg.node_id(node_id).lease(Duration::from_millis(args.lease_ms))).map_err(|e| e.to_string())?;
     tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;
-    if let Some(n) = &chosen.notifier {
-        n.attach(&tasks);
-    }
-    tasks.drive_legacy(&legacy);
     demo::register_workers(&tasks);
-    let server = demo::server(Some((&tasks, &legacy)), serving)?;
+    let serving = demo::Serving { eras: args.era, sessions: stores.sessions(sessions), tool_scopes };
+    let server = demo::server(Some(&tasks), serving)?;
     // Serving starts the extension: its janitor recovers this node's earlier
     // tasks and watches other nodes' leases.
-    Ok((server, Some(tasks), chosen.label))
+    Ok((server, Some(tasks), stores.to_string()))
 }
 
 /// The address `--listen` names (a host name is resolved; the first address wins).

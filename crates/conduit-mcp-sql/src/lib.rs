@@ -55,6 +55,28 @@
 //! table this crate did not make, or an SQLite file that is not a database or
 //! is corrupted, is refused at open with an [`OpenError`].
 //!
+//! [`Stores`] opens all of it from one URL — `memory`, `sqlite:PATH` or
+//! `postgres:URL` — and makes the `Tasks` handle of both eras over it, with
+//! the notifiers attached:
+//!
+//! ```no_run
+//! use conduit_mcp::prelude::*;
+//! use conduit_mcp_sql::Stores;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let stores = Stores::open("sqlite:tasks.db").await?;
+//! let tasks = stores.tasks(TasksConfig::enabled())?;
+//! let server = Server::builder("app", "1.0.0")
+//!     .sessions(stores.sessions(SessionConfig::default()))
+//!     .extension(tasks.clone())
+//!     .build()?;
+//! # let _ = server;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Each store also stands alone, for a server that wires them itself:
+//!
 //! ```no_run
 //! use conduit_mcp::clock::SystemClock;
 //! use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
@@ -85,6 +107,7 @@ mod pool;
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+mod stores;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod transaction;
 
@@ -97,6 +120,7 @@ pub use pg_notifier::PgNotifier;
 pub use postgres::{PgEngine, PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteEngine, SqliteLegacyStore, SqliteOptions, SqliteSessionStore, SqliteStore};
+pub use stores::{DEFAULT_LEGACY_CHANNEL, MAX_SCHEMA_LEN, Stores, StoresError, StoresOptions};
 #[cfg(feature = "postgres")]
 pub use transaction::postgres_connection;
 #[cfg(feature = "sqlite")]

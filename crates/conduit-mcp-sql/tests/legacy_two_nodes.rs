@@ -3,19 +3,18 @@
 //! (`PostgresSessionStore`), a legacy task created on A is read and listed on
 //! B (`PostgresLegacyStore`), and a `tasks/result` blocked on B answers as
 //! soon as A's worker completes the task (`PgNotifier` on the legacy
-//! runtime). Every result is validated against the official 2025-11-25
-//! schema. Needs `DATABASE_URL`.
+//! runtime). Each node opens its stores as a user would, with `Stores`.
+//! Every result is validated against the official 2025-11-25 schema. Needs
+//! `DATABASE_URL`.
 
 mod support;
 
 use support::assert_legacy_schema as assert_schema;
 
-use conduit_mcp::clock::{Clock, SystemClock};
-use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
-use conduit_mcp::ext::tasks::{NotifierConfig, Owner, TaskRecord, Tasks, TasksConfig, new_task_id};
+use conduit_mcp::ext::tasks::{LegacyTasks, Owner, TaskRecord, new_task_id};
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::SessionConfig;
-use conduit_mcp_sql::{PgNotifier, PostgresStore};
+use conduit_mcp_sql::StoresOptions;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,22 +36,14 @@ impl Drop for Node {
     }
 }
 
-async fn node(url: &str, schema: &str, channel: &str, gate: Arc<Notify>) -> Node {
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let store = PostgresStore::with_schema(url, schema, clock.clone()).await.expect("connect");
-    let notifier = PgNotifier::connect(url, channel).await.expect("notifier");
-    let config = TasksConfig::enabled().notifier(NotifierConfig::Custom(Arc::new(notifier.clone())));
-    let legacy = LegacyTasks::with_store(config, Arc::new(store.legacy().await.expect("legacy")), clock.clone())
-        .expect("legacy config");
-    notifier.attach(&legacy);
-    let tasks =
-        Tasks::with_clock(TasksConfig::enabled().store(Arc::new(store.clone())), clock.clone()).expect("config");
-    tasks.drive_legacy(&legacy);
+async fn node(url: &str, schema: &str, gate: Arc<Notify>) -> Node {
+    // What a user writes: every store (and the notifiers) from one URL.
+    let stores = StoresOptions::new(url).schema(schema).open().await.expect("stores");
+    let tasks = stores.tasks(TasksConfig::enabled()).expect("config");
+    let legacy = tasks.legacy().expect("the stores pair a legacy runtime").clone();
     let server = Server::builder("two-nodes", "1.0.0")
-        .clock(clock)
-        .sessions(SessionConfig::default().store(store.sessions()))
+        .sessions(stores.sessions(SessionConfig::default()))
         .extension(tasks)
-        .extension(legacy.clone())
         .tool(Tool::new("gated_job", "Ends when the test opens the gate").task_support(TaskSupport::Optional).handle(
             move |_ctx, _args| {
                 let gate = gate.clone();
@@ -169,10 +160,9 @@ async fn a_session_and_its_legacy_task_are_served_by_either_node() {
     let Some(url) = support::pg_url("a_session_and_its_legacy_task_are_served_by_either_node") else { return };
     let schemas = support::Schemas::new(&url);
     let schema = schemas.fresh();
-    let channel = format!("conduit_legacy_{:08x}", rand::random::<u32>());
     let gate = Arc::new(Notify::new());
-    let a = node(&url, &schema, &channel, gate.clone()).await;
-    let b = node(&url, &schema, &channel, Arc::new(Notify::new())).await;
+    let a = node(&url, &schema, gate.clone()).await;
+    let b = node(&url, &schema, Arc::new(Notify::new())).await;
     listening(&a.legacy, &b.legacy).await;
 
     let session = initialize(&a.url).await;

@@ -99,7 +99,7 @@ pub type Result<T, E = protocol::RpcError> = std::result::Result<T, E>;
 pub mod prelude {
     pub use crate::Ctx;
     pub use crate::auth::Principal;
-    pub use crate::ext::tasks::{Tasks, TasksConfig};
+    pub use crate::ext::tasks::{LegacyTasks, Tasks, TasksConfig};
     pub use crate::mrtr::{self, InputRequired};
     pub use crate::prompt::{Prompt, PromptOutput};
     pub use crate::protocol::content::{Content, ResourceContents};
@@ -108,6 +108,7 @@ pub mod prelude {
     pub use crate::protocol::{ErrorCode, RpcError};
     pub use crate::resource::{Resource, ResourceOutput, ResourceTemplate};
     pub use crate::server::{Server, ServerBuilder};
+    pub use crate::session::SessionConfig;
     pub use crate::tool::{
         Param, TaskContext, TaskSpec, TaskSupport, Tool, ToolHandler, ToolOutput, TypedTool, WorkerError,
     };

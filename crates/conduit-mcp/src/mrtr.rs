@@ -75,6 +75,7 @@ pub fn required_capability(kind: InputKind) -> Value {
 
 /// An `input_required` answer: requests for the client, and state to carry to the retry.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[must_use]
 pub struct InputRequired {
     requests: BTreeMap<String, InputRequest>,
     state: Option<Value>,

@@ -158,8 +158,7 @@ async fn scope_claims_become_principal_scopes() {
 
 #[tokio::test]
 async fn api_keys_over_http() {
-    let keys =
-        ApiKeys::new().key("k-123", Principal::new("service-a").with_scopes(["admin"])).key_with_digest_id("k-456");
+    let keys = ApiKeys::new().key("k-123", Principal::new("service-a").scopes(["admin"])).key_with_digest_id("k-456");
     assert_eq!(keys.scheme(), "ApiKey");
     let h = start_with(server(), HttpConfig::default().auth(keys)).await;
     let body = call("who", "whoami", json!({}));

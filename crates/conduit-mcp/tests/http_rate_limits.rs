@@ -93,12 +93,8 @@ async fn task_creates_past_the_rate_are_refused_in_both_eras_from_one_budget() {
     let config = TasksConfig::enabled().create_rate(RateLimit::per_minute(2));
     let tasks = Tasks::new(config.clone()).expect("tasks");
     let legacy_tasks = LegacyTasks::new(config).expect("legacy tasks");
-    let server = Server::builder("rates", "1.0.0")
-        .extension(tasks.clone())
-        .extension(legacy_tasks)
-        .tool(job())
-        .build()
-        .expect("server");
+    tasks.drive_legacy(&legacy_tasks);
+    let server = Server::builder("rates", "1.0.0").extension(tasks.clone()).tool(job()).build().expect("server");
     let h = serve_with(server, HttpConfig::default()).await;
     let one = h.clone_with(from(1));
     let created = one.send(&modern_create(1)).await.assert_ok(&json!(1));

@@ -28,7 +28,7 @@ fn server() -> Server {
 fn tokens() -> BearerTokens {
     BearerTokens::new()
         .token("alice-token", Principal::new("alice"))
-        .token("bob-token", Principal::new("bob").with_scopes(["deploy"]))
+        .token("bob-token", Principal::new("bob").scopes(["deploy"]))
 }
 
 #[tokio::test]

@@ -19,7 +19,7 @@ fn server() -> Server {
         )
         .tool(Tool::new("lookalike", "Fails with words like a missing resource's").handle(|_c, _a| async {
             Err::<CallToolResult, _>(
-                RpcError::invalid_params("Resource not found").with_data(json!({ "uri": "test://elsewhere" })),
+                RpcError::invalid_params("Resource not found").data(json!({ "uri": "test://elsewhere" })),
             )
         }))
         .build()

@@ -146,7 +146,6 @@ fn server_with(sig: &Arc<Signals>, clock: ManualClock, sessions: SessionConfig) 
     tools(Server::builder("legacy", "1.0.0").clock(clock), sig)
         .sessions(sessions)
         .extension(tasks)
-        .extension(legacy)
         .build()
         .expect("valid server")
 }

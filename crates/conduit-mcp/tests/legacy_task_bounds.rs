@@ -33,7 +33,6 @@ fn server(clock: &ManualClock) -> (Server, LegacyTasks) {
     let server = Server::builder("bounds", "1.0.0")
         .clock(clock)
         .extension(tasks)
-        .extension(legacy.clone())
         .tool(
             Tool::new("wait", "A task that waits")
                 .task_support(TaskSupport::Optional)

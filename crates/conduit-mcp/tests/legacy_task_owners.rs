@@ -20,7 +20,6 @@ fn server() -> Server {
     tasks.drive_legacy(&legacy);
     Server::builder("owners", "1.0.0")
         .extension(tasks)
-        .extension(legacy)
         .tool(Tool::new("build", "Builds a ref").task_support(TaskSupport::Optional).handle(|_c, args| async move {
             let r = args["ref"].as_str().unwrap_or("main").to_owned();
             Ok(ToolOutput::Task(TaskSpec::new().spawn(move |_t| async move { Ok(CallToolResult::text(r)) })))

@@ -61,7 +61,6 @@ async fn a_worker_call_on_a_legacy_task_reads_only_the_legacy_store() {
     tasks.drive_legacy(&legacy);
     let server = Server::builder("by-id", "1.0.0")
         .extension(tasks.clone())
-        .extension(legacy.clone())
         .tool(
             Tool::new("wait", "A task a worker finishes")
                 .task_support(TaskSupport::Optional)

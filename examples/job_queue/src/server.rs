@@ -30,11 +30,10 @@ pub fn server(db: &Database, opened: &Opened) -> Result<Server, Error> {
             let hook = CreateRender { request: request(&args), schemas: schemas.clone(), max_attempts };
             async move { Ok(TaskSpec::new().status_message("queued").start_in_transaction(Arc::new(hook))) }
         });
-    let sessions = SessionConfig::default().store(opened.store.sessions()).relay(opened.legacy_notifier.clone());
+    let sessions = opened.stores.sessions(SessionConfig::default());
     Ok(Server::builder("job-queue", env!("CARGO_PKG_VERSION"))
         .sessions(sessions)
         .extension(opened.tasks.clone())
-        .extension(opened.legacy.clone())
         .tool(render)
         .build()?)
 }

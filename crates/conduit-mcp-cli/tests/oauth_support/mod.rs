@@ -50,7 +50,7 @@ impl Authenticate for Introspect {
             return Err(AuthError::Invalid("token for another audience".into()));
         }
         let scopes = answer["scope"].as_str().unwrap_or_default().split_whitespace().map(str::to_owned);
-        Ok(Principal::new(answer["sub"].as_str().unwrap_or("client")).with_scopes(scopes))
+        Ok(Principal::new(answer["sub"].as_str().unwrap_or("client")).scopes(scopes))
     }
 }
 

@@ -13,8 +13,12 @@ pub(crate) fn id_hash(id: &str) -> Vec<u8> {
 }
 
 /// A backend error: what `engine` could not do, in its own words.
-pub(crate) fn session_backend(engine: &str, what: &str, e: impl std::fmt::Display) -> SessionError {
-    SessionError::Backend(format!("{engine}: cannot {what}: {e}").into())
+pub(crate) fn session_backend(
+    engine: &str,
+    what: &str,
+    e: impl std::error::Error + Send + Sync + 'static,
+) -> SessionError {
+    SessionError::backend(format_args!("{engine}: cannot {what}"), e)
 }
 
 /// The capabilities and `clientInfo` as JSON text.

@@ -41,7 +41,7 @@ fn ms(v: u64) -> i64 {
     common::ms(v)
 }
 
-fn backend(what: &str, e: impl std::fmt::Display) -> SessionError {
+fn backend(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> SessionError {
     common::session_backend(ENGINE, what, e)
 }
 
@@ -85,7 +85,7 @@ impl PostgresSessionStore {
             "UPDATE conduit_legacy_sessions SET last_seen_ms = GREATEST(last_seen_ms, $3) \
              WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2 AND last_seen_ms + $4 > $3 RETURNING {returning}"
         );
-        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::backend(ENGINE, e))?;
         let q = sqlx::query(AssertSqlSafe(sql)).bind(hash(id)).bind(owner).bind(ms(now_ms)).bind(ms(idle_ms));
         let row = bounded(c.deadline(), q.fetch_optional(c.conn())).await;
         match c.finish(row, is_connection_error).map_err(|e| backend("touch a session", e))? {
@@ -107,7 +107,7 @@ impl PostgresSessionStore {
         sql: String,
         bind: impl FnOnce(Scalar<'q>) -> Scalar<'q>,
     ) -> Result<u64, SessionError> {
-        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::backend(ENGINE, e))?;
         let gone =
             bounded(c.deadline(), bind(sqlx::query_scalar::<_, i64>(AssertSqlSafe(sql))).fetch_one(c.conn())).await;
         let gone = c.finish(gone, is_connection_error).map_err(|e| backend(what, e))?;
@@ -123,7 +123,7 @@ impl SessionStore for PostgresSessionStore {
         let expired_bound = now.saturating_sub(ms(limits.idle_ms));
         let evict_bound = now.saturating_sub(ms(limits.evict_idle_ms));
         let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.max_per_client));
-        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::backend(ENGINE, e))?;
         let done: Result<Created, sqlx::Error> = bounded(c.deadline(), async {
             use sqlx::Connection;
             let mut tx = c.conn().begin().await?;
@@ -250,7 +250,7 @@ impl SessionStore for PostgresSessionStore {
 
     async fn update(&self, record: &SessionRecord) -> Result<(), SessionError> {
         let (caps, _) = common::json_columns(ENGINE, record)?;
-        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::Backend(e.to_string().into()))?;
+        let mut c = self.store.engine().conn().await.map_err(|e| SessionError::backend(ENGINE, e))?;
         let q = sqlx::query(
             "UPDATE conduit_legacy_sessions SET client_capabilities = $3::json, log_level = $4, initialized = $5, \
              last_seen_ms = GREATEST(last_seen_ms, $6) WHERE id_hash = $1 AND owner IS NOT DISTINCT FROM $2",
@@ -290,7 +290,7 @@ impl SessionStore for PostgresSessionStore {
             .engine()
             .read_rows("count sessions", "SELECT count(*) FROM conduit_legacy_sessions", |q| q)
             .await
-            .map_err(|e| SessionError::Backend(e.to_string().into()))?;
+            .map_err(|e| SessionError::backend(ENGINE, e))?;
         let n: i64 =
             rows.first().map(|r| r.try_get(0)).transpose().map_err(|e| backend("count sessions", e))?.unwrap_or(0);
         Ok(usize::try_from(n).unwrap_or(0))

@@ -19,6 +19,7 @@ use std::time::Duration;
 /// # let _ = store; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct PostgresOptions {
     pub(super) url: String,
     pub(super) schema: Option<String>,

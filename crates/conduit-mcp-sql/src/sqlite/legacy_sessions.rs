@@ -32,12 +32,12 @@ impl SqliteStore {
     }
 }
 
-fn backend(what: &str, e: impl std::fmt::Display) -> SessionError {
+fn backend(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> SessionError {
     common::session_backend(ENGINE, what, e)
 }
 
 fn connect(e: conduit_mcp::ext::tasks::StoreError) -> SessionError {
-    SessionError::Backend(e.to_string().into())
+    SessionError::backend(ENGINE, e)
 }
 
 /// How a create's transaction ended.

@@ -21,6 +21,7 @@ use std::time::Duration;
 /// # let _ = store; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct SqliteOptions {
     pub(super) target: String,
     pub(super) readers: u32,

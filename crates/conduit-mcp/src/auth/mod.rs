@@ -26,6 +26,7 @@ use std::collections::BTreeSet;
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use]
 pub struct Principal {
     /// Stable identifier; tasks are owned by it.
     pub id: String,
@@ -42,7 +43,7 @@ impl Principal {
     }
 
     /// Adds scopes.
-    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -61,6 +62,15 @@ impl Principal {
         required.iter().all(|s| self.scopes.contains(s))
     }
 }
+
+/// The OAuth error code of a bearer-token challenge (RFC 6750 §3.1) for a
+/// valid token that lacks a scope the request needs: answered with HTTP 403
+/// and `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`.
+pub const INSUFFICIENT_SCOPE: &str = "insufficient_scope";
+
+/// The OAuth error code of a bearer-token challenge (RFC 6750 §3.1) for a token
+/// that is expired, revoked, malformed or not for this server (HTTP 401).
+pub const INVALID_TOKEN: &str = "invalid_token";
 
 /// Why authentication failed: `Missing` and `Invalid` are answered with HTTP
 /// 401, `InsufficientScope` with 403, `Unavailable` with 503.

@@ -16,6 +16,7 @@ fn digest_id(secret: &str) -> String {
 /// Each token maps to a principal: one you name, or one whose id is a digest
 /// of the secret (so the id is stable but never reveals the token).
 #[derive(Debug, Clone, Default)]
+#[must_use]
 pub struct BearerTokens {
     tokens: HashMap<String, Principal>,
 }
@@ -51,6 +52,7 @@ impl Authenticate for BearerTokens {
 
 /// Accepts API keys in a header (default `X-API-Key`).
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct ApiKeys {
     header: http::HeaderName,
     keys: HashMap<String, Principal>,

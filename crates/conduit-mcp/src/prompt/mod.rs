@@ -51,6 +51,7 @@ type Handler = Arc<dyn Fn(Ctx, PromptArgs) -> BoxFuture<'static, Result<PromptOu
 /// assert_eq!(p.info().name, "review");
 /// ```
 #[derive(Clone)]
+#[must_use]
 pub struct Prompt {
     info: PromptInfo,
     handler: Handler,

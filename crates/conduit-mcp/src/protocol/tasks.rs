@@ -224,7 +224,7 @@ mod tests {
         d.input_requests = Some(ir);
         assert_eq!(serde_json::to_value(&d).unwrap(), Value::Object(d.clone().into_map()));
         let mut f = DetailedTask::new(Task { status: TaskStatus::Failed, ttl_ms: None, ..t });
-        f.error = Some(RpcError::internal("x").with_data(json!({"a": 1})));
+        f.error = Some(RpcError::internal("x").data(json!({"a": 1})));
         assert_eq!(serde_json::to_value(&f).unwrap(), Value::Object(f.clone().into_map()));
     }
 }

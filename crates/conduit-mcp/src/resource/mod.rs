@@ -57,6 +57,7 @@ where
 
 /// A resource at a fixed URI.
 #[derive(Clone)]
+#[must_use]
 pub struct Resource {
     info: ResourceInfo,
     reader: Reader,
@@ -112,6 +113,7 @@ impl Resource {
 
 /// Resources addressed by an RFC 6570 level-1 template such as `files://{path}`.
 #[derive(Clone)]
+#[must_use]
 pub struct ResourceTemplate {
     info: ResourceTemplateInfo,
     reader: Reader,

@@ -179,9 +179,7 @@ impl ServerBuilder {
     /// `ext::tasks::Tasks` that installs its extension when its configuration
     /// enables it (and nothing otherwise).
     pub fn extension(mut self, ext: impl IntoExtension) -> Self {
-        if let Some(e) = ext.into_extension() {
-            self.extensions.push(e);
-        }
+        self.extensions.extend(ext.into_extensions());
         self
     }
 

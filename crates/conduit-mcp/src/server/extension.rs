@@ -117,20 +117,22 @@ pub trait TaskMaker: Send + Sync {
 }
 
 /// Anything [`ServerBuilder::extension`](super::ServerBuilder::extension) takes:
-/// an extension, or a handle that installs one when it is enabled.
+/// an extension, or a handle that installs what it serves — nothing when its
+/// configuration is off, several extensions when it serves several parts
+/// (`Tasks` installs the Tasks extension and the 2025-11-25 tasks wire).
 pub trait IntoExtension {
-    /// The extension to install, or `None` to install nothing.
-    fn into_extension(self) -> Option<Arc<dyn Extension>>;
+    /// The extensions to install (none, one or several).
+    fn into_extensions(self) -> Vec<Arc<dyn Extension>>;
 }
 
 impl<E: Extension> IntoExtension for E {
-    fn into_extension(self) -> Option<Arc<dyn Extension>> {
-        Some(Arc::new(self))
+    fn into_extensions(self) -> Vec<Arc<dyn Extension>> {
+        vec![Arc::new(self)]
     }
 }
 
 impl IntoExtension for Arc<dyn Extension> {
-    fn into_extension(self) -> Option<Arc<dyn Extension>> {
-        Some(self)
+    fn into_extensions(self) -> Vec<Arc<dyn Extension>> {
+        vec![self]
     }
 }

@@ -20,8 +20,10 @@ pub use handlers::resource_not_found;
 
 use crate::clock::Clock;
 use crate::prompt::Prompt;
+use crate::protocol::jsonrpc::Message;
+use crate::protocol::legacy_session::SERVED_LEGACY_VERSIONS;
 use crate::protocol::meta::{Implementation, SERVER_INFO_KEY};
-use crate::protocol::version::Era;
+use crate::protocol::version::{Era, MODERN_VERSIONS};
 use crate::resource::{Resource, ResourceTemplate};
 use crate::subscriptions::Changes;
 use crate::tool::registry::ToolRegistry;
@@ -96,6 +98,42 @@ impl Server {
     /// The injected clock.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.inner.clock
+    }
+
+    /// Handles one request and returns its response message.
+    ///
+    /// Notifications that precede the response (progress, log, listen traffic)
+    /// go to `env.out`.
+    pub async fn handle_request(&self, req: crate::protocol::jsonrpc::Request, env: RequestEnv) -> Message {
+        dispatch::handle_request(self, req, env).await
+    }
+
+    /// A client notification on a legacy session: `initialized`, `cancelled`; others are ignored.
+    pub async fn handle_legacy_notification(
+        &self,
+        session: &crate::session::LegacySession,
+        method: &str,
+        params: Option<&Value>,
+    ) {
+        dispatch::handle_legacy_notification(self, session, method, params).await;
+    }
+
+    /// The versions this server answers (what `server/discover` lists and `-32022` names).
+    pub(crate) fn supported_versions(&self) -> Vec<&'static str> {
+        let eras = self.inner.options.eras;
+        let mut v = Vec::new();
+        if eras.serves(Era::Modern) {
+            v.extend_from_slice(MODERN_VERSIONS);
+        }
+        if eras.serves(Era::Legacy) {
+            v.extend_from_slice(SERVED_LEGACY_VERSIONS);
+        }
+        v
+    }
+
+    /// Whether this server serves `era`.
+    pub(crate) fn serves(&self, era: Era) -> bool {
+        self.inner.options.eras.serves(era)
     }
 
     /// The installed extension with this id, if any.

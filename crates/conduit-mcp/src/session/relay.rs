@@ -134,7 +134,7 @@ impl ForwardedResponse {
             let message = e.get("message")?.as_str()?;
             let mut err = RpcError::new(ErrorCode::from_code(code), message);
             if let Some(d) = e.get("data") {
-                err = err.with_data(d.clone());
+                err = err.data(d.clone());
             }
             Err(err)
         };

@@ -5,7 +5,6 @@ use crate::quota::ClientKey;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::fmt;
-use std::sync::Arc;
 
 /// One legacy session as stored.
 ///
@@ -106,34 +105,40 @@ impl Default for SessionLimits {
 }
 
 /// Why a session store operation failed.
-#[derive(Debug, Clone)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
     /// No such session, expired, or another principal's. Deliberately one variant.
+    #[error("session not found")]
     NotFound,
     /// The cap on live sessions is reached and no session is idle long enough to evict.
+    #[error("too many live sessions")]
     LimitReached,
     /// The client holds its cap of live sessions and none of them is idle long enough to evict.
+    #[error("too many live sessions for this client")]
     ClientLimitReached,
     /// A session with this id exists already.
+    #[error("session id already exists")]
     Duplicate,
-    /// The backend failed (its own words).
-    Backend(Arc<str>),
+    /// The backend failed. Built with [`SessionError::backend`].
+    #[error("session store backend error: {message}")]
+    #[non_exhaustive]
+    Backend {
+        /// What failed, whole: the operation and the backend's own words, so a
+        /// log line of this error alone says everything.
+        message: String,
+        /// The backend's error (downcast it to the driver's type).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
-impl fmt::Display for SessionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SessionError::NotFound => f.write_str("session not found"),
-            SessionError::LimitReached => f.write_str("too many live sessions"),
-            SessionError::ClientLimitReached => f.write_str("too many live sessions for this client"),
-            SessionError::Duplicate => f.write_str("session id already exists"),
-            SessionError::Backend(m) => write!(f, "session store backend error: {m}"),
-        }
+impl SessionError {
+    /// A backend failure: `what` failed because of `source` (whose words end the message).
+    pub fn backend(what: impl fmt::Display, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        SessionError::Backend { message: format!("{what}: {source}"), source: Box::new(source) }
     }
 }
-
-impl std::error::Error for SessionError {}
 
 /// What a [`create`](SessionStore::create) removed to make room.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -195,4 +200,19 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
 
     /// How many sessions are stored (live or not yet swept).
     async fn count(&self) -> Result<usize, SessionError>;
+}
+
+#[cfg(test)]
+mod error_tests {
+    use super::SessionError;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_backend_error_says_everything_and_keeps_its_cause() {
+        let cause = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
+        let e = SessionError::backend("postgres: cannot read the session", cause);
+        assert_eq!(e.to_string(), "session store backend error: postgres: cannot read the session: timed out");
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>()).expect("the driver's error");
+        assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+    }
 }

@@ -42,6 +42,7 @@ use std::sync::Arc;
 /// Sizes of the contract suite's race test.
 #[derive(Debug, Clone, Copy)]
 #[non_exhaustive]
+#[must_use]
 pub struct ContractOptions {
     /// Tasks raced on (default 10 000).
     pub race_tasks: usize,

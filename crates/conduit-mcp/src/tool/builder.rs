@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 /// One parameter of a closure-built tool.
 #[derive(Debug, Clone)]
+#[must_use]
 pub struct Param {
     schema: Map<String, Value>,
     required: bool,
@@ -78,6 +79,7 @@ type Handler = Arc<dyn Fn(Ctx, Value) -> BoxFuture<'static, Result<ToolOutput, R
 /// assert_eq!(tool.info().name, "build");
 /// ```
 #[derive(Clone)]
+#[must_use]
 pub struct Tool {
     info: ToolInfo,
     properties: Map<String, Value>,

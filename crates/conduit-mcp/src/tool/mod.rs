@@ -11,6 +11,7 @@
 mod builder;
 mod output;
 pub(crate) mod registry;
+mod store_error;
 mod task_context;
 mod task_spec;
 mod transaction;
@@ -18,6 +19,7 @@ mod typed;
 
 pub use builder::{Param, Tool};
 pub use output::ToolOutput;
+pub use store_error::StoreError;
 pub(crate) use task_context::TaskBackend;
 pub use task_context::{TaskContext, WorkerError};
 pub use task_spec::{ResumableFn, SpawnedWork, TaskSpec, TaskStart, TaskSupport, TaskWork, WorkFuture};

@@ -2,6 +2,7 @@
 //! cancellation. The same handle whether the work runs as a stored task or
 //! inline inside the call.
 
+use super::StoreError;
 use crate::protocol::mrtr::InputRequest;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -32,9 +33,19 @@ pub enum WorkerError {
     /// (ask with MRTR instead, or let the client opt into tasks).
     #[error("this call runs inline and cannot ask the client for input mid-flight")]
     InputUnavailable,
-    /// The task store failed.
+    /// The task store failed (the store's error, whole, is the source).
     #[error("task store failed: {0}")]
-    Store(Arc<dyn std::error::Error + Send + Sync>),
+    Store(#[source] StoreError),
+}
+
+impl From<StoreError> for WorkerError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => Self::NotFound,
+            StoreError::Terminal => Self::Terminal,
+            e => Self::Store(e),
+        }
+    }
 }
 
 impl PartialEq for WorkerError {
@@ -46,7 +57,7 @@ impl PartialEq for WorkerError {
             | (Self::InputUnavailable, Self::InputUnavailable) => true,
             (Self::DuplicateKeys(a), Self::DuplicateKeys(b)) => a == b,
             (Self::UndeclaredCapability(a), Self::UndeclaredCapability(b)) => a == b,
-            (Self::Store(a), Self::Store(b)) => a.to_string() == b.to_string(),
+            (Self::Store(a), Self::Store(b)) => a == b,
             _ => false,
         }
     }

@@ -111,7 +111,7 @@ where
             Ok(Incoming::Request(req)) if req.method == INITIALIZE => {
                 // In the read loop, not a task of its own: the messages read after it see
                 // the session it opens, those read before it (a discover probe) do not.
-                let env = RequestEnv::new(None, CancellationToken::new(), Some(tx.clone())).with_session(slot.clone());
+                let env = RequestEnv::new(None, CancellationToken::new(), Some(tx.clone())).session(slot.clone());
                 let _ = tx.send(server.handle_request(req, env).await);
             }
             Ok(Incoming::Request(req)) => {
@@ -127,7 +127,7 @@ where
                     let id = req.id.clone();
                     let mut env = RequestEnv::new(None, cancel.clone(), Some(tx.clone()));
                     if let Some(slot) = session {
-                        env = env.with_session(slot);
+                        env = env.session(slot);
                     }
                     let msg = server.handle_request(req, env).await;
                     if let Ok(mut m) = in_flight.lock() {

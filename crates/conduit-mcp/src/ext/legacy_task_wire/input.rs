@@ -55,7 +55,7 @@ impl LegacyTasksExtension {
     async fn deliver(&self, ctx: &Ctx, id: &str, key: &str, answer: Value) -> Result<(), RpcError> {
         let mut responses = Map::new();
         responses.insert(key.to_owned(), answer);
-        match self.tasks.answer(id, Owner::Is(owner(ctx).as_deref()), &responses).await? {
+        match crate::ext::tasks::answer(&self.tasks, id, Owner::Is(owner(ctx).as_deref()), &responses).await? {
             Answered::Applied | Answered::NotWaiting => Ok(()),
             Answered::NoneAccepted => Err(RpcError::invalid_params(format!(
                 "the answer to input request {key:?} was not accepted: malformed for its request, \

@@ -4,9 +4,10 @@
 //! `tasks/result`, `tasks/list`, `tasks/cancel`, over a
 //! [`LegacyTasks`] runtime (its own listable store).
 //!
-//! Install it with `ServerBuilder::extension(legacy_tasks)`; the same tools
-//! then serve both eras: a `spawn`ed task becomes a legacy task, a modern
-//! task, or runs inline, by what the client asked.
+//! A `Tasks` handle installs it over its legacy twin
+//! (`ServerBuilder::extension(tasks)`); `ServerBuilder::extension(legacy_tasks)`
+//! installs it alone. The same tools then serve both eras: a `spawn`ed task
+//! becomes a legacy task, a modern task, or runs inline, by what the client asked.
 
 mod input;
 mod methods;
@@ -15,8 +16,8 @@ mod record;
 mod status;
 
 use crate::Ctx;
-use crate::ext::tasks::Requested;
 use crate::ext::tasks::legacy_store::LegacyTasks;
+use crate::ext::tasks::{Requested, create_task, start_janitor};
 use crate::protocol::RpcError;
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT};
@@ -37,9 +38,11 @@ pub(crate) struct LegacyTasksExtension {
     pub(crate) tasks: LegacyTasks,
 }
 
+/// Installs the 2025-11-25 tasks wire alone (a `Tasks` handle installs it
+/// over its twin itself: install one or the other, not both).
 impl IntoExtension for LegacyTasks {
-    fn into_extension(self) -> Option<Arc<dyn Extension>> {
-        Some(Arc::new(LegacyTasksExtension { tasks: self }))
+    fn into_extensions(self) -> Vec<Arc<dyn Extension>> {
+        vec![Arc::new(LegacyTasksExtension { tasks: self })]
     }
 }
 
@@ -61,7 +64,7 @@ impl Extension for LegacyTasksExtension {
     }
 
     fn start(&self) {
-        self.tasks.start_janitor();
+        start_janitor(&self.tasks);
     }
 
     async fn handle(&self, ctx: Ctx, method: &str, params: Map<String, Value>) -> Result<Value, RpcError> {
@@ -97,7 +100,7 @@ impl TaskMaker for LegacyTasksExtension {
         // This era's client may ask for a lifetime (`params.task.ttl`); the rest is the common path.
         let ttl_ms = ctx.task_params().and_then(|t| t.get("ttl")).and_then(Value::as_u64);
         let requested = Requested { owner: owner::owner(ctx), ttl_ms };
-        let rec = self.tasks.create_task(ctx, spec, requested).await?;
+        let rec = create_task(&self.tasks, ctx, spec, requested).await?;
         if let Some(session) = ctx.legacy_session() {
             status::follow(self.tasks.clone(), &rec, session);
         }

@@ -78,40 +78,38 @@ fn apply(record: &TaskRecord, responses: &Map<String, Value>, now: u64) -> Resul
     Ok(n)
 }
 
-impl Tasks {
-    /// Applies `responses` (input request key → answer) to task `id` of `owner`,
-    /// in one compare-and-swap write; wakes the worker when it is written.
-    pub(crate) async fn answer(
-        &self,
-        id: &str,
-        owner: Owner<'_>,
-        responses: &Map<String, Value>,
-    ) -> Result<Answered, RpcError> {
-        let now = self.now();
-        let refused = Mutex::new(None);
-        let write = |r: &TaskRecord| {
-            apply(r, responses, now).map_err(|why| {
-                if let Ok(mut w) = refused.lock() {
-                    *w = Some(why);
-                }
-                StoreError::Refused("no answer applied".into())
-            })
-        };
-        // With an answer hook (a queue re-enqueueing the job that asked), the
-        // answer and the hook's rows commit together.
-        let result = match &self.config().answer_hook {
-            None => self.store().update(id, owner, &write).await,
-            Some(hook) => self.store().update_with(id, owner, &write, hook.as_ref()).await,
-        };
-        match result {
-            Ok(rec) => {
-                self.after_write(&rec);
-                Ok(Answered::Applied)
+/// Applies `responses` (input request key → answer) to task `id` of `owner`,
+/// in one compare-and-swap write; wakes the worker when it is written.
+pub(crate) async fn answer(
+    tasks: &Tasks,
+    id: &str,
+    owner: Owner<'_>,
+    responses: &Map<String, Value>,
+) -> Result<Answered, RpcError> {
+    let now = tasks.now();
+    let refused = Mutex::new(None);
+    let write = |r: &TaskRecord| {
+        apply(r, responses, now).map_err(|why| {
+            if let Ok(mut w) = refused.lock() {
+                *w = Some(why);
             }
-            Err(StoreError::Refused(_)) => {
-                Ok(refused.lock().ok().and_then(|mut w| w.take()).unwrap_or(Answered::NoneAccepted))
-            }
-            Err(e) => Err(store_error(e)),
+            StoreError::Refused("no answer applied".into())
+        })
+    };
+    // With an answer hook (a queue re-enqueueing the job that asked), the
+    // answer and the hook's rows commit together.
+    let result = match &tasks.config().answer_hook {
+        None => tasks.store().update(id, owner, &write).await,
+        Some(hook) => tasks.store().update_with(id, owner, &write, hook.as_ref()).await,
+    };
+    match result {
+        Ok(rec) => {
+            tasks.after_write(&rec);
+            Ok(Answered::Applied)
         }
+        Err(StoreError::Refused(_)) => {
+            Ok(refused.lock().ok().and_then(|mut w| w.take()).unwrap_or(Answered::NoneAccepted))
+        }
+        Err(e) => Err(store_error(e)),
     }
 }

@@ -1,5 +1,6 @@
 //! `TasksConfig`: enabling the extension and its options, from code or TOML.
 
+use super::config_error::{ConfigError, TOML_SYNTAX};
 use super::notifier::Notifier;
 use super::store::TaskStore;
 use crate::quota::RateLimit;
@@ -53,6 +54,7 @@ impl std::fmt::Debug for NotifierConfig {
 /// The Tasks extension's configuration. Off unless enabled.
 #[derive(Clone)]
 #[non_exhaustive]
+#[must_use]
 pub struct TasksConfig {
     /// Whether the extension is on.
     pub enabled: bool,
@@ -153,33 +155,8 @@ impl Default for TasksConfig {
     }
 }
 
-/// An invalid `ext_tasks` setting. The message names `ext_tasks` and the key;
-/// a document that is not TOML at all is reported as such, with its line and column.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    /// The offending key (`ext_tasks` itself for the top-level value).
-    pub key: String,
-    /// What is wrong.
-    pub reason: String,
-}
-
-/// The `key` of a [`ConfigError`] for a document that is not valid TOML.
-pub const TOML_SYNTAX: &str = "toml";
-
-impl std::fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.key == TOML_SYNTAX {
-            write!(f, "not valid TOML: {}", self.reason)
-        } else {
-            write!(f, "invalid ext_tasks configuration: {}: {}", self.key, self.reason)
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
 fn err(key: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError { key: key.into(), reason: reason.into() }
+    ConfigError::new(key, reason)
 }
 
 /// Parses `doc` as a TOML table; a syntax error names its line and column (1-based).
@@ -311,7 +288,7 @@ impl TasksConfig {
     /// (the reference server's `--config`): `ext_tasks` as in
     /// [`TasksConfig::from_toml`], `sessions` left to
     /// [`SessionConfig::from_toml`](crate::session::SessionConfig::from_toml),
-    /// `http` to `HttpConfig::with_toml` (feature `http`),
+    /// `http` to `HttpConfig::apply_toml` (feature `http`),
     /// any other top-level key an error naming it
     /// (a misspelt `[ext_task]` must not silently turn tasks off), and a
     /// file without `ext_tasks` enables tasks with defaults, as no file does.
@@ -469,7 +446,7 @@ mod tests {
             ("[ext_tasks]\ncreate_rate = 10", "create_rate"),
         ] {
             let e = TasksConfig::from_toml(doc).unwrap_err();
-            assert_eq!(e.key, key, "{doc}");
+            assert_eq!(e.key(), key, "{doc}");
             assert!(e.to_string().contains("ext_tasks") && e.to_string().contains(key), "{e}");
         }
     }
@@ -478,7 +455,7 @@ mod tests {
     fn a_syntax_error_is_reported_as_one_with_its_line_and_column() {
         for doc in ["[ext_tasks]\nmax_rows = = 3\n", "[ext_tasks]\nmax_rows = = 3"] {
             for e in [TasksConfig::from_toml(doc).unwrap_err(), TasksConfig::from_server_toml(doc).unwrap_err()] {
-                assert_eq!(e.key, TOML_SYNTAX);
+                assert_eq!(e.key(), TOML_SYNTAX);
                 let text = e.to_string();
                 assert!(text.starts_with("not valid TOML: line 2, column 12: "), "{text}");
                 assert!(!text.contains("ext_tasks configuration"), "{text}");

@@ -8,6 +8,7 @@
 
 use super::limits;
 use super::rpc_error::store_error;
+use super::runtime;
 use super::runtime::Work;
 use super::task::{TaskRecord, TaskStatus};
 use super::task_id::{new_legacy_task_id, new_task_id};
@@ -37,110 +38,108 @@ fn millis(d: std::time::Duration, what: &str) -> Result<u64, RpcError> {
     u64::try_from(d.as_millis()).map_err(|_| invalid(&format!("{what} is too large")))
 }
 
-impl Tasks {
-    /// A new id, marked with the era of this runtime's store.
-    fn new_id(&self) -> String {
-        if self.inner.legacy_ids { new_legacy_task_id() } else { new_task_id() }
-    }
+/// A new id, marked with the era of this runtime's store.
+fn new_id(tasks: &Tasks) -> String {
+    if tasks.inner.legacy_ids { new_legacy_task_id() } else { new_task_id() }
+}
 
-    /// The task's lifetime: what the client asked (at most the default), else
-    /// the tool's, else the default; never below [`limits::MIN_TTL_MS`]
-    /// (`None`: unlimited, which only a tool can choose).
-    fn ttl_ms(&self, spec: &TaskSpec, asked: Option<u64>) -> Result<Option<u64>, RpcError> {
-        let default = millis(self.config().default_ttl, "default_ttl")?;
-        let ttl = match (asked, spec.ttl) {
-            (Some(a), _) => Some(a.min(default)),
-            (None, None) => Some(default),
-            (None, Some(None)) => None,
-            (None, Some(Some(d))) => Some(millis(d, "ttl")?),
-        };
-        Ok(ttl.map(|t| t.max(limits::MIN_TTL_MS)))
-    }
+/// The task's lifetime: what the client asked (at most the default), else
+/// the tool's, else the default; never below [`limits::MIN_TTL_MS`]
+/// (`None`: unlimited, which only a tool can choose).
+fn ttl_ms(tasks: &Tasks, spec: &TaskSpec, asked: Option<u64>) -> Result<Option<u64>, RpcError> {
+    let default = millis(tasks.config().default_ttl, "default_ttl")?;
+    let ttl = match (asked, spec.ttl) {
+        (Some(a), _) => Some(a.min(default)),
+        (None, None) => Some(default),
+        (None, Some(None)) => None,
+        (None, Some(Some(d))) => Some(millis(d, "ttl")?),
+    };
+    Ok(ttl.map(|t| t.max(limits::MIN_TTL_MS)))
+}
 
-    /// Stores the task a tool returned, starts its work, and returns the
-    /// stored record (version 1) for the era to answer with.
-    pub(crate) async fn create_task(
-        &self,
-        ctx: &Ctx,
-        spec: TaskSpec,
-        requested: Requested,
-    ) -> Result<TaskRecord, RpcError> {
-        // Past the client's creation rate, nothing is stored or started.
-        self.config().admit_create(ctx.client_key())?;
-        let ttl_ms = self.ttl_ms(&spec, requested.ttl_ms)?;
-        let poll_ms = match spec.poll_interval {
-            None => None,
-            Some(d) if d.is_zero() => return Err(invalid("poll_interval must be positive")),
-            Some(d) => Some(millis(d, "poll_interval")?.max(1)),
-        };
-        let mut rec = TaskRecord::new(self.new_id(), requested.owner, self.now(), ttl_ms);
-        let mut start = None;
-        let mut hook = None;
-        let work: Option<Work> = match spec.work {
-            None => None,
-            Some(TaskWork::Start(f)) => {
-                start = Some(f);
-                None
+/// Stores the task a tool returned, starts its work, and returns the
+/// stored record (version 1) for the era to answer with.
+pub(crate) async fn create_task(
+    tasks: &Tasks,
+    ctx: &Ctx,
+    spec: TaskSpec,
+    requested: Requested,
+) -> Result<TaskRecord, RpcError> {
+    // Past the client's creation rate, nothing is stored or started.
+    tasks.config().admit_create(ctx.client_key())?;
+    let ttl_ms = ttl_ms(tasks, &spec, requested.ttl_ms)?;
+    let poll_ms = match spec.poll_interval {
+        None => None,
+        Some(d) if d.is_zero() => return Err(invalid("poll_interval must be positive")),
+        Some(d) => Some(millis(d, "poll_interval")?.max(1)),
+    };
+    let mut rec = TaskRecord::new(new_id(tasks), requested.owner, tasks.now(), ttl_ms);
+    let mut start = None;
+    let mut hook = None;
+    let work: Option<Work> = match spec.work {
+        None => None,
+        Some(TaskWork::Start(f)) => {
+            start = Some(f);
+            None
+        }
+        Some(TaskWork::Transactional(h)) => {
+            hook = Some(h);
+            None
+        }
+        Some(TaskWork::Spawn(w)) => Some(Box::new(move |t| w.run(t))),
+        Some(TaskWork::Resumable { name, args }) => {
+            let f = tasks
+                .resumable_work(&name)
+                .ok_or_else(|| invalid(&format!("no resumable work is registered as {name:?}")))?;
+            if limits::json_len(&args) > limits::MAX_RESUME_ARGS_BYTES {
+                return Err(invalid(&format!(
+                    "the arguments of resumable work are limited to {} bytes",
+                    limits::MAX_RESUME_ARGS_BYTES
+                )));
             }
-            Some(TaskWork::Transactional(h)) => {
-                hook = Some(h);
-                None
-            }
-            Some(TaskWork::Spawn(w)) => Some(Box::new(move |t| w.run(t))),
-            Some(TaskWork::Resumable { name, args }) => {
-                let f = self
-                    .resumable_work(&name)
-                    .ok_or_else(|| invalid(&format!("no resumable work is registered as {name:?}")))?;
-                if limits::json_len(&args) > limits::MAX_RESUME_ARGS_BYTES {
-                    return Err(invalid(&format!(
-                        "the arguments of resumable work are limited to {} bytes",
-                        limits::MAX_RESUME_ARGS_BYTES
-                    )));
-                }
-                rec.tool = Some(name);
-                rec.resume_args = Some(args.clone());
-                Some(Box::new(move |t| f(t, args)))
-            }
-        };
-        if work.is_some() {
-            rec.lease = Some(self.new_lease());
+            rec.tool = Some(name);
+            rec.resume_args = Some(args.clone());
+            Some(Box::new(move |t| f(t, args)))
         }
-        rec.poll_interval_ms = poll_ms;
-        rec.status_message = spec.status_message.map(limits::bound_status_message);
-        let finished = spec.finished.is_some();
-        if let Some(result) = spec.finished {
-            // Stored as it ends: one write, no work to run and finish again.
-            rec.result = Some(result.to_value());
-            rec.transition(TaskStatus::Completed, rec.created_at_ms);
-        }
-        // Only the declarations its input requests are judged by (not the whole,
-        // client-sized capabilities).
-        rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
-        let caps = self.config().create_caps();
-        match &hook {
-            None => self.store().create_capped(rec.clone(), caps).await,
-            // The hook's rows (a job, an outbox entry) commit with the task or not at all.
-            Some(hook) => self.store().create_with(rec.clone(), caps, hook.as_ref()).await,
-        }
-        .map_err(store_error)?;
-        rec.version = 1;
-        crate::metrics::task_created();
-        if finished {
-            crate::metrics::task_finished("completed");
-        }
-        self.after_write(&rec);
-        tracing::debug!(task_id = %rec.task_id, "task created");
-        if let Some(start) = start {
-            let id = rec.task_id.clone();
-            if std::panic::catch_unwind(AssertUnwindSafe(move || start(id))).is_err() {
-                tracing::error!("a task's start function panicked; the task is marked failed");
-                let _ =
-                    self.fail(&rec.task_id, RpcError::internal("Internal error: the task could not start"), None).await;
-            }
-        }
-        if let Some(work) = work {
-            self.launch(rec.task_id.clone(), rec.expires_at_ms(), work);
-        }
-        Ok(rec)
+    };
+    if work.is_some() {
+        rec.lease = Some(runtime::new_lease(tasks));
     }
+    rec.poll_interval_ms = poll_ms;
+    rec.status_message = spec.status_message.map(limits::bound_status_message);
+    let finished = spec.finished.is_some();
+    if let Some(result) = spec.finished {
+        // Stored as it ends: one write, no work to run and finish again.
+        rec.result = Some(result.to_value());
+        rec.transition(TaskStatus::Completed, rec.created_at_ms);
+    }
+    // Only the declarations its input requests are judged by (not the whole,
+    // client-sized capabilities).
+    rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
+    let caps = tasks.config().create_caps();
+    match &hook {
+        None => tasks.store().create_capped(rec.clone(), caps).await,
+        // The hook's rows (a job, an outbox entry) commit with the task or not at all.
+        Some(hook) => tasks.store().create_with(rec.clone(), caps, hook.as_ref()).await,
+    }
+    .map_err(store_error)?;
+    rec.version = 1;
+    crate::metrics::task_created();
+    if finished {
+        crate::metrics::task_finished("completed");
+    }
+    tasks.after_write(&rec);
+    tracing::debug!(task_id = %rec.task_id, "task created");
+    if let Some(start) = start {
+        let id = rec.task_id.clone();
+        if std::panic::catch_unwind(AssertUnwindSafe(move || start(id))).is_err() {
+            tracing::error!("a task's start function panicked; the task is marked failed");
+            let _ =
+                tasks.fail(&rec.task_id, RpcError::internal("Internal error: the task could not start"), None).await;
+        }
+    }
+    if let Some(work) = work {
+        runtime::launch(tasks, rec.task_id.clone(), rec.expires_at_ms(), work);
+    }
+    Ok(rec)
 }

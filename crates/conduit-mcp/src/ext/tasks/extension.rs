@@ -3,8 +3,10 @@
 //! Its methods follow the brief's check order after dispatch: declared on this
 //! request (`-32021`), then params (`-32602`), then the owner-scoped lookup.
 
+use super::answers::answer;
 use super::config::NotifierConfig;
-use super::creation::Requested;
+use super::creation::{Requested, create_task};
+use super::janitor::start_janitor;
 use super::rpc_error::store_error;
 use super::store::Owner;
 use super::task::TaskStatus;
@@ -56,7 +58,7 @@ impl TasksExtension {
             return Err(RpcError::invalid_params("inputResponses must be an object"));
         };
         // Answers that were not applied are not an error on this wire: the ack is the same.
-        self.tasks.answer(id, Owner::Is(ctx.owner()), responses).await?;
+        answer(&self.tasks, id, Owner::Is(ctx.owner()), responses).await?;
         Ok(json!({}))
     }
 
@@ -96,7 +98,7 @@ impl Extension for TasksExtension {
     }
 
     fn start(&self) {
-        self.tasks.start_janitor();
+        start_janitor(&self.tasks);
     }
 
     async fn handle(&self, ctx: Ctx, method: &str, params: Map<String, Value>) -> Result<Value, RpcError> {
@@ -171,7 +173,7 @@ impl TaskMaker for TasksExtension {
 
     async fn create(&self, ctx: &Ctx, spec: TaskSpec) -> Result<Value, RpcError> {
         let requested = Requested { owner: ctx.owner().map(String::from), ttl_ms: None };
-        Ok(self.tasks.create_task(ctx, spec, requested).await?.create_result())
+        Ok(create_task(&self.tasks, ctx, spec, requested).await?.create_result())
     }
 
     fn resumable(&self, name: &str) -> Option<ResumableFn> {

@@ -55,59 +55,57 @@ impl JanitorConfig {
     }
 }
 
-impl Tasks {
-    /// Starts the background schedule (once) if a runtime is running: this
-    /// node's own earlier tasks are recovered first, then lapsed leases are
-    /// checked every tenth of the lease period — always, with or without a
-    /// janitor — and, when the configuration has one, a sweep runs every
-    /// `interval`. The extension's start hook calls it.
-    pub(crate) fn start_janitor(&self) {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return;
-        }
-        let me = self.clone();
-        self.inner.janitor.call_once(move || {
-            let shutdown = me.inner.shutdown.clone();
-            let tracker = me.inner.tracker.clone();
-            // The schedules start now, not when the task is first polled.
-            let start = tokio::time::Instant::now();
-            let mut sweeps = match me.inner.config.janitor {
-                JanitorConfig::Every { interval, .. } => {
-                    let mut t = tokio::time::interval_at(start + interval, interval);
-                    t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                    Some(t)
-                }
-                JanitorConfig::Disabled => None,
-            };
-            // Recovery checks are cheap (an indexed query): run them often, so a
-            // lapsed lease is noticed within a tenth of the period.
-            let every = me.inner.config.lease / 10;
-            let mut check = tokio::time::interval_at(start, every);
-            check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tracker.spawn(async move {
-                if let Err(e) = recover_own(&me).await {
-                    tracing::warn!(error = %e, "could not recover this node's earlier tasks");
-                }
-                loop {
-                    let sweep_due = async {
-                        match sweeps.as_mut() {
-                            Some(t) => {
-                                t.tick().await;
-                            }
-                            None => std::future::pending().await,
-                        }
-                    };
-                    tokio::select! {
-                        () = sweep_due => { let _ = sweep(&me).await; }
-                        _ = check.tick() => {
-                            if let Err(e) = recover(&me).await {
-                                tracing::warn!(error = %e, "lease recovery failed");
-                            }
-                        }
-                        _ = shutdown.cancelled() => break,
-                    }
-                }
-            });
-        });
+/// Starts the background schedule (once) if a runtime is running: this
+/// node's own earlier tasks are recovered first, then lapsed leases are
+/// checked every tenth of the lease period — always, with or without a
+/// janitor — and, when the configuration has one, a sweep runs every
+/// `interval`. The extension's start hook calls it.
+pub(crate) fn start_janitor(tasks: &Tasks) {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return;
     }
+    let me = tasks.clone();
+    tasks.inner.janitor.call_once(move || {
+        let shutdown = me.inner.shutdown.clone();
+        let tracker = me.inner.tracker.clone();
+        // The schedules start now, not when the task is first polled.
+        let start = tokio::time::Instant::now();
+        let mut sweeps = match me.inner.config.janitor {
+            JanitorConfig::Every { interval, .. } => {
+                let mut t = tokio::time::interval_at(start + interval, interval);
+                t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                Some(t)
+            }
+            JanitorConfig::Disabled => None,
+        };
+        // Recovery checks are cheap (an indexed query): run them often, so a
+        // lapsed lease is noticed within a tenth of the period.
+        let every = me.inner.config.lease / 10;
+        let mut check = tokio::time::interval_at(start, every);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tracker.spawn(async move {
+            if let Err(e) = recover_own(&me).await {
+                tracing::warn!(error = %e, "could not recover this node's earlier tasks");
+            }
+            loop {
+                let sweep_due = async {
+                    match sweeps.as_mut() {
+                        Some(t) => {
+                            t.tick().await;
+                        }
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = sweep_due => { let _ = sweep(&me).await; }
+                    _ = check.tick() => {
+                        if let Err(e) = recover(&me).await {
+                            tracing::warn!(error = %e, "lease recovery failed");
+                        }
+                    }
+                    _ = shutdown.cancelled() => break,
+                }
+            }
+        });
+    });
 }

@@ -43,6 +43,7 @@
 
 mod answers;
 mod config;
+mod config_error;
 mod create_rate;
 mod creation;
 mod extension;
@@ -60,9 +61,11 @@ mod task_id;
 mod worker;
 
 pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
-pub use config::{ConfigError, JanitorConfig, NotifierConfig, TOML_SYNTAX, TasksConfig};
+pub use config::{JanitorConfig, NotifierConfig, TasksConfig};
+pub use config_error::{ConfigError, TOML_SYNTAX};
 pub use extension::MAX_LISTEN_TASK_IDS;
 pub use janitor::sweep;
+pub use legacy_store::LegacyTasks;
 pub use memory::MemoryStore;
 pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
@@ -71,16 +74,26 @@ pub use task::{Lease, TaskFailure, TaskRecord};
 pub use task_id::new_task_id;
 pub use worker::Tasks;
 
-pub(crate) use answers::Answered;
-pub(crate) use creation::Requested;
+pub(crate) use answers::{Answered, answer};
+pub(crate) use creation::{Requested, create_task};
+pub(crate) use janitor::start_janitor;
 pub(crate) use rpc_error::store_error;
 
 use crate::server::{Extension, IntoExtension};
 use std::sync::Arc;
 
-/// Installs the extension when the configuration enables it, and nothing otherwise.
+/// Installs what the handle serves when its configuration enables it, and
+/// nothing otherwise: the Tasks extension (`2026-07-28`), and the
+/// `2025-11-25` tasks wire over its legacy twin (the paired one, or one made
+/// now in memory).
 impl IntoExtension for Tasks {
-    fn into_extension(self) -> Option<Arc<dyn Extension>> {
-        self.config().enabled.then(|| Arc::new(extension::TasksExtension { tasks: self }) as Arc<dyn Extension>)
+    fn into_extensions(self) -> Vec<Arc<dyn Extension>> {
+        if !self.config().enabled {
+            return Vec::new();
+        }
+        let twin = self.legacy_twin();
+        let mut installed = vec![Arc::new(extension::TasksExtension { tasks: self }) as Arc<dyn Extension>];
+        installed.extend(twin.into_iter().flat_map(IntoExtension::into_extensions));
+        installed
     }
 }

@@ -2,6 +2,7 @@
 //! or this node id's own tasks from before a restart. Resumable work is
 //! claimed and started again here; anything else is failed as interrupted.
 
+use super::runtime;
 use super::store::{Owner, StoreError};
 use super::task::{TaskRecord, TaskStatus};
 use super::worker::Tasks;
@@ -60,7 +61,7 @@ async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> 
         let previous = rec.lease.clone();
         let now = tasks.now();
         let resumable = rec.tool.as_deref().and_then(|name| tasks.resumable_work(name));
-        let claim = tasks.new_lease();
+        let claim = runtime::new_lease(tasks);
         // Claim the task only if its lease is still the one we judged lapsed
         // (another node may have claimed it since).
         let claimed = tasks
@@ -97,7 +98,8 @@ async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> 
         match resumable {
             Some(work) => {
                 tracing::info!("resuming a task whose node stopped");
-                tasks.launch_resumable(
+                runtime::launch_resumable(
+                    tasks,
                     updated.task_id.clone(),
                     updated.expires_at_ms(),
                     work,

@@ -17,11 +17,11 @@ pub(crate) fn store_error(e: StoreError) -> RpcError {
         StoreError::InvalidCursor => RpcError::invalid_params("Invalid cursor"),
         StoreError::TaskLimitReached => {
             crate::metrics::task_refused_by_limit();
-            RpcError::internal("Task limit reached").with_data(json!({ "cap": "server" }))
+            RpcError::internal("Task limit reached").data(json!({ "cap": "server" }))
         }
         StoreError::OwnerLimitReached => {
             crate::metrics::task_refused_by_limit();
-            RpcError::internal("Task limit reached").with_data(json!({ "cap": "principal" }))
+            RpcError::internal("Task limit reached").data(json!({ "cap": "principal" }))
         }
         StoreError::Hook { .. } => {
             if let Some(suppressed) = crate::log_limit::admit("task transaction hook failed") {

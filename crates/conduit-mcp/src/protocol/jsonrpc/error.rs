@@ -60,9 +60,12 @@ impl ErrorCode {
     }
 }
 
-/// The JSON-RPC code used for "insufficient scope" outside HTTP (an application
-/// code outside the reserved range; HTTP answers 403 instead).
-pub const INSUFFICIENT_SCOPE: i64 = 403;
+/// The application code of a call the caller may not make: a tool whose OAuth
+/// scopes its token lacks (`data.requiredScopes`). It is the HTTP status the same
+/// refusal gets (403, with the OAuth `insufficient_scope` challenge:
+/// `auth::INSUFFICIENT_SCOPE`), and lies
+/// outside the ranges JSON-RPC and MCP reserve, as application codes should.
+pub const FORBIDDEN: i64 = 403;
 
 /// The JSON-RPC code of a refusal because the client asks too much: too many
 /// requests for its rate, or more of something than it may hold. No code is
@@ -172,7 +175,7 @@ impl RpcError {
 
     /// Adds `data`.
     #[must_use]
-    pub fn with_data(mut self, data: Value) -> Self {
+    pub fn data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
@@ -217,7 +220,7 @@ impl RpcError {
     pub fn resource_not_found(uri: &str) -> Self {
         Self {
             special: Some(ErrorClass::ResourceNotFound),
-            ..Self::invalid_params("Resource not found").with_data(serde_json::json!({ "uri": uri }))
+            ..Self::invalid_params("Resource not found").data(serde_json::json!({ "uri": uri }))
         }
     }
 
@@ -229,21 +232,21 @@ impl RpcError {
     /// `-32021` with `data.requiredCapabilities`, e.g. `{"elicitation": {}}`.
     pub fn missing_capability(required: Value) -> Self {
         Self::new(ErrorCode::MissingRequiredClientCapability, "Missing required client capability")
-            .with_data(serde_json::json!({ "requiredCapabilities": required }))
+            .data(serde_json::json!({ "requiredCapabilities": required }))
     }
 
     /// `-32022` with `data.supported` and `data.requested`.
     pub fn unsupported_version(requested: &str, supported: &[&str]) -> Self {
         Self::new(ErrorCode::UnsupportedProtocolVersion, "Unsupported protocol version")
-            .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
+            .data(serde_json::json!({ "supported": supported, "requested": requested }))
     }
 
-    /// The caller lacks OAuth scopes a tool requires (`data.requiredScopes`; HTTP 403).
+    /// [`FORBIDDEN`]: the caller lacks OAuth scopes a tool requires (`data.requiredScopes`; HTTP 403).
     pub fn insufficient_scope(required: &[String]) -> Self {
         Self {
             special: Some(ErrorClass::InsufficientScope),
-            ..Self::new(ErrorCode::Other(INSUFFICIENT_SCOPE), "Insufficient scope")
-                .with_data(serde_json::json!({ "requiredScopes": required }))
+            ..Self::new(ErrorCode::Other(FORBIDDEN), "Insufficient scope")
+                .data(serde_json::json!({ "requiredScopes": required }))
         }
     }
 

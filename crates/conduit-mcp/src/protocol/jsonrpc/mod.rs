@@ -5,6 +5,6 @@ pub mod error;
 pub mod message;
 pub mod parse;
 
-pub use error::{ErrorClass, ErrorCode, INSUFFICIENT_SCOPE, RESOURCE_NOT_FOUND, RpcError, URL_ELICITATION_REQUIRED};
+pub use error::{ErrorClass, ErrorCode, FORBIDDEN, RESOURCE_NOT_FOUND, RpcError, URL_ELICITATION_REQUIRED};
 pub use message::{Message, Request, RequestId};
 pub use parse::{Incoming, ParseFailure, Response, classify, parse_incoming};

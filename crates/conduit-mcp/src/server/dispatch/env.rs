@@ -103,28 +103,28 @@ impl RequestEnv {
     /// Sets the client's address (HTTP): without a principal, limits count per address
     /// (`None`: the transport does not know it; such clients count as one).
     #[must_use]
-    pub fn with_peer(mut self, peer: Option<std::net::IpAddr>) -> Self {
+    pub fn peer(mut self, peer: Option<std::net::IpAddr>) -> Self {
         self.client = ClientKey::of(self.principal.as_ref(), peer);
         self
     }
 
     /// Adds header rules.
     #[must_use]
-    pub fn with_headers(mut self, headers: Box<dyn HeaderCheck>) -> Self {
+    pub fn headers(mut self, headers: Box<dyn HeaderCheck>) -> Self {
         self.headers = Some(headers);
         self
     }
 
     /// Adds the legacy session slot.
     #[must_use]
-    pub fn with_session(mut self, slot: Arc<SessionSlot>) -> Self {
+    pub fn session(mut self, slot: Arc<SessionSlot>) -> Self {
         self.session = Some(slot);
         self
     }
 
     /// Adds the token a handler cancels to close its SSE stream early.
     #[must_use]
-    pub fn with_close_stream(mut self, token: CancellationToken) -> Self {
+    pub fn close_stream(mut self, token: CancellationToken) -> Self {
         self.close_stream = Some(token);
         self
     }

@@ -21,144 +21,147 @@ use crate::subscriptions::CoreFilter;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-impl Server {
-    pub(super) async fn dispatch_legacy(
-        &self,
-        id: RequestId,
-        method: String,
-        params: Map<String, Value>,
-        meta: Map<String, Value>,
-        env: RequestEnv,
-    ) -> Result<Value, RpcError> {
-        if method == INITIALIZE {
-            return self.initialize(params, &env).await;
+pub(super) async fn dispatch_legacy(
+    server: &Server,
+    id: RequestId,
+    method: String,
+    params: Map<String, Value>,
+    meta: Map<String, Value>,
+    env: RequestEnv,
+) -> Result<Value, RpcError> {
+    if method == INITIALIZE {
+        return initialize(server, params, &env).await;
+    }
+    let Some(session) = env.legacy_session() else {
+        return Err(RpcError::invalid_request("Bad Request: no session; send initialize first (Mcp-Session-Id)"));
+    };
+    match method.as_str() {
+        PING => Ok(json!({})),
+        LOGGING_SET_LEVEL => {
+            let level = params.get("level").and_then(Value::as_str);
+            let Some(level) = level.filter(|l| LOG_LEVELS.contains(l)) else {
+                return Err(RpcError::invalid_params(format!("level must be one of {}", LOG_LEVELS.join(", "))));
+            };
+            let level = level.to_owned();
+            session.edit(|r| r.log_level = Some(level));
+            save_session(server, &session).await?;
+            Ok(json!({}))
         }
-        let Some(session) = env.legacy_session() else {
-            return Err(RpcError::invalid_request("Bad Request: no session; send initialize first (Mcp-Session-Id)"));
-        };
-        match method.as_str() {
-            PING => Ok(json!({})),
-            LOGGING_SET_LEVEL => {
-                let level = params.get("level").and_then(Value::as_str);
-                let Some(level) = level.filter(|l| LOG_LEVELS.contains(l)) else {
-                    return Err(RpcError::invalid_params(format!("level must be one of {}", LOG_LEVELS.join(", "))));
-                };
-                let level = level.to_owned();
-                session.edit(|r| r.log_level = Some(level));
-                self.save_session(&session).await?;
-                Ok(json!({}))
+        RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE => {
+            if server.inner.resources.is_empty() && server.inner.templates.is_empty() {
+                return Err(RpcError::method_not_found(&method));
             }
-            RESOURCES_SUBSCRIBE | RESOURCES_UNSUBSCRIBE => {
-                if self.inner.resources.is_empty() && self.inner.templates.is_empty() {
-                    return Err(RpcError::method_not_found(&method));
+            let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+                return Err(RpcError::invalid_params(format!("{method} requires a string uri")));
+            };
+            {
+                let mut uris = crate::session::lock_uris(&session);
+                if method == RESOURCES_SUBSCRIBE {
+                    uris.insert(uri.to_owned());
+                } else {
+                    uris.remove(uri);
                 }
-                let Some(uri) = params.get("uri").and_then(Value::as_str) else {
-                    return Err(RpcError::invalid_params(format!("{method} requires a string uri")));
-                };
-                {
-                    let mut uris = crate::session::lock_uris(&session);
-                    if method == RESOURCES_SUBSCRIBE {
-                        uris.insert(uri.to_owned());
-                    } else {
-                        uris.remove(uri);
-                    }
-                }
-                self.watch_changes(&session);
-                Ok(json!({}))
             }
-            DISCOVER | LISTEN => Err(RpcError::method_not_found(&method)),
-            _ => {
-                let result = self.legacy_rounds(&session, id, method, params, meta, env).await;
-                result.map_err(legacy_error)
-            }
+            watch_changes(server, &session);
+            Ok(json!({}))
+        }
+        DISCOVER | LISTEN => Err(RpcError::method_not_found(&method)),
+        _ => {
+            let result = super::legacy_rounds::legacy_rounds(server, &session, id, method, params, meta, env).await;
+            result.map_err(legacy_error)
         }
     }
+}
 
-    async fn save_session(&self, s: &LegacySession) -> Result<(), RpcError> {
-        self.inner.sessions.save(s).await.map_err(|e| match e {
-            SessionError::NotFound => RpcError::invalid_request("session not found"),
+async fn save_session(server: &Server, s: &LegacySession) -> Result<(), RpcError> {
+    server.inner.sessions.save(s).await.map_err(|e| match e {
+        SessionError::NotFound => RpcError::invalid_request("session not found"),
+        e => RpcError::internal(e.to_string()),
+    })
+}
+
+/// The handshake: versions negotiated down, a session opened (and stored on HTTP).
+async fn initialize(server: &Server, mut params: Map<String, Value>, env: &RequestEnv) -> Result<Value, RpcError> {
+    let Some(slot) = env.session.as_ref() else {
+        return Err(RpcError::invalid_request("this transport has no sessions"));
+    };
+    if slot.get().is_some() {
+        return Err(RpcError::invalid_request("initialize was already sent in this session"));
+    }
+    let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
+    let owner = env.principal.as_ref().map(|p| p.id.clone());
+    let sessions = &server.inner.sessions;
+    let mut record = SessionRecord::new(new_session_id(), owner, version, sessions.now());
+    record.client_key = env.client.to_string();
+    // Only what the server reads back is kept (finding 1 of issue 20): the input
+    // declarations, and the client's identity within its bound.
+    record.client_capabilities = match params.remove("capabilities") {
+        Some(Value::Object(c)) => ClientCapabilities(c).input_only().0,
+        None => Map::new(),
+        Some(_) => return Err(RpcError::invalid_params("capabilities must be an object")),
+    };
+    if let Some(info) = params.get("clientInfo") {
+        record.client_info = crate::bounds::client_info(info);
+    }
+    let session = match &slot.local_out {
+        Some(out) => Arc::new(LegacySession::local(record, out.clone())),
+        None => sessions.open(record).await.map_err(|e| match e {
+            SessionError::LimitReached => {
+                RpcError::new(ErrorCode::Other(-32000), "Too many live sessions; try again later")
+            }
+            SessionError::ClientLimitReached => RpcError::new(
+                ErrorCode::Other(-32000),
+                "Too many live sessions for this client; end one (DELETE) or try again later",
+            ),
             e => RpcError::internal(e.to_string()),
-        })
+        })?,
+    };
+    slot.set(session.clone());
+    watch_changes(server, &session);
+    let mut caps = crate::server::handlers::capabilities(server, Era::Legacy);
+    caps.remove("extensions");
+    caps.insert("logging".into(), json!({}));
+    let mut r = json!({ "protocolVersion": version, "capabilities": caps, "serverInfo": server.inner.info_value });
+    if let Some(text) = &server.inner.instructions {
+        r["instructions"] = json!(text);
     }
+    Ok(r)
+}
 
-    /// The handshake: versions negotiated down, a session opened (and stored on HTTP).
-    async fn initialize(&self, mut params: Map<String, Value>, env: &RequestEnv) -> Result<Value, RpcError> {
-        let Some(slot) = env.session.as_ref() else {
-            return Err(RpcError::invalid_request("this transport has no sessions"));
-        };
-        if slot.get().is_some() {
-            return Err(RpcError::invalid_request("initialize was already sent in this session"));
-        }
-        let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
-        let owner = env.principal.as_ref().map(|p| p.id.clone());
-        let sessions = &self.inner.sessions;
-        let mut record = SessionRecord::new(new_session_id(), owner, version, sessions.now());
-        record.client_key = env.client.to_string();
-        // Only what the server reads back is kept (finding 1 of issue 20): the input
-        // declarations, and the client's identity within its bound.
-        record.client_capabilities = match params.remove("capabilities") {
-            Some(Value::Object(c)) => ClientCapabilities(c).input_only().0,
-            None => Map::new(),
-            Some(_) => return Err(RpcError::invalid_params("capabilities must be an object")),
-        };
-        if let Some(info) = params.get("clientInfo") {
-            record.client_info = crate::bounds::client_info(info);
-        }
-        let session = match &slot.local_out {
-            Some(out) => Arc::new(LegacySession::local(record, out.clone())),
-            None => sessions.open(record).await.map_err(|e| match e {
-                SessionError::LimitReached => {
-                    RpcError::new(ErrorCode::Other(-32000), "Too many live sessions; try again later")
-                }
-                SessionError::ClientLimitReached => RpcError::new(
-                    ErrorCode::Other(-32000),
-                    "Too many live sessions for this client; end one (DELETE) or try again later",
-                ),
-                e => RpcError::internal(e.to_string()),
-            })?,
-        };
-        slot.set(session.clone());
-        self.watch_changes(&session);
-        let mut caps = self.capabilities(Era::Legacy);
-        caps.remove("extensions");
-        caps.insert("logging".into(), json!({}));
-        let mut r = json!({ "protocolVersion": version, "capabilities": caps, "serverInfo": self.inner.info_value });
-        if let Some(text) = &self.inner.instructions {
-            r["instructions"] = json!(text);
-        }
-        Ok(r)
-    }
+/// (Re)registers the session on the change hub: list changes, and updates of its subscribed URIs,
+/// delivered as unsolicited messages.
+fn watch_changes(server: &Server, session: &Arc<LegacySession>) {
+    let filter = CoreFilter {
+        tools_list_changed: !server.inner.tools.is_empty(),
+        prompts_list_changed: !server.inner.prompts.is_empty(),
+        resources_list_changed: !server.inner.resources.is_empty() || !server.inner.templates.is_empty(),
+        resource_subscriptions: crate::session::lock_uris(session).clone(),
+    };
+    let sink = Arc::new(crate::session::UnsolicitedSink::new(session));
+    let registration = server.inner.changes.hub().register_sink(filter, sink);
+    *crate::session::lock_changes(session) = Some(registration);
+}
 
-    /// (Re)registers the session on the change hub: list changes, and updates of its subscribed URIs,
-    /// delivered as unsolicited messages.
-    fn watch_changes(&self, session: &Arc<LegacySession>) {
-        let filter = CoreFilter {
-            tools_list_changed: !self.inner.tools.is_empty(),
-            prompts_list_changed: !self.inner.prompts.is_empty(),
-            resources_list_changed: !self.inner.resources.is_empty() || !self.inner.templates.is_empty(),
-            resource_subscriptions: crate::session::lock_uris(session).clone(),
-        };
-        let sink = Arc::new(crate::session::UnsolicitedSink::new(session));
-        let registration = self.inner.changes.hub().register_sink(filter, sink);
-        *crate::session::lock_changes(session) = Some(registration);
-    }
-
-    /// A client notification on a legacy session: `initialized`, `cancelled`; others are ignored.
-    pub async fn handle_legacy_notification(&self, session: &LegacySession, method: &str, params: Option<&Value>) {
-        match method {
-            INITIALIZED => {
-                session.edit(|r| r.initialized = true);
-                if let Err(e) = self.inner.sessions.save(session).await {
-                    tracing::debug!(error = %e, "could not record notifications/initialized");
-                }
+/// A client notification on a legacy session: `initialized`, `cancelled`; others are ignored.
+pub(crate) async fn handle_legacy_notification(
+    server: &Server,
+    session: &LegacySession,
+    method: &str,
+    params: Option<&Value>,
+) {
+    match method {
+        INITIALIZED => {
+            session.edit(|r| r.initialized = true);
+            if let Err(e) = server.inner.sessions.save(session).await {
+                tracing::debug!(error = %e, "could not record notifications/initialized");
             }
-            CANCELLED => {
-                if let Some(id) = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value) {
-                    session.cancel(&id);
-                }
-            }
-            _ => {}
         }
+        CANCELLED => {
+            if let Some(id) = params.and_then(|p| p.get("requestId")).and_then(RequestId::from_value) {
+                session.cancel(&id);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -178,7 +181,7 @@ fn legacy_error(mut e: RpcError) -> RpcError {
         let data = e.data.take();
         e = RpcError::new(ErrorCode::Other(RESOURCE_NOT_FOUND), "Resource not found");
         if let Some(d) = data {
-            e = e.with_data(d);
+            e = e.data(d);
         }
     }
     e

@@ -18,78 +18,75 @@ use futures_util::future::try_join_all;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-impl Server {
-    pub(super) async fn legacy_rounds(
-        &self,
-        session: &Arc<LegacySession>,
-        id: RequestId,
-        method: String,
-        mut params: Map<String, Value>,
-        meta: Map<String, Value>,
-        env: RequestEnv,
-    ) -> Result<Value, RpcError> {
-        let progress_token =
-            meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
-        let max = self.inner.options.max_input_rounds;
-        let timeout = self.inner.options.input_round_timeout;
-        for round in 0..=max {
-            // What this call keeps while it waits on the client: counted against the
-            // session's and the client's byte budgets for waiting requests.
-            let held_bytes = json_len(&params) + json_len(&meta);
-            let asking = Asking { timeout, held_bytes };
-            let Some(route) = self.route(Era::Legacy, &method, &params) else {
-                return Err(RpcError::method_not_found(&method));
-            };
-            let parts = CtxInner {
-                request_id: id.clone(),
-                method: method.clone(),
-                era: Era::Legacy,
-                principal: env.principal.clone(),
-                client: env.client.clone(),
-                caps: session.client_capabilities(),
-                progress_token: progress_token.clone(),
-                log_level: session.log_level(),
-                meta: meta.clone(),
-                cancel: env.cancel.clone(),
-                out: env.out.clone(),
-                input_responses: None,
-                request_state: None,
-                changes: self.inner.changes.clone(),
-                close_stream: env.close_stream.clone(),
-                task_params: None,
-                session: Some((session.clone(), asking)),
-            };
-            // The params are kept: a further round repeats them with the answers.
-            let result = self.handle(route, parts, params.clone()).await?;
-            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                return Ok(result);
-            }
-            if round == max {
-                return Err(RpcError::internal(format!("the handler asked for input more than {max} times")));
-            }
-            let Some(out) = env.out.as_ref() else {
-                return Err(RpcError::internal("this transport cannot send requests to the client"));
-            };
-            let requests = result.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
-            // The questions of one round share what the call keeps.
-            let asking = Asking { timeout, held_bytes: held_bytes.div_ceil(requests.len().max(1)) };
-            let cancel = &env.cancel;
-            let asks = requests.into_iter().map(|(key, req)| async move {
-                let m = req.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
-                let p = req.get("params").cloned();
-                let answer = tokio::select! {
-                    a = session.ask(out, &m, p, asking) => a?,
-                    _ = cancel.cancelled() => return Err(RpcError::internal("Request cancelled")),
-                };
-                Ok::<_, RpcError>((key, answer))
-            });
-            let answers: Map<String, Value> = try_join_all(asks).await?.into_iter().collect();
-            params.insert("inputResponses".into(), Value::Object(answers));
-            match result.get("requestState") {
-                Some(s) => params.insert("requestState".into(), s.clone()),
-                None => params.remove("requestState"),
-            };
+pub(super) async fn legacy_rounds(
+    server: &Server,
+    session: &Arc<LegacySession>,
+    id: RequestId,
+    method: String,
+    mut params: Map<String, Value>,
+    meta: Map<String, Value>,
+    env: RequestEnv,
+) -> Result<Value, RpcError> {
+    let progress_token = meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
+    let max = server.inner.options.max_input_rounds;
+    let timeout = server.inner.options.input_round_timeout;
+    for round in 0..=max {
+        // What this call keeps while it waits on the client: counted against the
+        // session's and the client's byte budgets for waiting requests.
+        let held_bytes = json_len(&params) + json_len(&meta);
+        let asking = Asking { timeout, held_bytes };
+        let Some(route) = super::route::route(server, Era::Legacy, &method, &params) else {
+            return Err(RpcError::method_not_found(&method));
+        };
+        let parts = CtxInner {
+            request_id: id.clone(),
+            method: method.clone(),
+            era: Era::Legacy,
+            principal: env.principal.clone(),
+            client: env.client.clone(),
+            caps: session.client_capabilities(),
+            progress_token: progress_token.clone(),
+            log_level: session.log_level(),
+            meta: meta.clone(),
+            cancel: env.cancel.clone(),
+            out: env.out.clone(),
+            input_responses: None,
+            request_state: None,
+            changes: server.inner.changes.clone(),
+            close_stream: env.close_stream.clone(),
+            task_params: None,
+            session: Some((session.clone(), asking)),
+        };
+        // The params are kept: a further round repeats them with the answers.
+        let result = crate::server::handlers::handle(server, route, parts, params.clone()).await?;
+        if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            return Ok(result);
         }
-        Err(RpcError::internal("input rounds exhausted"))
+        if round == max {
+            return Err(RpcError::internal(format!("the handler asked for input more than {max} times")));
+        }
+        let Some(out) = env.out.as_ref() else {
+            return Err(RpcError::internal("this transport cannot send requests to the client"));
+        };
+        let requests = result.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+        // The questions of one round share what the call keeps.
+        let asking = Asking { timeout, held_bytes: held_bytes.div_ceil(requests.len().max(1)) };
+        let cancel = &env.cancel;
+        let asks = requests.into_iter().map(|(key, req)| async move {
+            let m = req.get("method").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let p = req.get("params").cloned();
+            let answer = tokio::select! {
+                a = session.ask(out, &m, p, asking) => a?,
+                _ = cancel.cancelled() => return Err(RpcError::internal("Request cancelled")),
+            };
+            Ok::<_, RpcError>((key, answer))
+        });
+        let answers: Map<String, Value> = try_join_all(asks).await?.into_iter().collect();
+        params.insert("inputResponses".into(), Value::Object(answers));
+        match result.get("requestState") {
+            Some(s) => params.insert("requestState".into(), s.clone()),
+            None => params.remove("requestState"),
+        };
     }
+    Err(RpcError::internal("input rounds exhausted"))
 }

@@ -12,13 +12,13 @@ mod legacy_rounds;
 mod route;
 
 pub use env::{HeaderCheck, RequestEnv, SessionSlot};
+pub(crate) use legacy_pipeline::handle_legacy_notification;
 pub(crate) use route::{Route, Target};
 
 use super::Server;
 use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{Message, Request};
-use crate::protocol::legacy_session::SERVED_LEGACY_VERSIONS;
 use crate::protocol::meta::{
     CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY,
 };
@@ -27,171 +27,147 @@ use crate::protocol::routing::mirrored_name;
 use crate::protocol::version::{Era, EraSignals, MODERN_VERSIONS, decide_era};
 use serde_json::{Map, Value};
 
-impl Server {
-    /// Handles one request and returns its response message.
-    ///
-    /// Notifications that precede the response (progress, log, listen traffic)
-    /// go to `env.out`.
-    pub async fn handle_request(&self, req: Request, env: RequestEnv) -> Message {
-        let id = req.id.clone();
-        let (method, started) = (crate::metrics::method_label(&req.method), std::time::Instant::now());
-        let answer = self.dispatch(req, env).await;
-        crate::metrics::request(method, answer.as_ref().err().map(|e| e.code), started.elapsed());
-        match answer {
-            Ok(result) => Message::Result { id, result },
-            Err(error) => {
-                if error.code == -32603
-                    && let Some(suppressed) = crate::log_limit::admit(&error.message)
-                {
-                    tracing::warn!(code = error.code, message = %error.message, suppressed, "internal error answered");
-                }
-                Message::Error { id: Some(id), error }
+/// Answers one request: the pipeline, timed and counted; an internal error is logged (rate-limited).
+pub(crate) async fn handle_request(server: &Server, req: Request, env: RequestEnv) -> Message {
+    let id = req.id.clone();
+    let (method, started) = (crate::metrics::method_label(&req.method), std::time::Instant::now());
+    let answer = dispatch(server, req, env).await;
+    crate::metrics::request(method, answer.as_ref().err().map(|e| e.code), started.elapsed());
+    match answer {
+        Ok(result) => Message::Result { id, result },
+        Err(error) => {
+            if error.code == -32603
+                && let Some(suppressed) = crate::log_limit::admit(&error.message)
+            {
+                tracing::warn!(code = error.code, message = %error.message, suppressed, "internal error answered");
             }
+            Message::Error { id: Some(id), error }
         }
     }
+}
 
-    /// The versions this server answers (what `server/discover` lists and `-32022` names).
-    pub(crate) fn supported_versions(&self) -> Vec<&'static str> {
-        let eras = self.inner.options.eras;
-        let mut v = Vec::new();
-        if eras.serves(Era::Modern) {
-            v.extend_from_slice(MODERN_VERSIONS);
-        }
-        if eras.serves(Era::Legacy) {
-            v.extend_from_slice(SERVED_LEGACY_VERSIONS);
-        }
-        v
+async fn dispatch(server: &Server, req: Request, env: RequestEnv) -> Result<Value, RpcError> {
+    let Request { id, method, params } = req;
+    let mut params = match params {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let meta = match params.remove("_meta") {
+        Some(Value::Object(m)) => Some(m),
+        _ => None,
+    };
+    // The era, from the body and the transport's signals.
+    let modern_meta = meta.as_ref().is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY));
+    let session = env.legacy_session();
+    if session.is_some()
+        && let Some(h) = &env.headers
+    {
+        legacy_pipeline::check_session_version(h.as_ref())?;
     }
-
-    /// Whether this server serves `era`.
-    pub(crate) fn serves(&self, era: Era) -> bool {
-        self.inner.options.eras.serves(era)
+    let era = decide_era(&EraSignals {
+        modern_meta,
+        method: &method,
+        legacy_session: session.is_some(),
+        version_header: env.headers.as_ref().and_then(|h| h.protocol_version()),
+    });
+    if modern_meta && session.is_some() && server.serves(Era::Legacy) {
+        return Err(RpcError::invalid_request(
+            "a 2026-07-28 request (per-request _meta) must not be sent inside a 2025-11-25 session",
+        ));
     }
-
-    async fn dispatch(&self, req: Request, env: RequestEnv) -> Result<Value, RpcError> {
-        let Request { id, method, params } = req;
-        let mut params = match params {
-            Some(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        let meta = match params.remove("_meta") {
-            Some(Value::Object(m)) => Some(m),
-            _ => None,
-        };
-        // The era, from the body and the transport's signals.
-        let modern_meta = meta.as_ref().is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY));
-        let session = env.legacy_session();
-        if session.is_some()
-            && let Some(h) = &env.headers
-        {
-            legacy_pipeline::check_session_version(h.as_ref())?;
+    let era = if server.serves(era) {
+        era
+    } else if method == INITIALIZE {
+        return Err(legacy_refusal(server, &params));
+    } else if era == Era::Modern {
+        // A legacy-only server: modern requests name a version it does not speak.
+        let requested = meta.as_ref().and_then(|m| m.get(PROTOCOL_VERSION_KEY)).and_then(Value::as_str);
+        return Err(RpcError::unsupported_version(requested.unwrap_or("unknown"), &server.supported_versions()));
+    } else {
+        // Not served: judged as a (malformed) modern request.
+        Era::Modern
+    };
+    if era == Era::Legacy {
+        return legacy_pipeline::dispatch_legacy(server, id, method, params, meta.unwrap_or_default(), env).await;
+    }
+    // 1. _meta present and well-formed.
+    let Some(meta) = meta else {
+        return Err(RpcError::missing_meta("Missing params._meta"));
+    };
+    let version = match meta.get(PROTOCOL_VERSION_KEY) {
+        Some(Value::String(v)) => v.as_str(),
+        Some(_) => {
+            return Err(RpcError::missing_meta(format!("_meta[{PROTOCOL_VERSION_KEY}] must be a string")));
         }
-        let era = decide_era(&EraSignals {
-            modern_meta,
-            method: &method,
-            legacy_session: session.is_some(),
-            version_header: env.headers.as_ref().and_then(|h| h.protocol_version()),
-        });
-        if modern_meta && session.is_some() && self.serves(Era::Legacy) {
-            return Err(RpcError::invalid_request(
-                "a 2026-07-28 request (per-request _meta) must not be sent inside a 2025-11-25 session",
-            ));
+        None => return Err(RpcError::missing_meta(format!("Missing _meta[{PROTOCOL_VERSION_KEY}]"))),
+    };
+    let caps = match meta.get(CLIENT_CAPABILITIES_KEY) {
+        Some(Value::Object(c)) => ClientCapabilities(c.clone()),
+        Some(_) => {
+            return Err(RpcError::missing_meta(format!("_meta[{CLIENT_CAPABILITIES_KEY}] must be an object")));
         }
-        let era = if self.serves(era) {
-            era
-        } else if method == INITIALIZE {
-            return Err(self.legacy_refusal(&params));
-        } else if era == Era::Modern {
-            // A legacy-only server: modern requests name a version it does not speak.
-            let requested = meta.as_ref().and_then(|m| m.get(PROTOCOL_VERSION_KEY)).and_then(Value::as_str);
-            return Err(RpcError::unsupported_version(requested.unwrap_or("unknown"), &self.supported_versions()));
-        } else {
-            // Not served: judged as a (malformed) modern request.
-            Era::Modern
-        };
-        if era == Era::Legacy {
-            return self.dispatch_legacy(id, method, params, meta.unwrap_or_default(), env).await;
-        }
-        // 1. _meta present and well-formed.
-        let Some(meta) = meta else {
-            return Err(RpcError::missing_meta("Missing params._meta"));
-        };
-        let version = match meta.get(PROTOCOL_VERSION_KEY) {
-            Some(Value::String(v)) => v.as_str(),
-            Some(_) => {
-                return Err(RpcError::missing_meta(format!("_meta[{PROTOCOL_VERSION_KEY}] must be a string")));
-            }
-            None => return Err(RpcError::missing_meta(format!("Missing _meta[{PROTOCOL_VERSION_KEY}]"))),
-        };
-        let caps = match meta.get(CLIENT_CAPABILITIES_KEY) {
-            Some(Value::Object(c)) => ClientCapabilities(c.clone()),
-            Some(_) => {
-                return Err(RpcError::missing_meta(format!("_meta[{CLIENT_CAPABILITIES_KEY}] must be an object")));
-            }
-            None => return Err(RpcError::missing_meta(format!("Missing _meta[{CLIENT_CAPABILITIES_KEY}]"))),
-        };
-        // 2. Transport headers agree with the body.
-        if let Some(h) = &env.headers {
-            h.check_base(version, &method)?;
-        }
-        // 3. Version supported.
-        if !MODERN_VERSIONS.contains(&version) {
-            return Err(RpcError::unsupported_version(version, &self.supported_versions()));
-        }
-        // 4. Method known: routed once.
-        let Some(route) = self.route(era, &method, &params) else {
-            return Err(RpcError::method_not_found(&method));
-        };
-        // 5. Routing headers, from the same route.
-        if let Some(h) = &env.headers {
-            let mut mirrored = Vec::new();
-            if let (Some(tool), Some(args)) = (route.tool, params.get("arguments")) {
-                for p in &tool.header_params {
-                    if let Some(v) = p.lookup(args) {
-                        mirrored.push((p.header.as_str(), v));
-                    }
+        None => return Err(RpcError::missing_meta(format!("Missing _meta[{CLIENT_CAPABILITIES_KEY}]"))),
+    };
+    // 2. Transport headers agree with the body.
+    if let Some(h) = &env.headers {
+        h.check_base(version, &method)?;
+    }
+    // 3. Version supported.
+    if !MODERN_VERSIONS.contains(&version) {
+        return Err(RpcError::unsupported_version(version, &server.supported_versions()));
+    }
+    // 4. Method known: routed once.
+    let Some(route) = route::route(server, era, &method, &params) else {
+        return Err(RpcError::method_not_found(&method));
+    };
+    // 5. Routing headers, from the same route.
+    if let Some(h) = &env.headers {
+        let mut mirrored = Vec::new();
+        if let (Some(tool), Some(args)) = (route.tool, params.get("arguments")) {
+            for p in &tool.header_params {
+                if let Some(v) = p.lookup(args) {
+                    mirrored.push((p.header.as_str(), v));
                 }
             }
-            h.check_routing(mirrored_name(&method, &params), &mirrored)?;
         }
-        // 6. The context, read once.
-        let progress_token =
-            meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
-        let log_level = meta.get(LOG_LEVEL_KEY).and_then(Value::as_str).map(String::from);
-        let parts = CtxInner {
-            request_id: id,
-            method,
-            era,
-            principal: env.principal,
-            client: env.client,
-            caps,
-            progress_token,
-            log_level,
-            meta,
-            cancel: env.cancel,
-            out: env.out,
-            input_responses: None,
-            request_state: None,
-            changes: self.inner.changes.clone(),
-            close_stream: None,
-            task_params: None,
-            session: None,
-        };
-        // 7. The handler.
-        let result = self.handle(route, parts, params).await?;
-        Ok(self.finish_result(result))
+        h.check_routing(mirrored_name(&method, &params), &mirrored)?;
     }
+    // 6. The context, read once.
+    let progress_token = meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
+    let log_level = meta.get(LOG_LEVEL_KEY).and_then(Value::as_str).map(String::from);
+    let parts = CtxInner {
+        request_id: id,
+        method,
+        era,
+        principal: env.principal,
+        client: env.client,
+        caps,
+        progress_token,
+        log_level,
+        meta,
+        cancel: env.cancel,
+        out: env.out,
+        input_responses: None,
+        request_state: None,
+        changes: server.inner.changes.clone(),
+        close_stream: None,
+        task_params: None,
+        session: None,
+    };
+    // 7. The handler.
+    let result = crate::server::handlers::handle(server, route, parts, params).await?;
+    Ok(server.finish_result(result))
+}
 
-    /// The answer to a legacy `initialize` while only the modern era is served:
-    /// `-32022` naming the versions served, so the client knows what to speak.
-    fn legacy_refusal(&self, params: &Map<String, Value>) -> RpcError {
-        let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("unknown");
-        let versions = self.supported_versions();
-        let mut e = RpcError::unsupported_version(requested, &versions);
-        e.message = format!(
-            "Unsupported protocol version: this server speaks only {} (stateless, no initialize); send per-request _meta",
-            versions.join(", ")
-        );
-        e
-    }
+/// The answer to a legacy `initialize` while only the modern era is served:
+/// `-32022` naming the versions served, so the client knows what to speak.
+fn legacy_refusal(server: &Server, params: &Map<String, Value>) -> RpcError {
+    let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("unknown");
+    let versions = server.supported_versions();
+    let mut e = RpcError::unsupported_version(requested, &versions);
+    e.message = format!(
+        "Unsupported protocol version: this server speaks only {} (stateless, no initialize); send per-request _meta",
+        versions.join(", ")
+    );
+    e
 }

@@ -19,38 +19,36 @@ fn merge(into: &mut Map<String, Value>, add: &Map<String, Value>) {
     }
 }
 
-impl Server {
-    /// The capabilities this server advertises in `era`.
-    pub(crate) fn capabilities(&self, era: Era) -> Map<String, Value> {
-        let i = &self.inner;
-        let mut caps = Map::new();
-        if !i.tools.is_empty() {
-            caps.insert("tools".into(), json!({ "listChanged": true }));
-        }
-        if !i.prompts.is_empty() {
-            caps.insert("prompts".into(), json!({ "listChanged": true }));
-        }
-        if !i.resources.is_empty() || !i.templates.is_empty() {
-            caps.insert("resources".into(), json!({ "subscribe": true, "listChanged": true }));
-        }
-        if i.completion.is_some() {
-            caps.insert("completions".into(), json!({}));
-        }
-        merge(&mut caps, &self.era_table(era).capabilities);
-        caps
+/// The capabilities this server advertises in `era`.
+pub(crate) fn capabilities(server: &Server, era: Era) -> Map<String, Value> {
+    let i = &server.inner;
+    let mut caps = Map::new();
+    if !i.tools.is_empty() {
+        caps.insert("tools".into(), json!({ "listChanged": true }));
     }
+    if !i.prompts.is_empty() {
+        caps.insert("prompts".into(), json!({ "listChanged": true }));
+    }
+    if !i.resources.is_empty() || !i.templates.is_empty() {
+        caps.insert("resources".into(), json!({ "subscribe": true, "listChanged": true }));
+    }
+    if i.completion.is_some() {
+        caps.insert("completions".into(), json!({}));
+    }
+    merge(&mut caps, &server.era_table(era).capabilities);
+    caps
+}
 
-    pub(super) fn discover(&self, era: Era) -> Value {
-        let mut r = json!({
-            "supportedVersions": self.supported_versions(),
-            "capabilities": self.capabilities(era),
-        });
-        add_cache(&mut r, self.inner.options.discover_cache, era);
-        if let Some(text) = &self.inner.instructions {
-            r["instructions"] = json!(text);
-        }
-        r
+pub(super) fn discover(server: &Server, era: Era) -> Value {
+    let mut r = json!({
+        "supportedVersions": server.supported_versions(),
+        "capabilities": capabilities(server, era),
+    });
+    add_cache(&mut r, server.inner.options.discover_cache, era);
+    if let Some(text) = &server.inner.instructions {
+        r["instructions"] = json!(text);
     }
+    r
 }
 
 #[cfg(test)]

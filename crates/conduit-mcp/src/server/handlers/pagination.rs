@@ -28,33 +28,31 @@ fn encode_cursor(offset: usize) -> String {
     B64.encode(format!("o:{offset}"))
 }
 
-impl Server {
-    /// One page of `items` under `key`, from `params.cursor`.
-    pub(super) fn page(
-        &self,
-        era: Era,
-        params: &Map<String, Value>,
-        key: &str,
-        items: impl ExactSizeIterator<Item = Value>,
-    ) -> Result<Value, RpcError> {
-        let len = items.len();
-        let start = match params.get("cursor") {
-            None => 0,
-            Some(Value::String(c)) => decode_cursor(c).ok_or_else(|| RpcError::invalid_params("Invalid cursor"))?,
-            Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
-        };
-        if start > len {
-            return Err(RpcError::invalid_params("Invalid cursor"));
-        }
-        let end = (start + self.inner.options.page_size).min(len);
-        let page: Vec<Value> = items.skip(start).take(end - start).collect();
-        let mut r = json!({ key: page });
-        if end < len {
-            r["nextCursor"] = json!(encode_cursor(end));
-        }
-        add_cache(&mut r, self.inner.options.list_cache, era);
-        Ok(r)
+/// One page of `items` under `key`, from `params.cursor`.
+pub(super) fn page(
+    server: &Server,
+    era: Era,
+    params: &Map<String, Value>,
+    key: &str,
+    items: impl ExactSizeIterator<Item = Value>,
+) -> Result<Value, RpcError> {
+    let len = items.len();
+    let start = match params.get("cursor") {
+        None => 0,
+        Some(Value::String(c)) => decode_cursor(c).ok_or_else(|| RpcError::invalid_params("Invalid cursor"))?,
+        Some(_) => return Err(RpcError::invalid_params("Invalid cursor")),
+    };
+    if start > len {
+        return Err(RpcError::invalid_params("Invalid cursor"));
     }
+    let end = (start + server.inner.options.page_size).min(len);
+    let page: Vec<Value> = items.skip(start).take(end - start).collect();
+    let mut r = json!({ key: page });
+    if end < len {
+        r["nextCursor"] = json!(encode_cursor(end));
+    }
+    add_cache(&mut r, server.inner.options.list_cache, era);
+    Ok(r)
 }
 
 #[cfg(test)]

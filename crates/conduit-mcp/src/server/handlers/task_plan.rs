@@ -57,126 +57,120 @@ fn not_enabled(tool: &str) -> RpcError {
     RpcError::internal("Tool returned a task, but the Tasks extension is not enabled")
 }
 
-impl Server {
-    /// Whether the request asked for its work to become a task (asked once per call).
-    pub(super) fn task_requested(&self, parts: &CtxInner, params: &Map<String, Value>) -> bool {
-        self.task_maker(parts.era).is_some_and(|m| m.requested(parts.era, &parts.caps, params))
-    }
+/// Whether the request asked for its work to become a task (asked once per call).
+pub(super) fn task_requested(server: &Server, parts: &CtxInner, params: &Map<String, Value>) -> bool {
+    server.task_maker(parts.era).is_some_and(|m| m.requested(parts.era, &parts.caps, params))
+}
 
-    /// Before the tool runs: a task-only tool is refused to a request that cannot get a task.
-    pub(super) fn may_call(&self, tool: &Registered, requested: bool, era: Era) -> Result<(), RpcError> {
-        if tool.handler.task_support() != TaskSupport::Required || requested {
-            return Ok(());
-        }
-        match self.task_maker(era) {
-            // 2025-11-25: a non-augmented call to a task-only tool MUST get -32601.
-            Some(_) if era == Era::Legacy => Err(RpcError::new(
-                crate::protocol::ErrorCode::MethodNotFound,
-                format!("Task augmentation required: {} runs only as a task (send params.task)", tool.info.name),
-            )),
-            Some(m) => Err(RpcError::missing_capability(m.required_capabilities(era))),
-            None => {
-                tracing::warn!(tool = %tool.info.name, "tool requires tasks but no task extension is installed");
-                Err(RpcError::internal("This tool runs only as a task, and tasks are not enabled on this server"))
-            }
-        }
+/// Before the tool runs: a task-only tool is refused to a request that cannot get a task.
+pub(super) fn may_call(server: &Server, tool: &Registered, requested: bool, era: Era) -> Result<(), RpcError> {
+    if tool.handler.task_support() != TaskSupport::Required || requested {
+        return Ok(());
     }
-
-    fn plan(&self, tool: &Registered, requested: bool, era: Era, work: Option<&TaskWork>) -> Plan<'_> {
-        let support = tool.handler.task_support();
-        let maker = self.task_maker(era);
-        if support != TaskSupport::Forbidden
-            && let (Some(m), true) = (maker, requested)
-        {
-            return Plan::Store(m);
-        }
-        if matches!(work, Some(TaskWork::Spawn(_) | TaskWork::Resumable { .. })) {
-            return Plan::Inline;
-        }
-        let name = &tool.info.name;
-        Plan::Refuse(match (support, maker) {
-            (TaskSupport::Forbidden, _) => {
-                tracing::warn!(tool = %name, "a tool that may not run as a task returned one it cannot run inline");
-                RpcError::internal(format!("Tool {name} may not run as a task, but returned one"))
-            }
-            (_, Some(m)) => {
-                tracing::debug!(tool = %name, "task refused: the request did not ask for a task");
-                RpcError::missing_capability(m.required_capabilities(era))
-            }
-            (_, None) => not_enabled(name),
-        })
-    }
-
-    /// Stores the task, or runs its work inline, or refuses: see the module table.
-    pub(super) async fn task_or_inline(
-        &self,
-        ctx: &Ctx,
-        tool: &Registered,
-        requested: bool,
-        mut spec: TaskSpec,
-    ) -> Result<Value, RpcError> {
-        match self.plan(tool, requested, ctx.era(), spec.work.as_ref()) {
-            Plan::Store(m) => m.create(ctx, spec).await,
-            Plan::Refuse(e) => Err(e),
-            Plan::Inline => {
-                let work = match spec.work.take() {
-                    Some(TaskWork::Spawn(w)) => {
-                        Box::new(move |t| w.run(t)) as Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>
-                    }
-                    Some(TaskWork::Resumable { name, args }) => {
-                        let Some(f) = self.task_maker(ctx.era()).and_then(|m| m.resumable(&name)) else {
-                            tracing::warn!(tool = %tool.info.name, "no resumable work is registered under the name the tool gave");
-                            return Err(RpcError::internal(format!(
-                                "Invalid task attributes: no resumable work is registered as {name:?}"
-                            )));
-                        };
-                        Box::new(move |t| f(t, args))
-                    }
-                    _ => return Err(not_enabled(&tool.info.name)),
-                };
-                checked(tool, run_inline(ctx, work).await?)
-            }
+    match server.task_maker(era) {
+        // 2025-11-25: a non-augmented call to a task-only tool MUST get -32601.
+        Some(_) if era == Era::Legacy => Err(RpcError::new(
+            crate::protocol::ErrorCode::MethodNotFound,
+            format!("Task augmentation required: {} runs only as a task (send params.task)", tool.info.name),
+        )),
+        Some(m) => Err(RpcError::missing_capability(m.required_capabilities(era))),
+        None => {
+            tracing::warn!(tool = %tool.info.name, "tool requires tasks but no task extension is installed");
+            Err(RpcError::internal("This tool runs only as a task, and tasks are not enabled on this server"))
         }
     }
 }
 
-impl Server {
-    /// A tool's immediate answer: see the module table's last paragraph.
-    pub(super) async fn answered_at_once(
-        &self,
-        ctx: &Ctx,
-        tool: &Registered,
-        requested: bool,
-        result: CallToolResult,
-    ) -> Result<Value, RpcError> {
-        let as_task = requested && ctx.era() == Era::Legacy && tool.handler.task_support() != TaskSupport::Forbidden;
-        match self.task_maker(ctx.era()) {
-            Some(maker) if as_task => {
-                checked(tool, result.clone())?;
-                maker.create(ctx, TaskSpec::finished(result)).await
-            }
-            _ => checked(tool, result),
+fn plan<'s>(server: &'s Server, tool: &Registered, requested: bool, era: Era, work: Option<&TaskWork>) -> Plan<'s> {
+    let support = tool.handler.task_support();
+    let maker = server.task_maker(era);
+    if support != TaskSupport::Forbidden
+        && let (Some(m), true) = (maker, requested)
+    {
+        return Plan::Store(m);
+    }
+    if matches!(work, Some(TaskWork::Spawn(_) | TaskWork::Resumable { .. })) {
+        return Plan::Inline;
+    }
+    let name = &tool.info.name;
+    Plan::Refuse(match (support, maker) {
+        (TaskSupport::Forbidden, _) => {
+            tracing::warn!(tool = %name, "a tool that may not run as a task returned one it cannot run inline");
+            RpcError::internal(format!("Tool {name} may not run as a task, but returned one"))
+        }
+        (_, Some(m)) => {
+            tracing::debug!(tool = %name, "task refused: the request did not ask for a task");
+            RpcError::missing_capability(m.required_capabilities(era))
+        }
+        (_, None) => not_enabled(name),
+    })
+}
+
+/// Stores the task, or runs its work inline, or refuses: see the module table.
+pub(super) async fn task_or_inline(
+    server: &Server,
+    ctx: &Ctx,
+    tool: &Registered,
+    requested: bool,
+    mut spec: TaskSpec,
+) -> Result<Value, RpcError> {
+    match plan(server, tool, requested, ctx.era(), spec.work.as_ref()) {
+        Plan::Store(m) => m.create(ctx, spec).await,
+        Plan::Refuse(e) => Err(e),
+        Plan::Inline => {
+            let work = match spec.work.take() {
+                Some(TaskWork::Spawn(w)) => {
+                    Box::new(move |t| w.run(t)) as Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>
+                }
+                Some(TaskWork::Resumable { name, args }) => {
+                    let Some(f) = server.task_maker(ctx.era()).and_then(|m| m.resumable(&name)) else {
+                        tracing::warn!(tool = %tool.info.name, "no resumable work is registered under the name the tool gave");
+                        return Err(RpcError::internal(format!(
+                            "Invalid task attributes: no resumable work is registered as {name:?}"
+                        )));
+                    };
+                    Box::new(move |t| f(t, args))
+                }
+                _ => return Err(not_enabled(&tool.info.name)),
+            };
+            checked(tool, run_inline(ctx, work).await?)
         }
     }
 }
 
-impl Server {
-    /// Whether `tools/list` on `era` says of each tool whether it runs as a task.
-    pub(super) fn lists_task_support(&self, era: Era) -> bool {
-        era == Era::Legacy && self.task_maker(Era::Legacy).is_some()
-    }
-
-    /// A `tools/call` answer as its era gives it: on 2025-11-25 a `-32021` is a
-    /// tool error, as that era's clients expect (they have no such code).
-    pub(super) fn call_answer(era: Era, answer: Result<Value, RpcError>) -> Result<Value, RpcError> {
-        match answer {
-            Err(e) if era == Era::Legacy && e.code == -32021 => Ok(CallToolResult::error(format!(
-                "This tool needs a client capability the session did not declare: {}",
-                e.data.as_ref().map(Value::to_string).unwrap_or_default()
-            ))
-            .to_value()),
-            answer => answer,
+/// A tool's immediate answer: see the module table's last paragraph.
+pub(super) async fn answered_at_once(
+    server: &Server,
+    ctx: &Ctx,
+    tool: &Registered,
+    requested: bool,
+    result: CallToolResult,
+) -> Result<Value, RpcError> {
+    let as_task = requested && ctx.era() == Era::Legacy && tool.handler.task_support() != TaskSupport::Forbidden;
+    match server.task_maker(ctx.era()) {
+        Some(maker) if as_task => {
+            checked(tool, result.clone())?;
+            maker.create(ctx, TaskSpec::finished(result)).await
         }
+        _ => checked(tool, result),
+    }
+}
+
+/// Whether `tools/list` on `era` says of each tool whether it runs as a task.
+pub(super) fn lists_task_support(server: &Server, era: Era) -> bool {
+    era == Era::Legacy && server.task_maker(Era::Legacy).is_some()
+}
+
+/// A `tools/call` answer as its era gives it: on 2025-11-25 a `-32021` is a
+/// tool error, as that era's clients expect (they have no such code).
+pub(super) fn call_answer(era: Era, answer: Result<Value, RpcError>) -> Result<Value, RpcError> {
+    match answer {
+        Err(e) if era == Era::Legacy && e.code == -32021 => Ok(CallToolResult::error(format!(
+            "This tool needs a client capability the session did not declare: {}",
+            e.data.as_ref().map(Value::to_string).unwrap_or_default()
+        ))
+        .to_value()),
+        answer => answer,
     }
 }
 

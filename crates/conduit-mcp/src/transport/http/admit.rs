@@ -5,7 +5,7 @@
 use super::HttpConfig;
 use super::guard::{Refusal, check};
 use super::status::{challenge, forbidden};
-use crate::auth::{AuthError, Principal};
+use crate::auth::{AuthError, INSUFFICIENT_SCOPE, INVALID_TOKEN, Principal};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
@@ -45,11 +45,11 @@ fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
         AuthError::Missing => (StatusCode::UNAUTHORIZED, vec![scope(base)]),
         AuthError::Invalid(why) => (
             StatusCode::UNAUTHORIZED,
-            vec![scope(base), "error=\"invalid_token\"".into(), format!("error_description=\"{}\"", quoted(why))],
+            vec![scope(base), format!("error=\"{INVALID_TOKEN}\""), format!("error_description=\"{}\"", quoted(why))],
         ),
         AuthError::InsufficientScope(needed) => (
             StatusCode::FORBIDDEN,
-            vec!["error=\"insufficient_scope\"".into(), format!("scope=\"{}\"", needed.join(" "))],
+            vec![format!("error=\"{INSUFFICIENT_SCOPE}\""), format!("scope=\"{}\"", needed.join(" "))],
         ),
         AuthError::Unavailable(_) => {
             let mut r = (StatusCode::SERVICE_UNAVAILABLE, "authentication is unavailable; try again").into_response();

@@ -34,7 +34,7 @@ const KEYS: &str = "expected max_listen_streams, max_listen_streams_per_client, 
 impl HttpConfig {
     /// Applies the `[http]` table of a TOML document to this configuration
     /// (unchanged when the table is absent).
-    pub fn with_toml(mut self, doc: &str) -> Result<Self, HttpConfigError> {
+    pub fn apply_toml(mut self, doc: &str) -> Result<Self, HttpConfigError> {
         let root: toml::Table = doc.parse().map_err(|e: toml::de::Error| err("http", e.message()))?;
         let Some(v) = root.get("http") else { return Ok(self) };
         let toml::Value::Table(t) = v else { return Err(err("http", "must be a table")) };
@@ -67,11 +67,11 @@ mod tests {
     fn reads_and_validates_the_table() {
         let doc = "[http]\nmax_listen_streams = 8\nmax_listen_streams_per_client = 2\nlisten_idle_timeout_ms = 1500\n\
                    require_task_name = true\nrequest_rate = \"5/s\"\n";
-        let c = HttpConfig::default().with_toml(doc).expect("valid");
+        let c = HttpConfig::default().apply_toml(doc).expect("valid");
         assert_eq!((c.max_listen_streams, c.max_listen_streams_per_client), (8, 2));
         assert_eq!((c.listen_idle_timeout, c.require_task_name), (Duration::from_millis(1500), true));
         assert_eq!(c.request_rate, crate::quota::RateLimit::per_second(5));
-        let d = HttpConfig::default().with_toml("[ext_tasks]\nmax_rows = 3\n").expect("absent");
+        let d = HttpConfig::default().apply_toml("[ext_tasks]\nmax_rows = 3\n").expect("absent");
         assert_eq!(d.max_listen_streams, HttpConfig::default().max_listen_streams);
         for (doc, key) in [
             ("[http]\nmax_listen_streams = 0\n", "max_listen_streams"),
@@ -81,7 +81,7 @@ mod tests {
             ("[http]\nrequest_rate = \"fast\"\n", "request_rate"),
             ("http = 1\n", "http"),
         ] {
-            let e = HttpConfig::default().with_toml(doc).expect_err(doc);
+            let e = HttpConfig::default().apply_toml(doc).expect_err(doc);
             assert_eq!(e.key, key, "{doc}");
             assert!(e.to_string().contains(&format!("[http] {key}")), "{e}");
         }

@@ -122,10 +122,10 @@ pub(super) async fn legacy_request(
     // handler that needs to ask the client fails at once instead of waiting for an answer.
     let sse_ok = accepts_sse(headers);
     let env = RequestEnv::new(principal, cancel.clone(), sse_ok.then_some(tx))
-        .with_headers(Box::new(McpHeaders::from_headers(headers, st.config.require_task_name)))
-        .with_peer(peer)
-        .with_session(Arc::new(SessionSlot::http(Some(session.clone()))))
-        .with_close_stream(close.clone());
+        .headers(Box::new(McpHeaders::from_headers(headers, st.config.require_task_name)))
+        .peer(peer)
+        .session(Arc::new(SessionSlot::http(Some(session.clone()))))
+        .close_stream(close.clone());
     let server = st.server.clone();
     let mut handler = Box::pin(async move { server.handle_request(req, env).await });
     if let Some(answer) = (&mut handler).now_or_never() {

@@ -109,9 +109,9 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     // An `initialize` opens its session in this slot.
     let slot = Arc::new(SessionSlot::http(None));
     let env = RequestEnv::new(principal, cancel.clone(), Some(tx))
-        .with_peer(peer)
-        .with_headers(Box::new(McpHeaders::from_headers(&headers, cfg.require_task_name)))
-        .with_session(slot.clone());
+        .peer(peer)
+        .headers(Box::new(McpHeaders::from_headers(&headers, cfg.require_task_name)))
+        .session(slot.clone());
     // Run the handler in this task: most requests answer without notifications,
     // and then no task is spawned. If a notification comes first, the handler
     // moves to its own task and the answer becomes an SSE stream. Dropping this

@@ -2,6 +2,7 @@
 //! class in one table (brief §2.6), and the body and challenges that go with it.
 
 use super::HttpConfig;
+use crate::auth::INSUFFICIENT_SCOPE;
 use crate::protocol::jsonrpc::{ErrorClass, Message, RequestId, RpcError};
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -58,7 +59,7 @@ pub(super) fn error_response(cfg: &HttpConfig, id: Option<RequestId>, error: Rpc
         let scheme = cfg.auth.as_ref().map(|a| a.scheme().to_owned()).unwrap_or_else(|| "Bearer".into());
         r.headers_mut().insert(
             header::WWW_AUTHENTICATE,
-            challenge(cfg, &scheme, &format!("error=\"insufficient_scope\", scope=\"{scopes}\"")),
+            challenge(cfg, &scheme, &format!("error=\"{INSUFFICIENT_SCOPE}\", scope=\"{scopes}\"")),
         );
     }
     r

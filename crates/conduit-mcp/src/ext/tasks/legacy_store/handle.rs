@@ -19,18 +19,26 @@ const WAIT_RECHECK: Duration = Duration::from_secs(10);
 /// things only the legacy wire needs: [`list`](Self::list) and
 /// [`wait`](Self::wait) (for `tasks/result`).
 ///
+/// Most servers never name it: a [`Tasks`] handle installed in a server
+/// serves this era's tasks over its twin, made in memory unless one was
+/// paired ([`Tasks::drive_legacy`]; `conduit_mcp_sql::Stores::tasks` pairs
+/// one in the database). Build one yourself to keep legacy tasks in a store
+/// of your own, or to serve them alone (`ServerBuilder::extension(legacy)`
+/// installs the `2025-11-25` tasks wire only).
+///
 /// It dereferences to its [`Tasks`], so a worker drives a legacy task with
 /// the calls it already knows (`complete`, `fail`, `progress`,
-/// `require_input`, `status`), by id; [`Tasks::drive_legacy`] lets the
-/// extension's handle do the same, so a worker needs no branch per era.
+/// `require_input`, `status`), by id; the paired extension's handle does the
+/// same, so a worker needs no branch per era.
 ///
 /// ```
-/// use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
-/// use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
+/// use conduit_mcp::prelude::*;
 ///
 /// let tasks = Tasks::new(TasksConfig::enabled()).expect("valid config");
 /// let legacy = LegacyTasks::new(TasksConfig::enabled()).expect("valid config");
 /// tasks.drive_legacy(&legacy); // `tasks.complete(id, ..)` now finds legacy tasks too
+/// let server = Server::builder("both", "1.0.0").extension(tasks).build().expect("valid server");
+/// # let _ = server;
 /// ```
 #[derive(Clone)]
 pub struct LegacyTasks {
@@ -74,6 +82,7 @@ impl LegacyTasks {
     /// `config` the same `node_id` as the extension's `Tasks`: the database
     /// holds one node claim per store, which then covers both runtimes. For
     /// several nodes, attach a `PgNotifier` of its own channel to the handle.
+    /// `conduit_mcp_sql::Stores::tasks` does all of this.
     pub fn with_store(
         config: TasksConfig,
         store: Arc<dyn LegacyTaskStore>,
@@ -81,7 +90,12 @@ impl LegacyTasks {
     ) -> Result<Self, ConfigError> {
         let as_tasks: Arc<dyn TaskStore> = store.clone();
         let tasks = Tasks::build(config.store(as_tasks), clock, true)?;
-        Ok(Self { tasks, store })
+        Ok(Self::over(tasks, store))
+    }
+
+    /// The handle of `tasks`, a legacy runtime over `store`.
+    pub(crate) fn over(tasks: Tasks, store: Arc<dyn LegacyTaskStore>) -> Self {
+        Self { tasks, store }
     }
 
     /// The runtime (also reachable through `Deref`).

@@ -17,7 +17,6 @@ mod cursor;
 mod handle;
 mod memory;
 mod store;
-mod twin;
 
 pub use cursor::{CursorKey, ListPosition};
 pub use handle::LegacyTasks;
