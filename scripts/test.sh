@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs every check a change must pass: formatting, lints, and all tests.
+# Runs every check a change must pass: formatting, lints (clippy also refuses std APIs newer
+# than the workspace's rust-version), the API docs, the packages, and all tests (the doc tests
+# of every guide among them).
 # Usage: scripts/test.sh            (from anywhere inside the repo)
 # Ends with the benchmark smoke pass (a few minutes); CONDUIT_BENCH_SMOKE=0 skips it.
 set -euo pipefail
@@ -18,6 +20,12 @@ cargo clippy --workspace --all-targets --all-features -- -D warnings
 
 echo "== every example builds (cargo build --examples, all features)"
 cargo build --workspace --examples --all-features
+
+echo "== the API docs build without a warning (all features; broken intra-doc links fail)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
+
+echo "== the published crates package and build from their .crate files (scripts/package.sh)"
+bash scripts/package.sh
 
 echo "== building the rmcp peer (the client's interop tests call it; its own workspace)"
 cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml \

@@ -16,7 +16,7 @@ pub(crate) struct OAuthArgs {
     #[arg(long = "oauth-issuer", value_name = "ISSUER_URL")]
     pub(crate) issuers: Vec<String>,
     /// The URL clients connect to, exactly (the token audience and the metadata's `resource`),
-    /// e.g. https://mcp.example.com/mcp.
+    /// e.g. `https://mcp.example.com/mcp`.
     #[arg(long, value_name = "RESOURCE_URL")]
     pub(crate) resource: Option<String>,
     /// A scope every request needs (repeatable); advertised in the metadata and challenges.

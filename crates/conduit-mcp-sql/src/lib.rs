@@ -1,8 +1,14 @@
-//! Durable [`TaskStore`](conduit_mcp::ext::tasks::TaskStore) backends for
-//! `conduit-mcp`: [`SqliteStore`] (one file, one node, survives restarts) and
-//! [`PostgresStore`] (one database, many nodes).
+//! SQLite and PostgreSQL stores for `conduit-mcp` servers: tasks that survive
+//! a crash, and many nodes on one database. [`Stores`] opens every store a
+//! server keeps from one URL (both eras' task stores, the `2025-11-25` era's
+//! sessions, and on PostgreSQL a [`PgNotifier`] per era carrying changes
+//! between nodes); underneath are the [`TaskStore`](conduit_mcp::ext::tasks::TaskStore)
+//! backends [`SqliteStore`] (one file, one node, survives restarts) and
+//! [`PostgresStore`] (one database, many nodes), and the transaction hooks
+//! ([`postgres_connection`], [`sqlite_connection`]) that write a task and your
+//! own rows (a job, an outbox entry) in one transaction.
 //!
-//! Both keep every task in one table, `conduit_tasks`: a few indexed columns
+//! Both stores keep every task in one table, `conduit_tasks`: a few indexed columns
 //! (owner, status, `version`, expiry, terminal time, lease) derived from the
 //! record on every write, and the whole [`TaskRecord`](conduit_mcp::ext::tasks::TaskRecord)
 //! as a JSON document. Their guarantees are the store contract of `conduit-mcp`,
@@ -95,6 +101,8 @@
 //! Features: `sqlite` and `postgres` (both on by default) select the stores;
 //! `postgres-tls` adds TLS (rustls) for `sslmode=require` connections.
 #![forbid(unsafe_code)]
+// docs.rs builds with `--cfg docsrs`: every item shows the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod common;
@@ -129,3 +137,8 @@ pub use transaction::sqlite_connection;
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).
 pub const SCHEMA_VERSION: i64 = 20;
+
+/// The crate README's example (the crates.io page) compiles.
+#[cfg(all(doctest, feature = "sqlite"))]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

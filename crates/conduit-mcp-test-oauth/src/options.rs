@@ -98,7 +98,7 @@ impl ResourceSettings {
     }
 }
 
-/// Which key [`AuthorizationServer::mint`] signs with.
+/// Which key a minted token is signed with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Key {

@@ -1,5 +1,5 @@
 //! `soak mixed`: the reference server on SQLite or PostgreSQL with a small row
-//! cap, `minutes` of mixed load ([`workers`](super::workers)), a drain in which
+//! cap, `minutes` of mixed load ([`workers`]), a drain in which
 //! every acknowledged task is ended, then the checks of [`Outcome`].
 //!
 //! "Every acknowledged task resolves": after the load, the soak ends what it

@@ -135,7 +135,8 @@ impl<E: Engine> TaskStore for SqlStore<E> {
         get(self, task_id, owner).await
     }
 
-    /// See [`modify`].
+    /// An atomic read-modify-write: a compare-and-swap on the row's `version`, read
+    /// again and re-applied when another writer won; terminal rows never change.
     async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
         modify(self, task_id, owner, f, None).await
     }
@@ -150,7 +151,7 @@ impl<E: Engine> TaskStore for SqlStore<E> {
         self.inner.engine.insert_with(record, caps, hook).await
     }
 
-    /// See [`modify`].
+    /// As `update`, with `hook` in each attempt's transaction (run only on the attempt that wins).
     async fn update_with(
         &self,
         task_id: &str,
@@ -161,7 +162,8 @@ impl<E: Engine> TaskStore for SqlStore<E> {
         modify(self, task_id, owner, f, Some(hook)).await
     }
 
-    /// See [`cleanup`].
+    /// Rows expired before now, then terminal unlimited-TTL rows finished more than
+    /// `terminal_ttl_ms` ago, in bounded batches.
     async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
         cleanup(self, terminal_ttl_ms).await
     }

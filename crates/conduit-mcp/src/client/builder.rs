@@ -218,7 +218,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Connects: starts the transport and settles the era (see [`era::choose`]).
+    /// Connects: starts the transport and settles the era: the one pinned, or
+    /// `server/discover` first and `initialize` when the server does not speak `2026-07-28`.
     pub async fn connect(self) -> Result<Client, ClientError> {
         let (requests_tx, requests_rx) = mpsc::unbounded_channel();
         let wire: Arc<dyn Wire> = match &self.target {

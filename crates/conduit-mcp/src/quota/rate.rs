@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-/// The most clients one [`Rates`] keeps apart (a map of 16-byte entries: about
+/// The most clients one rate limiter keeps apart (a map of 16-byte entries: about
 /// 2.2 MiB at most with the hash table's spare room).
 pub const MAX_TRACKED_CLIENTS: usize = 65_536;
 

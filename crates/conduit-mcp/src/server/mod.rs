@@ -1,8 +1,8 @@
 //! The server: registries, options, the request pipeline and its handlers.
 //!
 //! A [`Server`] is built once with [`Server::builder`] and shared (it is a
-//! cheap handle). Transports hand it parsed requests; [`dispatch`] checks them
-//! in the protocol's order and routes each once to its handler in [`handlers`].
+//! cheap handle). Transports hand it parsed requests; its dispatcher checks them
+//! in the protocol's order and routes each once to its handler.
 
 mod builder;
 mod dispatch;

@@ -1,5 +1,5 @@
 //! `subscriptions/listen`: the hub of open streams, their filters and fan-out
-//! (here), and the listen request itself ([`listen`]).
+//! (here), and the listen request itself, step by step (its own file).
 //!
 //! Every stream gets the acknowledgment first; every notification on it
 //! carries `_meta["io.modelcontextprotocol/subscriptionId"]` equal to the

@@ -25,7 +25,7 @@
 //! nothing new). Tokens and registrations live in a [`CredentialStore`]
 //! ([`MemoryCredentials`] by default). Without an authorizer the client
 //! only refreshes: a server that needs a new login answers
-//! [`ClientError::LoginRequired`](super::ClientError::LoginRequired).
+//! [`ClientError::LoginRequired`].
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), conduit_mcp::client::ClientError> {

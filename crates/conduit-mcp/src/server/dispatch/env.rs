@@ -69,7 +69,7 @@ pub struct RequestEnv {
     /// The authenticated caller (`None` without authentication).
     pub principal: Option<Principal>,
     /// Who per-client limits count this request against: the principal, else the
-    /// client's address (HTTP, [`with_peer`](Self::with_peer)), else the process (stdio).
+    /// client's address (HTTP, [`peer`](Self::peer)), else the process (stdio).
     pub client: ClientKey,
     /// Header rules (HTTP only).
     pub headers: Option<Box<dyn HeaderCheck>>,

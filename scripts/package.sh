@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The published crates package as crates.io would take them, in dependency order:
+# conduit-mcp, conduit-mcp-sql, conduit-mcp-cli (`cargo package` resolves each against
+# the ones before it, as `cargo publish --workspace` would), and each packaged crate
+# builds on its own from its .crate file. Their versions move together.
+# Usage: scripts/package.sh   (scripts/test.sh runs it)
+set -euo pipefail
+source "$(dirname "$0")/lib/repo.sh"
+
+crates=(crates/conduit-mcp crates/conduit-mcp-sql crates/conduit-mcp-cli)
+python3 scripts/lib/published_versions.py "${crates[@]}"
+# --locked: the lockfile the workspace tests with is the one the packages are checked with;
+# --allow-dirty: a check of uncommitted work too (nothing is published).
+cargo package --locked --allow-dirty -p conduit-mcp -p conduit-mcp-sql -p conduit-mcp-cli
