@@ -100,12 +100,28 @@
 //!
 //! Features: `sqlite` and `postgres` (both on by default) select the stores;
 //! `postgres-tls` adds TLS (rustls) for `sslmode=require` connections.
+//!
+// The stores guide (docs/stores.md), its examples compiled as doc tests.
+#![cfg_attr(
+    any(not(doctest), all(feature = "sqlite", feature = "postgres")),
+    doc = include_str!("../guides/stores.md")
+)]
 #![forbid(unsafe_code)]
 // docs.rs builds with `--cfg docsrs`: every item shows the features it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod common;
+
+/// Running a task's work in a job queue: the transaction hooks, resuming after a question, what
+/// at-least-once delivery asks of a worker (`docs/jobs.md`).
+pub mod jobs {
+    #![cfg_attr(
+        any(not(doctest), all(feature = "sqlite", feature = "postgres")),
+        doc = include_str!("../guides/jobs.md")
+    )]
+}
+
 mod error;
 #[cfg(feature = "postgres")]
 pub mod pg_notifier;

@@ -1,18 +1,26 @@
 //! # conduit-mcp
 //!
-//! A library for building MCP servers (protocol revision `2026-07-28`) whose
-//! tools can run for minutes or hours.
+//! An [MCP](https://modelcontextprotocol.io) (Model Context Protocol) server and client for tools
+//! that run for minutes or hours.
 //!
-//! A server is a set of tools, prompts and resources, built once and served
-//! over Streamable HTTP (an axum `Router`) or stdio. Every request carries its
-//! own `_meta` (version, capabilities); there is no session.
+//! A server is a set of tools, prompts and resources, built once and served over Streamable HTTP
+//! (an axum `Router`, or the library's own accept loop with HTTPS) or stdio. One endpoint serves
+//! both protocol eras: revision `2026-07-28`, where every request carries its own `_meta` and
+//! there is no session, and `2025-11-25`, which most clients still speak (`initialize`, sessions
+//! with `Mcp-Session-Id`, SSE replay, requests from the server to the client). A slow tool answers
+//! with a **task** (the `io.modelcontextprotocol/tasks` extension, and that era's own tasks on
+//! `2025-11-25`): the client polls, answers questions the task asks, cancels it, or listens for
+//! its changes; the task belongs to the principal that made it and expires. The [`client`]
+//! (feature `client`) drives any tool call of either era to its end.
 //!
 //! ```
 //! use conduit_mcp::prelude::*;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
+//! let tasks = Tasks::new(TasksConfig::enabled()).expect("a valid configuration");
 //! let server = Server::builder("hello", "1.0.0")
+//!     .extension(tasks.clone()) // tasks for clients of both eras
 //!     .tool(
 //!         Tool::new("greet", "Greets someone")
 //!             .param("name", Param::string("Who to greet").required())
@@ -25,29 +33,66 @@
 //!     .expect("a valid server");
 //!
 //! // Serve it: `http::router(server, HttpConfig::default())` inside your axum
-//! // app, or `stdio::serve(server)` for a child-process server.
+//! // app, `http::bind(addr).await?.serve(..)` on its own, or `stdio::serve(server)`
+//! // as a child process.
 //! # let _ = server;
 //! # }
 //! ```
 //!
-//! - [`protocol`]: the wire vocabulary, for both sides (no I/O; the only part
-//!   built with `--no-default-features`).
-//! - [`tool`]: the three ways to define a tool (trait, closure, typed struct),
-//!   and what a tool's task is to the server.
-//! - [`mrtr`]: ask the client for input inside a result.
-//! - [`transport::http`] and [`transport::stdio`]: serving.
-//! - [`auth`]: bearer tokens, API keys and JWTs; every request gets a [`auth::Principal`].
-//! - [`ext::tasks`]: the Tasks extension (long-running tool calls).
-//! - [`server::Extension`]: the seam extensions (such as Tasks) plug into.
+//! ## Modules
 //!
-//! Features: `server` (the server core and stdio) and `http` (Streamable HTTP
-//! on axum) are on by default; `jwt` adds JWT authentication; `testing` the
-//! public `TaskStore` contract suite; `client` the client ([`client`]).
+//! | Module | What it holds |
+//! |---|---|
+//! | [`prelude`] | the names most servers need, in one `use` |
+//! | [`protocol`] | the wire vocabulary of both eras, for both sides (serde only, no I/O; the one part built with `--no-default-features`) |
+//! | [`server`] | [`Server`] and its builder; the [`server::Extension`] seam extensions plug into |
+//! | [`tool`], [`prompt`], [`resource`] | what a server offers: tools (a trait, a closure builder, a typed `schemars` struct) and what a tool's task is; prompts; resources and templates |
+//! | [`mrtr`] | asking the client for input inside a result (elicitation, sampling, roots) |
+//! | [`ext::tasks`] | the Tasks extension: [`ext::tasks::Tasks`] (the handle workers drive tasks with), its configuration, stores and janitor |
+//! | [`session`] | the `2025-11-25` era's sessions: their store, replay buffers, what a session may hold |
+//! | [`transport::http`], [`transport::stdio`] | serving: Streamable HTTP (router, accept loop, limits, HTTPS) and newline-delimited JSON-RPC |
+//! | [`auth`] | who is asking: bearer tokens, API keys, JWTs, an OAuth 2.1 resource server; an [`auth::Principal`] on every request |
+//! | [`quota`], [`bounds`] | what one client may hold or do (counts, bytes, rates), and how much of a client's text is kept |
+//! | [`subscriptions`] | `subscriptions/listen` streams and the [`subscriptions::Changes`] handle that announces list and resource changes |
+//! | [`clock`] | the time the server reads ([`clock::ManualClock`] for tests) |
+//! | [`client`] | the client: connect to either era, call tools, follow tasks, log in with OAuth 2.1 |
+//! | [`testing`] | the contract suites any task or session store can prove itself with |
+//!
+//! ## Features
+//!
+//! | Feature | Default | What it adds |
+//! |---|---|---|
+//! | `server` | yes | the server core, stdio, the Tasks extension, sessions, auth, limits |
+//! | `http` | yes | Streamable HTTP on axum and hyper ([`transport::http`]) |
+//! | `tls` | | HTTPS for the library's accept loop (rustls with ring, reloadable certificates) |
+//! | `jwt` | | JWT authentication (HS256, RS256, ES256) |
+//! | `oauth` | | an OAuth 2.1 resource server: Protected Resource Metadata, JWKS, introspection, scope challenges (needs `http`, `jwt`) |
+//! | `metrics` | | counters and histograms through the `metrics` facade (install any recorder) |
+//! | `client` | | the [`client`], over HTTP, HTTPS and stdio, with OAuth 2.1 login |
+//! | `testing` | | the public contract suites ([`testing`]) |
+//!
+//! Durable stores (SQLite, PostgreSQL, many nodes on one database) are the `conduit-mcp-sql`
+//! crate; the reference server and a command-line client are `conduit-mcp-cli`. How the pieces
+//! fit and which part owns which decision: [`architecture`].
+//!
+//! ## Guides
+//!
+//! Each guide opens the module it explains, its examples compiled as doc tests: tasks
+//! ([`ext::tasks`]), the two protocol eras on one endpoint ([`session`]), the client
+//! ([`client`]), authentication and HTTPS ([`auth`]), and the [`architecture`]. The stores and
+//! job queues are `conduit-mcp-sql`'s.
 
 #![forbid(unsafe_code)]
+// docs.rs builds with `--cfg docsrs`: every item shows the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs, unreachable_pub, rust_2018_idioms, missing_debug_implementations)]
 
 pub mod protocol;
+
+/// How the crates fit together and which part owns which decision (`docs/architecture.md`).
+pub mod architecture {
+    #![doc = include_str!("../guides/architecture.md")]
+}
 
 #[cfg(feature = "server")]
 pub mod auth;
@@ -117,12 +162,12 @@ pub mod prelude {
     pub use crate::transport::stdio;
 }
 
-/// The README's example compiles (it is tested as a doc test).
+/// The workspace README's example compiles (it is tested as a doc test; not shipped in the package).
 #[cfg(all(doctest, feature = "http"))]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
-/// The client guide's examples compile (tested as doc tests).
-#[cfg(all(doctest, feature = "client"))]
-#[doc = include_str!("../../../docs/client.md")]
-struct ClientGuideDoctests;
+/// The crate README's example (the crates.io page) compiles.
+#[cfg(all(doctest, feature = "http"))]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

@@ -8,6 +8,12 @@
 //! `oauth` feature an OAuth 2.1 resource server (`oauth::OAuth`: tokens of the
 //! authorization servers you trust, their keys discovered and cached,
 //! introspection for opaque tokens).
+//!
+// The guide (docs/auth.md); its examples need the OAuth resource server and the client.
+#![cfg_attr(
+    any(not(doctest), all(feature = "oauth", feature = "client")),
+    doc = include_str!("../../guides/auth.md")
+)]
 
 #[cfg(feature = "jwt")]
 mod jwt;

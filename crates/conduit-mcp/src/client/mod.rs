@@ -46,6 +46,9 @@
 //! connecting: everything `2026-07-28` and `2025-11-25` do differently) →
 //! the connection core (the transport, the request ids, the legacy session)
 //! → the transports (Streamable HTTP, stdio). See `docs/architecture.md`.
+//!
+// The guide (docs/client.md), its examples compiled as doc tests.
+#![doc = include_str!("../../guides/client.md")]
 
 mod builder;
 #[allow(clippy::module_inception)]

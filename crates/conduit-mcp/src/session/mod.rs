@@ -11,6 +11,9 @@
 //! the number of live sessions is capped, in all and per client (the principal,
 //! or without authentication the address: [`ClientKey`](crate::quota::ClientKey)).
 //! A session with an open stream is in use: it is not idle.
+//!
+// The guide to both eras on one endpoint (docs/eras.md).
+#![doc = include_str!("../../guides/eras.md")]
 
 mod config_toml;
 mod events;

@@ -40,6 +40,9 @@
 //! ```
 //!
 //! The user guide is `docs/tasks.md`.
+//!
+// The guide (docs/tasks.md), its examples compiled as doc tests.
+#![doc = include_str!("../../../guides/tasks.md")]
 
 mod answers;
 mod config;
