@@ -9,6 +9,8 @@
 
 mod support;
 
+use support::legacy_session;
+
 use support::assert_legacy_schema as assert_schema;
 
 use conduit_mcp::ext::tasks::{LegacyTasks, Owner, TaskRecord, new_task_id};
@@ -94,39 +96,6 @@ async fn call(url: &str, session: &str, id: u64, method: &str, params: Value) ->
     messages.into_iter().find(|m| m["id"] == id && m.get("method").is_none()).expect("the response")
 }
 
-/// Opens a 2025-11-25 session on `url`; returns its id.
-async fn initialize(url: &str) -> String {
-    let body = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": LV, "capabilities": {}, "clientInfo": { "name": "two-nodes", "version": "1" } } });
-    let client = reqwest::Client::new();
-    let r = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("sent");
-    let session = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).expect("a session").to_owned();
-    let text = r.text().await.expect("body");
-    let m: Value = serde_json::from_str(&text).expect("initialize answers with JSON");
-    assert_schema("InitializeResult", &m["result"]);
-    assert!(m["result"]["capabilities"]["tasks"]["list"].is_object(), "legacy tasks are advertised: {m}");
-    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    let r = client
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", LV)
-        .body(note.to_string())
-        .send()
-        .await
-        .expect("sent");
-    assert_eq!(r.status(), 202);
-    session
-}
-
 /// Returns once `b` hears a change `a` writes (its notifier listens), well before any backstop.
 async fn listening(a: &LegacyTasks, b: &LegacyTasks) {
     let probe = TaskRecord::new(new_task_id(), Some("probe".into()), a.store().now_ms(), Some(60_000));
@@ -165,7 +134,7 @@ async fn a_session_and_its_legacy_task_are_served_by_either_node() {
     let b = node(&url, &schema, Arc::new(Notify::new())).await;
     listening(&a.legacy, &b.legacy).await;
 
-    let session = initialize(&a.url).await;
+    let session = legacy_session::initialize(&a.url, "two-nodes").await;
     let created =
         call(&a.url, &session, 1, "tools/call", json!({ "name": "gated_job", "task": { "ttl": 600_000 } })).await;
     assert_schema("CreateTaskResult", &created["result"]);

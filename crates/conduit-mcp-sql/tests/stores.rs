@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::legacy_session;
+
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::SessionConfig;
 use conduit_mcp_sql::{Stores, StoresError, StoresOptions};
@@ -87,33 +89,6 @@ fn legacy(id: u64, method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
 }
 
-/// Opens a 2025-11-25 session on `url`; returns its id.
-async fn initialize(url: &str) -> String {
-    let init = legacy(
-        0,
-        "initialize",
-        json!({
-            "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": { "name": "stores", "version": "1" }
-        }),
-    );
-    let (answer, session) = post(url, None, init).await;
-    assert!(answer["result"]["capabilities"]["tasks"]["list"].is_object(), "legacy tasks are served: {answer}");
-    let session = session.expect("a session");
-    let note = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
-    let sent = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", LEGACY)
-        .body(note.to_string())
-        .send()
-        .await
-        .expect("sent");
-    assert_eq!(sent.status(), 202);
-    session
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_sqlite_url_keeps_both_eras_tasks_and_the_sessions_in_the_file() {
     let db = support::TempDb::new("stores");
@@ -122,7 +97,7 @@ async fn one_sqlite_url_keeps_both_eras_tasks_and_the_sessions_in_the_file() {
     assert_eq!(stores.to_string(), format!("sqlite ({})", db.path()));
     let a = serve(&stores).await;
 
-    let session = initialize(&a.url).await;
+    let session = legacy_session::initialize(&a.url, "stores").await;
     let (created, _) =
         post(&a.url, Some(&session), legacy(1, "tools/call", json!({ "name": "job", "task": {} }))).await;
     let legacy_id = created["result"]["task"]["taskId"].as_str().expect("a legacy task").to_owned();
