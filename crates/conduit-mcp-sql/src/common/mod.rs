@@ -5,6 +5,7 @@ mod group_commit;
 mod hooked;
 mod legacy_insert;
 mod row;
+mod rows_store;
 mod schema;
 mod session;
 mod store;
@@ -15,6 +16,7 @@ pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
 pub(crate) use hooked::{Hooked, RowWrite, Swap, run_hooked};
 pub(crate) use legacy_insert::LegacyInsert;
 pub(crate) use row::{Columns, Query, backend, decode_row};
+pub(crate) use rows_store::rows_task_store;
 pub(crate) use schema::{Migration, check_applied, check_task_table};
 #[cfg(feature = "sqlite")]
 pub(crate) use session::SESSION_COLUMNS;

@@ -2,7 +2,7 @@
 //! `get`'s filter, `update`'s compare-and-swap loop, `cleanup`'s sweeps, the
 //! per-task write queues — over the row operations an [`Engine`] supplies.
 
-use super::{CLEANUP_BATCH, ms};
+use super::{CLEANUP_BATCH, ms, rows_task_store};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
@@ -111,81 +111,50 @@ impl<E> SqlStore<E> {
     }
 }
 
-#[async_trait]
-impl<E: Engine> TaskStore for SqlStore<E> {
-    fn name(&self) -> &'static str {
-        E::NAME
-    }
+rows_task_store! {
+    impl[E: Engine] TaskStore for SqlStore<E> {
+        fn name(&self) -> &'static str {
+            E::NAME
+        }
 
-    fn now_ms(&self) -> u64 {
-        self.inner.clock.now_ms()
-    }
+        fn now_ms(&self) -> u64 {
+            self.inner.clock.now_ms()
+        }
 
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.create_capped(record, CreateCaps::rows(max_rows)).await
-    }
+        async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+            record.version = 1;
+            self.inner.engine.insert(record, caps).await
+        }
 
-    async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
-        record.version = 1;
-        self.inner.engine.insert(record, caps).await
-    }
+        async fn create_with(
+            &self,
+            mut record: TaskRecord,
+            caps: CreateCaps,
+            hook: &dyn TransactionHook,
+        ) -> Result<(), StoreError> {
+            record.version = 1;
+            self.inner.engine.insert_with(record, caps, hook).await
+        }
 
-    /// `NotFound` when the row is missing, another owner's, or expired.
-    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
-        get(self, task_id, owner).await
-    }
+        async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+            self.inner.engine.renew_leases(node, until_ms).await
+        }
 
-    /// An atomic read-modify-write: a compare-and-swap on the row's `version`, read
-    /// again and re-applied when another writer won; terminal rows never change.
-    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
-        modify(self, task_id, owner, f, None).await
-    }
+        async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+            self.inner.engine.renew_leases_of(node, task_ids, until_ms).await
+        }
 
-    async fn create_with(
-        &self,
-        mut record: TaskRecord,
-        caps: CreateCaps,
-        hook: &dyn TransactionHook,
-    ) -> Result<(), StoreError> {
-        record.version = 1;
-        self.inner.engine.insert_with(record, caps, hook).await
-    }
+        async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
+            self.inner.engine.claim_node(node).await
+        }
 
-    /// As `update`, with `hook` in each attempt's transaction (run only on the attempt that wins).
-    async fn update_with(
-        &self,
-        task_id: &str,
-        owner: Owner<'_>,
-        f: UpdateFn<'_>,
-        hook: &dyn TransactionHook,
-    ) -> Result<TaskRecord, StoreError> {
-        modify(self, task_id, owner, f, Some(hook)).await
-    }
+        async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+            self.inner.engine.lapsed_leases(self.now_ms(), limit).await
+        }
 
-    /// Rows expired before now, then terminal unlimited-TTL rows finished more than
-    /// `terminal_ttl_ms` ago, in bounded batches.
-    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
-        cleanup(self, terminal_ttl_ms).await
-    }
-
-    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
-        self.inner.engine.renew_leases(node, until_ms).await
-    }
-
-    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
-        self.inner.engine.renew_leases_of(node, task_ids, until_ms).await
-    }
-
-    async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
-        self.inner.engine.claim_node(node).await
-    }
-
-    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.engine.lapsed_leases(self.now_ms(), limit).await
-    }
-
-    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.engine.leased_to(node, self.now_ms(), limit).await
+        async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+            self.inner.engine.leased_to(node, self.now_ms(), limit).await
+        }
     }
 }
 

@@ -3,13 +3,14 @@
 
 use super::table_sql::{LEGACY_TASKS_SWAP, sweep_condition};
 use super::{ENGINE, PostgresStore, backend, decode_row, is_connection_error};
+use crate::common::rows_task_store;
 use crate::common::{
     self, CLEANUP_BATCH, Hooked, LIVE_STATUSES, LegacyInsert, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
 };
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy_store::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TaskStore, TransactionHook};
 use sqlx::{AssertSqlSafe, PgConnection, SqlSafeStr};
 use std::sync::Arc;
 
@@ -168,117 +169,92 @@ impl Rows for PostgresLegacyStore {
     }
 }
 
-#[async_trait]
-impl TaskStore for PostgresLegacyStore {
-    fn name(&self) -> &'static str {
-        "postgres-legacy"
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.store().now_ms()
-    }
-
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.create_capped(record, CreateCaps::rows(max_rows)).await
-    }
-
-    /// Under a per-owner cap: in one transaction, the owner's creates take
-    /// turns on an advisory lock (on every node), count the owner's rows by
-    /// the list index, then claim a slot under the row cap and insert.
-    async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
-        record.version = 1;
-        let insert = LegacyInsert::new(&record, caps)?;
-        let mut conn = self.store().engine().conn().await?;
-        let done = bounded(conn.deadline(), async {
-            if insert.per_owner.is_none() {
-                // One statement, no transaction needed.
-                return insert.statement().execute(conn.conn()).await.map(LegacyInsert::refusal);
-            }
-            let mut tx = sqlx::Connection::begin(conn.conn()).await?;
-            let refused = insert.within(&mut tx).await?;
-            if refused.is_none() {
-                tx.commit().await?;
-            }
-            // Otherwise dropping the transaction rolls it back.
-            Ok(refused)
-        })
-        .await;
-        match conn.finish(done, is_connection_error) {
-            Ok(None) => Ok(()),
-            Ok(Some(refusal)) => Err(refusal),
-            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
-            Err(e) => Err(backend("insert a legacy task", e)),
+rows_task_store! {
+    impl[] TaskStore for PostgresLegacyStore {
+        fn name(&self) -> &'static str {
+            "postgres-legacy"
         }
-    }
 
-    async fn create_with(
-        &self,
-        mut record: TaskRecord,
-        caps: CreateCaps,
-        hook: &dyn TransactionHook,
-    ) -> Result<(), StoreError> {
-        record.version = 1;
-        let insert = LegacyInsert::new(&record, caps)?;
-        let conn = self.store().engine().conn().await?;
-        let done = run_hooked(conn, "BEGIN", ENGINE, &record, hook, &insert, is_connection_error).await;
-        done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
-    }
+        fn now_ms(&self) -> u64 {
+            self.store().now_ms()
+        }
 
-    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
-        common::get(self, task_id, owner).await
-    }
+        /// Under a per-owner cap: in one transaction, the owner's creates take
+        /// turns on an advisory lock (on every node), count the owner's rows by
+        /// the list index, then claim a slot under the row cap and insert.
+        async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+            record.version = 1;
+            let insert = LegacyInsert::new(&record, caps)?;
+            let mut conn = self.store().engine().conn().await?;
+            let done = bounded(conn.deadline(), async {
+                if insert.per_owner.is_none() {
+                    // One statement, no transaction needed.
+                    return insert.statement().execute(conn.conn()).await.map(LegacyInsert::refusal);
+                }
+                let mut tx = sqlx::Connection::begin(conn.conn()).await?;
+                let refused = insert.within(&mut tx).await?;
+                if refused.is_none() {
+                    tx.commit().await?;
+                }
+                // Otherwise dropping the transaction rolls it back.
+                Ok(refused)
+            })
+            .await;
+            match conn.finish(done, is_connection_error) {
+                Ok(None) => Ok(()),
+                Ok(Some(refusal)) => Err(refusal),
+                Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(StoreError::Duplicate),
+                Err(e) => Err(backend("insert a legacy task", e)),
+            }
+        }
 
-    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
-        common::modify(self, task_id, owner, f, None).await
-    }
+        async fn create_with(
+            &self,
+            mut record: TaskRecord,
+            caps: CreateCaps,
+            hook: &dyn TransactionHook,
+        ) -> Result<(), StoreError> {
+            record.version = 1;
+            let insert = LegacyInsert::new(&record, caps)?;
+            let conn = self.store().engine().conn().await?;
+            let done = run_hooked(conn, "BEGIN", ENGINE, &record, hook, &insert, is_connection_error).await;
+            done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
+        }
 
-    async fn update_with(
-        &self,
-        task_id: &str,
-        owner: Owner<'_>,
-        f: UpdateFn<'_>,
-        hook: &dyn TransactionHook,
-    ) -> Result<TaskRecord, StoreError> {
-        common::modify(self, task_id, owner, f, Some(hook)).await
-    }
+        async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+            let sql = format!(
+                "UPDATE conduit_legacy_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), \
+                 version = version + 1 WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
+            );
+            let q = sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node.to_owned());
+            let n = self.store().engine().write("renew legacy leases", q).await?;
+            Ok(usize::try_from(n).unwrap_or(usize::MAX))
+        }
 
-    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
-        common::cleanup(self, terminal_ttl_ms).await
-    }
+        async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+            self.store().engine().renew_named("conduit_legacy_tasks", node, task_ids, until_ms).await
+        }
 
-    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
-        let sql = format!(
-            "UPDATE conduit_legacy_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), \
-             version = version + 1 WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
-        );
-        let q = sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node.to_owned());
-        let n = self.store().engine().write("renew legacy leases", q).await?;
-        Ok(usize::try_from(n).unwrap_or(usize::MAX))
-    }
+        async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+            let now = common::ms(self.now_ms());
+            let sql = format!(
+                "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
+                 AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
+            );
+            self.select("list lapsed legacy leases", AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit))).await
+        }
 
-    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
-        self.store().engine().renew_named("conduit_legacy_tasks", node, task_ids, until_ms).await
-    }
-
-    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
-        let sql = format!(
-            "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
-             AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
-        );
-        self.select("list lapsed legacy leases", AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit))).await
-    }
-
-    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
-        let sql = format!(
-            "{SELECT_ROW} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
-             AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
-        );
-        self.select("list a node's legacy leases", AssertSqlSafe(sql), |q| {
-            q.bind(node.to_owned()).bind(now).bind(common::limit(limit))
-        })
-        .await
+        async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+            let now = common::ms(self.now_ms());
+            let sql = format!(
+                "{SELECT_ROW} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
+                 AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
+            );
+            self.select("list a node's legacy leases", AssertSqlSafe(sql), |q| {
+                q.bind(node.to_owned()).bind(now).bind(common::limit(limit))
+            })
+            .await
+        }
     }
 }
 

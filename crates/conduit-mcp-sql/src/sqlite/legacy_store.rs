@@ -3,13 +3,14 @@
 
 use super::table_sql::LEGACY_TASKS;
 use super::{ENGINE, SqliteStore, backend, broken};
+use crate::common::rows_task_store;
 use crate::common::{
     self, CLEANUP_BATCH, Hooked, LIVE_STATUSES, LegacyInsert, RowWrite, Rows, Stripes, Swap, Sweep, run_hooked,
 };
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy_store::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TaskStore, TransactionHook};
 use sqlx::{AssertSqlSafe, SqliteConnection};
 use std::sync::Arc;
 
@@ -123,100 +124,75 @@ impl Rows for SqliteLegacyStore {
     }
 }
 
-#[async_trait]
-impl TaskStore for SqliteLegacyStore {
-    fn name(&self) -> &'static str {
-        "sqlite-legacy"
-    }
+rows_task_store! {
+    impl[] TaskStore for SqliteLegacyStore {
+        fn name(&self) -> &'static str {
+            "sqlite-legacy"
+        }
 
-    fn now_ms(&self) -> u64 {
-        self.store().now_ms()
-    }
+        fn now_ms(&self) -> u64 {
+            self.store().now_ms()
+        }
 
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.create_capped(record, CreateCaps::rows(max_rows)).await
-    }
+        /// One statement under both caps (the writer connection orders every
+        /// create on the file): the row counter, and the owner's rows counted by
+        /// the list index; a refusal is then told apart by that count.
+        async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+            record.version = 1;
+            let insert = LegacyInsert::new(&record, caps)?;
+            let mut conn = self.store().engine().writer().await?;
+            let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
+            conn.finish(done, broken).map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
+        }
 
-    /// One statement under both caps (the writer connection orders every
-    /// create on the file): the row counter, and the owner's rows counted by
-    /// the list index; a refusal is then told apart by that count.
-    async fn create_capped(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
-        record.version = 1;
-        let insert = LegacyInsert::new(&record, caps)?;
-        let mut conn = self.store().engine().writer().await?;
-        let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
-        conn.finish(done, broken).map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
-    }
+        async fn create_with(
+            &self,
+            mut record: TaskRecord,
+            caps: CreateCaps,
+            hook: &dyn TransactionHook,
+        ) -> Result<(), StoreError> {
+            record.version = 1;
+            let insert = LegacyInsert::new(&record, caps)?;
+            let conn = self.store().engine().writer().await?;
+            let done = run_hooked(conn, "BEGIN IMMEDIATE", ENGINE, &record, hook, &insert, broken).await;
+            done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
+        }
 
-    async fn create_with(
-        &self,
-        mut record: TaskRecord,
-        caps: CreateCaps,
-        hook: &dyn TransactionHook,
-    ) -> Result<(), StoreError> {
-        record.version = 1;
-        let insert = LegacyInsert::new(&record, caps)?;
-        let conn = self.store().engine().writer().await?;
-        let done = run_hooked(conn, "BEGIN IMMEDIATE", ENGINE, &record, hook, &insert, broken).await;
-        done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
-    }
+        async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+            let sql = format!(
+                "UPDATE conduit_legacy_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
+                 version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES}"
+            );
+            let q = sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node);
+            let done = self.store().engine().write("renew legacy leases", q).await?;
+            Ok(usize::try_from(done).unwrap_or(usize::MAX))
+        }
 
-    async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
-        common::get(self, task_id, owner).await
-    }
+        async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
+            self.store().engine().renew_named("conduit_legacy_tasks", node, task_ids, until_ms).await
+        }
 
-    async fn update(&self, task_id: &str, owner: Owner<'_>, f: UpdateFn<'_>) -> Result<TaskRecord, StoreError> {
-        common::modify(self, task_id, owner, f, None).await
-    }
+        async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+            let now = common::ms(self.now_ms());
+            let sql = format!(
+                "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
+                 AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
+            );
+            self.store().engine().select(AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit))).await
+        }
 
-    async fn update_with(
-        &self,
-        task_id: &str,
-        owner: Owner<'_>,
-        f: UpdateFn<'_>,
-        hook: &dyn TransactionHook,
-    ) -> Result<TaskRecord, StoreError> {
-        common::modify(self, task_id, owner, f, Some(hook)).await
-    }
-
-    async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
-        common::cleanup(self, terminal_ttl_ms).await
-    }
-
-    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
-        let sql = format!(
-            "UPDATE conduit_legacy_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
-             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES}"
-        );
-        let q = sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node);
-        let done = self.store().engine().write("renew legacy leases", q).await?;
-        Ok(usize::try_from(done).unwrap_or(usize::MAX))
-    }
-
-    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
-        self.store().engine().renew_named("conduit_legacy_tasks", node, task_ids, until_ms).await
-    }
-
-    async fn lapsed_leases(&self, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
-        let sql = format!(
-            "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
-             AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
-        );
-        self.store().engine().select(AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit))).await
-    }
-
-    async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
-        let now = common::ms(self.now_ms());
-        let sql = format!(
-            "{SELECT_ROW} WHERE lease_node = ?1 AND status IN {LIVE_STATUSES} \
-             AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"
-        );
-        let node = node.to_owned();
-        self.store()
-            .engine()
-            .select(AssertSqlSafe(sql), move |q| q.bind(node).bind(now).bind(common::limit(limit)))
-            .await
+        async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+            let now = common::ms(self.now_ms());
+            let sql = format!(
+                "{SELECT_ROW} WHERE lease_node = ?1 AND status IN {LIVE_STATUSES} \
+                 AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"
+            );
+            let node = node.to_owned();
+            self.store()
+                .engine()
+                .select(AssertSqlSafe(sql), move |q| q.bind(node).bind(now).bind(common::limit(limit)))
+                .await
+        }
     }
 }
 
