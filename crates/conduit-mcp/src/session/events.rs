@@ -37,10 +37,27 @@ pub const DEFAULT_OVERSIZE_REPLAY_BYTES_PER_CLIENT: usize = 16 * 1024 * 1024;
 
 /// The bytes of messages kept for replay beyond their sessions' budgets, per client
 /// (a session record's `client_key`), shared by the sessions of a node.
-#[derive(Debug)]
+///
+/// A client is counted under a keyed 64-bit hash of its key, so a session carries eight
+/// bytes rather than a copy of the key (an idle session's size counts), and no client
+/// can choose a key that shares another's count.
+#[derive(Debug, Default)]
 pub(crate) struct OversizePool {
-    pub(crate) held: Counts<Box<str>>,
-    pub(crate) per_client: usize,
+    held: Counts<u64>,
+    per_client: usize,
+    hasher: std::hash::RandomState,
+}
+
+impl OversizePool {
+    /// A pool of `per_client` bytes for each client.
+    pub(crate) fn new(per_client: usize) -> Self {
+        Self { per_client, ..Self::default() }
+    }
+
+    /// How the pool names the client whose key is `client_key`.
+    pub(crate) fn client(&self, client_key: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, client_key)
+    }
 }
 
 /// How much one session keeps for replay.
@@ -51,7 +68,7 @@ pub(crate) struct ReplayBounds {
     /// Bytes at most, but for a newest message larger than this by itself.
     pub(crate) bytes: usize,
     /// Where such a message is counted, and for which client (`None`: it is always kept).
-    pub(crate) oversize: Option<(Arc<OversizePool>, Box<str>)>,
+    pub(crate) oversize: Option<(Arc<OversizePool>, u64)>,
 }
 
 #[derive(Debug)]
@@ -76,7 +93,7 @@ struct Inner {
     standalone: Option<u64>,
     /// The place in the client's pool of a newest message larger than the budget (boxed:
     /// most sessions never have one, and an idle session's size counts).
-    oversize: Option<Box<Held<Box<str>>>>,
+    oversize: Option<Box<Held<u64>>>,
 }
 
 /// The streams of one session.
@@ -85,7 +102,7 @@ pub struct EventLog {
     inner: Mutex<Inner>,
     cap: usize,
     budget: usize,
-    oversize: Option<(Arc<OversizePool>, Box<str>)>,
+    oversize: Option<(Arc<OversizePool>, u64)>,
 }
 
 /// Forgets `stream` when it has finished and none of its events is left in the buffer.
@@ -317,10 +334,9 @@ mod tests {
     fn messages_over_the_budget_share_the_clients_pool() {
         let big = || Message::Result { id: RequestId::Number(1), result: json!({ "text": "x".repeat(1000) }) };
         let one = crate::bounds::json_len(&big());
-        let pool = Arc::new(OversizePool { held: Counts::default(), per_client: 2 * one });
-        let log = || {
-            EventLog::bounded(ReplayBounds { events: 16, bytes: 100, oversize: Some((pool.clone(), "alice".into())) })
-        };
+        let pool = Arc::new(OversizePool::new(2 * one));
+        let alice = pool.client("alice");
+        let log = || EventLog::bounded(ReplayBounds { events: 16, bytes: 100, oversize: Some((pool.clone(), alice)) });
         let replayed = |log: &EventLog, s: u64| {
             let mut rx = log.resume(&format!("{s}-0"));
             rx.as_mut().and_then(|rx| rx.try_recv().ok()).and_then(|e| e.1)

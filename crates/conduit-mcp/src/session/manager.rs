@@ -209,8 +209,7 @@ impl Sessions {
             counts: Default::default(),
             bytes: Default::default(),
         });
-        let oversize =
-            Arc::new(OversizePool { held: Default::default(), per_client: config.oversize_replay_bytes_per_client });
+        let oversize = Arc::new(OversizePool::new(config.oversize_replay_bytes_per_client));
         Self { config, clock, node, live: Mutex::default(), waits, oversize }
     }
 
@@ -223,7 +222,7 @@ impl Sessions {
         ReplayBounds {
             events: self.config.replay_events,
             bytes: self.config.replay_bytes,
-            oversize: Some((self.oversize.clone(), record.client_key.as_str().into())),
+            oversize: Some((self.oversize.clone(), self.oversize.client(&record.client_key))),
         }
     }
 
