@@ -24,6 +24,14 @@ cargo build --workspace --examples --all-features
 echo "== the API docs build without a warning (all features; broken intra-doc links fail)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 
+echo "== the published crates' docs as docs.rs builds them (nightly, --cfg docsrs: feature badges)"
+if cargo +nightly --version >/dev/null 2>&1; then
+  RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc --all-features --no-deps \
+    -p conduit-mcp -p conduit-mcp-sql -p conduit-mcp-cli
+else
+  log "no nightly toolchain: the docs.rs build (--cfg docsrs) is not checked"
+fi
+
 echo "== the published crates package and build from their .crate files (scripts/package.sh)"
 bash scripts/package.sh
 
