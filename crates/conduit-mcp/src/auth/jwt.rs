@@ -87,6 +87,11 @@ impl Authenticate for Jwt {
         if let Some(arr) = claims.get("scp").and_then(Value::as_array) {
             p.scopes.extend(arr.iter().filter_map(Value::as_str).map(String::from));
         }
+        // `exp` is required by the validation; leeway as it allowed.
+        p.valid_until_ms = claims
+            .get("exp")
+            .and_then(Value::as_u64)
+            .map(|e| e.saturating_add(self.validation.leeway).saturating_mul(1000));
         p.claims = claims;
         Ok(p)
     }

@@ -40,12 +40,23 @@ pub struct Principal {
     pub scopes: BTreeSet<String>,
     /// Raw claims (JWT) or other attributes.
     pub claims: Map<String, Value>,
+    /// When the credentials stop proving this principal, in milliseconds since the Unix epoch
+    /// by the authenticator's clock, leeway included: a JWT's `exp`, an introspection answer's
+    /// reuse limit. `None`: no end is known (static tokens, API keys). A long-lived stream
+    /// opened with these credentials ends (or checks them again) at this instant.
+    pub valid_until_ms: Option<u64>,
 }
 
 impl Principal {
     /// A principal with an id and no scopes.
     pub fn new(id: impl Into<String>) -> Self {
-        Self { id: id.into(), scopes: BTreeSet::new(), claims: Map::new() }
+        Self { id: id.into(), scopes: BTreeSet::new(), claims: Map::new(), valid_until_ms: None }
+    }
+
+    /// Sets when the credentials stop proving this principal (see [`Principal::valid_until_ms`]).
+    pub fn valid_until_ms(mut self, ms: u64) -> Self {
+        self.valid_until_ms = Some(ms);
+        self
     }
 
     /// Adds scopes.

@@ -62,6 +62,9 @@ pub(super) async fn validate(sh: &Shared, token: &str) -> Result<Principal, Auth
         Some(Value::String(s)) => p.scopes.extend(s.split_whitespace().map(str::to_owned)),
         _ => {}
     }
+    // check_claims made sure `exp` is there.
+    let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
+    p.valid_until_ms = Some(exp.saturating_add(sh.cfg.leeway.as_secs()).saturating_mul(1000));
     p.claims = claims;
     Ok(p)
 }

@@ -101,15 +101,13 @@ pub(super) async fn introspect(sh: &Shared, token: &str) -> Result<Principal, Au
         if claims.get("active") != Some(&Value::Bool(true)) {
             continue;
         }
-        let principal = principal_of(sh, &issuer.issuer.url, claims)?;
+        let mut principal = principal_of(sh, &issuer.issuer.url, claims)?;
         let exp_ms = principal.claims.get("exp").and_then(Value::as_u64).map_or(u64::MAX, |e| e.saturating_mul(1000));
         let ttl = u64::try_from(sh.cfg.introspection_ttl.as_millis()).unwrap_or(u64::MAX);
-        sh.introspection.put(
-            key,
-            principal.clone(),
-            exp_ms.min(now.saturating_add(ttl)),
-            sh.cfg.introspection_cache_bytes,
-        );
+        let reuse_until = exp_ms.min(now.saturating_add(ttl));
+        // The answer proves the principal until it would be asked again.
+        principal.valid_until_ms = Some(reuse_until);
+        sh.introspection.put(key, principal.clone(), reuse_until, sh.cfg.introspection_cache_bytes);
         return Ok(principal);
     }
     match unavailable {
