@@ -1,5 +1,6 @@
 //! The request decoder (body bytes → message): never panics, and whatever
-//! it accepts re-encodes to JSON that decodes to the same message.
+//! it accepts re-encodes to JSON that decodes to the same message, and its
+//! params survive serde_json's own write → read (as in a store).
 #![no_main]
 
 use conduit_mcp::protocol::jsonrpc::parse::{Incoming, parse_incoming};
@@ -11,6 +12,11 @@ fuzz_target!(|data: &[u8]| {
             let mut v = serde_json::json!({ "jsonrpc": "2.0", "id": r.id.to_value(), "method": r.method });
             if let Some(p) = &r.params {
                 v["params"] = p.clone();
+            }
+            // What a store or a relay does: write it out and read it back with serde_json.
+            if let Some(p) = &r.params {
+                let stored: serde_json::Value = serde_json::from_str(&p.to_string()).expect("params re-read");
+                assert_eq!(&stored, p, "params changed after one serialise → parse cycle");
             }
             let again = parse_incoming(v.to_string().as_bytes());
             match again {

@@ -60,6 +60,21 @@ fn rows() -> Vec<Row> {
     let mut no_content_type = row("no content type", discover.clone(), "server/discover", 400, -32700, Value::Null);
     no_content_type.headers.remove("content-type");
 
+    // serde_json gives this member name a meaning of its own (raw JSON text) when it comes
+    // first in an object, and a stored, re-read copy puts it first: refused at the door.
+    let mut reserved_name = row(
+        "a member name serde_json reserves",
+        format!(
+            r#"{{"jsonrpc":"2.0","id":"rv","method":"tools/call","params":{{"_meta":{},"name":"echo","arguments":{{"text":"x","y":{{"n":"","$serde_json::private::RawValue":{{}}}}}}}}}}"#,
+            meta()
+        ),
+        "tools/call",
+        200,
+        -32602,
+        json!("rv"),
+    );
+    reserved_name.headers.insert("mcp-name", HeaderValue::from_static("echo"));
+
     vec![
         row("invalid JSON", r#"{"jsonrpc":"2.0","id":1,"method":"#, "server/discover", 400, -32700, Value::Null),
         row("empty body", "", "server/discover", 400, -32700, Value::Null),
@@ -180,6 +195,7 @@ fn rows() -> Vec<Row> {
         ),
         json_row("listen without notifications", req("l", "subscriptions/listen", json!({})), 200, -32602, json!("l")),
         json_row("cursor is a number", req("cu", "tools/list", json!({ "cursor": 3 })), 200, -32602, json!("cu")),
+        reserved_name,
         row(
             "integer id beyond 64 bits",
             format!(

@@ -6,6 +6,7 @@
 //! which is required and nullable).
 //!
 //! - [`jsonrpc`]: envelopes, error codes, the parser and the encoder;
+//! - [`peer_json`]: a peer's JSON read into `Value`s that survive every round trip;
 //! - [`version`]: revisions and the era decision;
 //! - [`methods`]: every method and notification name;
 //! - [`routing`]: which values the HTTP routing headers mirror, and their encoding;
@@ -23,6 +24,7 @@ pub mod legacy_tasks;
 pub mod meta;
 pub mod methods;
 pub mod mrtr;
+pub mod peer_json;
 pub mod prompts;
 pub mod resources;
 pub mod routing;

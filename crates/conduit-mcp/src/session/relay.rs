@@ -116,7 +116,7 @@ impl ForwardedResponse {
 
     /// Reads what [`encode`](Self::encode) wrote; `None` for anything else.
     pub fn decode(text: &str) -> Option<Self> {
-        let mut v: Value = serde_json::from_str(text).ok()?;
+        let mut v = crate::protocol::peer_json::from_str(text).ok()?;
         let node = v.get("n")?.as_str()?.to_owned();
         let session_key = v.get("s")?.as_str()?.to_owned();
         let owner = match v.get("o")? {

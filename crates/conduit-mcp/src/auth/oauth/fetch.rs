@@ -50,7 +50,7 @@ pub(super) async fn json(req: reqwest::RequestBuilder) -> Result<Value, String> 
         }
         body.extend_from_slice(&chunk);
     }
-    match serde_json::from_slice::<Value>(&body) {
+    match crate::protocol::peer_json::from_slice(&body) {
         Ok(v @ Value::Object(_)) => Ok(v),
         Ok(_) => Err("answer is not a JSON object".into()),
         Err(e) => Err(format!("answer is not JSON: {e}")),

@@ -34,7 +34,7 @@ impl Fetch {
         }
         let status = resp.status().as_u16();
         let body = http_options::read_body(resp, MAX_DOCUMENT, self.opts.timeout).await?;
-        Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+        Ok((status, crate::protocol::peer_json::from_slice(&body).unwrap_or(Value::Null)))
     }
 
     /// GET a metadata document.

@@ -7,7 +7,9 @@
 
 use super::error::RpcError;
 use super::message::{Request, RequestId};
+use crate::protocol::peer_json::{self, PeerValue};
 use serde_json::Value;
+use std::cell::Cell;
 use std::fmt;
 
 /// A response read from the peer.
@@ -42,7 +44,9 @@ pub type ParseFailure = (Option<RequestId>, RpcError);
 
 /// Parses raw bytes into a message, with the spec's error for each fault.
 ///
-/// The error carries the id when one could be read, so it can be echoed.
+/// The error carries the id when one could be read, so it can be echoed. Member
+/// values are read by [`peer_json`](crate::protocol::peer_json): an object with a
+/// member name serde_json reserves is refused (`-32602` in `params`, else `-32600`).
 pub fn parse_incoming(bytes: &[u8]) -> Result<Incoming, ParseFailure> {
     let text = std::str::from_utf8(bytes).map_err(|_| (None, RpcError::parse_error("body is not valid UTF-8")))?;
     // The envelope's members are read straight into their slots: no map of the
@@ -55,7 +59,9 @@ pub fn parse_incoming(bytes: &[u8]) -> Result<Incoming, ParseFailure> {
     }
 }
 
-/// Classifies an already-parsed JSON value (see [`parse_incoming`]).
+/// Classifies an already-parsed JSON value (see [`parse_incoming`]). Read a
+/// peer's text with [`peer_json::from_str`] first: `serde_json` alone gives a
+/// reserved member name a meaning of its own before this can refuse it.
 pub fn classify(value: Value) -> Result<Incoming, ParseFailure> {
     let mut obj = match value {
         Value::Object(o) => o,
@@ -64,14 +70,24 @@ pub fn classify(value: Value) -> Result<Incoming, ParseFailure> {
         }
         _ => return Err((None, RpcError::invalid_request("expected a JSON object"))),
     };
-    classify_fields(Fields {
+    let mut f = Fields {
         id: obj.remove("id"),
         jsonrpc: obj.remove("jsonrpc"),
         method: obj.remove("method"),
         params: obj.remove("params"),
         result: obj.remove("result"),
         error: obj.remove("error"),
-    })
+        reserved_in: None,
+    };
+    let held = |v: &Option<Value>| v.as_ref().is_some_and(peer_json::holds_reserved);
+    f.reserved_in = if held(&f.params) {
+        Some(Member::Params)
+    } else if held(&f.id) || held(&f.jsonrpc) || held(&f.method) || held(&f.result) || held(&f.error) {
+        Some(Member::Other)
+    } else {
+        None
+    };
+    classify_fields(f)
 }
 
 /// The members of an incoming object that classification looks at.
@@ -83,6 +99,15 @@ struct Fields {
     params: Option<Value>,
     result: Option<Value>,
     error: Option<Value>,
+    /// Which member held an object with a reserved member name (that member was skipped).
+    reserved_in: Option<Member>,
+}
+
+/// Where a reserved member name was found.
+#[derive(Clone, Copy)]
+enum Member {
+    Params,
+    Other,
 }
 
 fn classify_fields(mut f: Fields) -> Result<Incoming, ParseFailure> {
@@ -100,6 +125,11 @@ fn classify_fields(mut f: Fields) -> Result<Incoming, ParseFailure> {
     };
     if f.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
         return Err((id, RpcError::invalid_request("jsonrpc must be \"2.0\"")));
+    }
+    match f.reserved_in {
+        None => {}
+        Some(Member::Params) => return Err((id, RpcError::invalid_params(RESERVED_IN_PARAMS))),
+        Some(Member::Other) => return Err((id, RpcError::invalid_request(RESERVED))),
     }
     if f.result.is_some() || f.error.is_some() {
         return response(id, f);
@@ -137,6 +167,12 @@ fn response(id: Option<RequestId>, f: Fields) -> Result<Incoming, ParseFailure> 
     };
     Ok(Incoming::Response(Response { id, outcome }))
 }
+
+/// What a message with a reserved member name in its `params` is told.
+const RESERVED_IN_PARAMS: &str = "Invalid params: member names starting with \"$serde_json::private::\" are reserved";
+
+/// What a message with a reserved member name elsewhere is told.
+const RESERVED: &str = "member names starting with \"$serde_json::private::\" are reserved";
 
 /// The top level of an incoming body.
 enum Envelope {
@@ -191,22 +227,35 @@ impl<'de> serde::Deserialize<'de> for Envelope {
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
                 // A repeated member: the last one counts, as in a `Value` map.
                 let mut f = Fields::default();
+                let reserved = Cell::new(false);
                 while let Some(key) = map.next_key::<Key>()? {
-                    let v: Value = map.next_value()?;
-                    match key {
-                        Key::Id => f.id = Some(v),
-                        Key::Jsonrpc => f.jsonrpc = Some(v),
-                        Key::Method => f.method = Some(v),
-                        Key::Params => f.params = Some(v),
-                        Key::Result => f.result = Some(v),
-                        Key::Error => f.error = Some(v),
-                        Key::Other => {}
+                    let v = map.next_value_seed(PeerValue { reserved: &reserved })?;
+                    let slot = match key {
+                        Key::Id => &mut f.id,
+                        Key::Jsonrpc => &mut f.jsonrpc,
+                        Key::Method => &mut f.method,
+                        Key::Params => &mut f.params,
+                        Key::Result => &mut f.result,
+                        Key::Error => &mut f.error,
+                        Key::Other => {
+                            reserved.set(false); // an ignored member is not read
+                            continue;
+                        }
+                    };
+                    *slot = Some(v);
+                    if reserved.take() {
+                        let here = if matches!(key, Key::Params) { Member::Params } else { Member::Other };
+                        f.reserved_in = Some(match (f.reserved_in, here) {
+                            (Some(Member::Other), _) | (_, Member::Other) => Member::Other,
+                            _ => Member::Params,
+                        });
                     }
                 }
                 Ok(Envelope::Object(f))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Envelope, A::Error> {
-                while seq.next_element::<Value>()?.is_some() {}
+                let ignored = Cell::new(false);
+                while seq.next_element_seed(PeerValue { reserved: &ignored })?.is_some() {}
                 Ok(Envelope::Array)
             }
             fn visit_bool<E>(self, _: bool) -> Result<Envelope, E> {
@@ -271,6 +320,28 @@ mod tests {
         assert_eq!(parse_incoming(br#"{"jsonrpc":"2.0","result":{}}"#).unwrap_err().1.code, -32600);
         assert_eq!(parse_incoming(br#"{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}"#).unwrap_err().1.code, -32600);
         assert_eq!(parse_incoming(br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{}}"#).unwrap_err().1.code, -32600);
+    }
+
+    #[test]
+    fn refuses_reserved_member_names_and_echoes_the_id() {
+        // The fuzz finding: accepted, but re-encoded it no longer parsed.
+        let body =
+            br#"{"jsonrpc":"2.0","id":"","method":"","params":{"":{"n":"","$serde_json::private::RawValue":{}}}}"#;
+        let (id, e) = parse_incoming(body).unwrap_err();
+        assert_eq!((id, e.code), (Some(RequestId::String(String::new())), -32602));
+        assert!(e.message.contains("reserved"), "{}", e.message);
+        let body = br#"{"jsonrpc":"2.0","id":4,"result":{"\u0024serde_json::private::RawValue":"1"}}"#;
+        let (id, e) = parse_incoming(body).unwrap_err();
+        assert_eq!((id, e.code), (Some(RequestId::Number(4)), -32600));
+        let body = br#"{"jsonrpc":"2.0","method":"n","params":{"$serde_json::private::Number":"1"}}"#;
+        assert_eq!(parse_incoming(body).unwrap_err().1.code, -32602);
+        // In a member nobody reads, it changes nothing.
+        let body = br#"{"jsonrpc":"2.0","id":5,"method":"m","x":{"$serde_json::private::RawValue":"1"}}"#;
+        assert!(matches!(parse_incoming(body), Ok(Incoming::Request(_))));
+        // A value built elsewhere is held to the same rule.
+        let built = serde_json::json!({"jsonrpc":"2.0","id":6,"method":"m",
+            "params":{"a":{"$serde_json::private::RawValue":"1"}}});
+        assert_eq!(classify(built).unwrap_err().1.code, -32602);
     }
 
     #[test]
