@@ -293,11 +293,19 @@ pub fn admin(tasks: Tasks) -> axum::Router {
 /// `http::serve` path (`Bound::serve_with`, `TCP_NODELAY` and the default limits, but for
 /// listen streams: W5 holds one per connection from one address), printing where it
 /// listens; runs until the process is stopped.
-pub async fn serve(addr: std::net::SocketAddr, server: Server, tasks: Tasks) -> Result<(), String> {
+pub async fn serve(
+    addr: std::net::SocketAddr,
+    server: Server,
+    tasks: Tasks,
+    oauth: Option<conduit_mcp::auth::oauth::OAuth>,
+) -> Result<(), String> {
     let bound = http::bind(addr).await.map_err(|e| format!("cannot bind {addr}: {e}"))?;
     eprintln!("listening on http://{}/mcp", bound.local_addr());
     let forever = std::future::pending::<()>();
-    let config = HttpConfig::default().max_listen_streams_per_client(usize::MAX);
+    let mut config = HttpConfig::default().max_listen_streams_per_client(usize::MAX);
+    if let Some(oauth) = oauth {
+        config = config.oauth(oauth);
+    }
     bound.serve_with(server, config, admin(tasks), forever).await.map_err(|e| e.to_string())
 }
 

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! bench-server [--listen 127.0.0.1:PORT] [--store memory|sqlite|postgres] [--database-url PATH|URL]
-//!              [--pg-schema NAME] [--fresh]
+//!              [--pg-schema NAME] [--fresh] [--oauth-issuer URL --oauth-resource URL]
 //! bench-server sweep [--tasks N] [--expired-percent P] [--getters 1,50] [--baseline-ms MS]
 //! ```
 //!
@@ -13,6 +13,9 @@
 //! (default `conduit_bench`), with `LISTEN`/`NOTIFY` carrying changes between every
 //! bench server on that schema. `--fresh` starts from an empty store: the SQLite file
 //! (and its `-wal`/`-shm`) removed, or the PostgreSQL schema dropped, first.
+//! `--oauth-issuer` makes it an OAuth resource server for `--oauth-resource` (tokens
+//! of that issuer required on every request; `bench-as` is one), as
+//! `scripts/bench_auth.sh` measures.
 //!
 //! The second form runs W6 in process and prints its results as JSON on stdout.
 
@@ -58,6 +61,12 @@ struct ServeArgs {
     /// Start from an empty store (SQLite: remove the file; PostgreSQL: drop the schema).
     #[arg(long)]
     fresh: bool,
+    /// Require access tokens of this authorization server (a loopback URL: `bench-as`).
+    #[arg(long, requires = "oauth_resource")]
+    oauth_issuer: Option<String>,
+    /// The resource the tokens must be for (their `aud`).
+    #[arg(long, requires = "oauth_issuer")]
+    oauth_resource: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -94,7 +103,14 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let opened = ours::open_store(&opts, clock.clone()).await?;
     let tasks = ours::tasks_on(opened, clock)?;
     let server = ours::server(&tasks)?;
-    ours::serve(args.listen, server, tasks).await
+    let oauth = match (args.oauth_issuer, args.oauth_resource) {
+        (Some(issuer), Some(resource)) => {
+            let cfg = conduit_mcp::auth::oauth::OAuthConfig::new(issuer, resource);
+            Some(conduit_mcp::auth::oauth::OAuth::new(cfg).map_err(|e| format!("OAuth: {e}"))?)
+        }
+        _ => None,
+    };
+    ours::serve(args.listen, server, tasks, oauth).await
 }
 
 async fn sweep(args: SweepArgs) -> Result<(), String> {

@@ -4,6 +4,7 @@
 
 use super::Shared;
 use super::issuer::Found;
+use super::principal_cache::token_hash;
 use crate::auth::{AuthError, Principal};
 use jsonwebtoken::{Algorithm, Validation, decode, decode_header};
 use serde_json::{Map, Value};
@@ -20,8 +21,26 @@ pub(super) fn looks_like_jwt(token: &str) -> bool {
     token.split('.').count() == 3
 }
 
-/// Validates a JWT access token; the principal is `iss#sub` with its scopes.
+/// Validates a JWT access token; the principal is `iss#sub` with its scopes. A
+/// token verified before is answered from the cache until its own limit.
 pub(super) async fn validate(sh: &Shared, token: &str) -> Result<Principal, AuthError> {
+    let key = token_hash(token);
+    let now = sh.cfg.clock.now_ms();
+    if let Some(p) = sh.verified.get(&key, now) {
+        return Ok(p);
+    }
+    let (p, keys_fresh_until) = verify(sh, token).await?;
+    // Believed no longer than the token lives, nor than the keys that verified it are fresh.
+    let until = p.valid_until_ms.unwrap_or(0).min(keys_fresh_until);
+    if until > now {
+        sh.verified.put(key, p.clone(), until, sh.cfg.jwt_cache_bytes);
+    }
+    Ok(p)
+}
+
+/// Checks a JWT's signature and claims (see the module docs); also says until when
+/// the key set that verified it is fresh.
+async fn verify(sh: &Shared, token: &str) -> Result<(Principal, u64), AuthError> {
     let header = decode_header(token).map_err(|_| invalid("malformed token or unsupported algorithm"))?;
     if matches!(header.alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512) {
         return Err(invalid("symmetric signatures are not accepted"));
@@ -35,8 +54,8 @@ pub(super) async fn validate(sh: &Shared, token: &str) -> Result<Principal, Auth
     let iss = unverified.get("iss").and_then(Value::as_str).ok_or_else(|| invalid("token has no issuer"))?;
     let issuer =
         sh.issuers.iter().find(|i| i.issuer.url == iss).ok_or_else(|| invalid("token from an untrusted issuer"))?;
-    let keys = match issuer.find(sh, header.kid.as_deref(), header.alg).await {
-        Found::Keys(k) => k,
+    let (keys, keys_fresh_until) = match issuer.find(sh, header.kid.as_deref(), header.alg).await {
+        Found::Keys(k, fresh_until) => (k, fresh_until),
         Found::Unknown => return Err(invalid("token signed by an unknown key")),
         Found::Unavailable(why) => return Err(AuthError::Unavailable(format!("the authorization server: {why}"))),
     };
@@ -66,7 +85,7 @@ pub(super) async fn validate(sh: &Shared, token: &str) -> Result<Principal, Auth
     let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
     p.valid_until_ms = Some(exp.saturating_add(sh.cfg.leeway.as_secs()).saturating_mul(1000));
     p.claims = claims;
-    Ok(p)
+    Ok((p, keys_fresh_until))
 }
 
 /// `iss` (exact), `exp` (required) and `nbf` with leeway, `aud` naming our resource.

@@ -95,6 +95,10 @@ pub struct OAuthConfig {
     pub introspection_ttl: Duration,
     /// Bytes of introspection answers kept at most (default 4 MiB).
     pub introspection_cache_bytes: usize,
+    /// Bytes of verified JWTs' principals kept at most (default 4 MiB): a token seen
+    /// again is not verified again until its `exp` (with the leeway) or, if sooner, until
+    /// the keys that verified it are [`keys_ttl`](Self::keys_ttl) old.
+    pub jwt_cache_bytes: usize,
     /// Timeout of each request to an authorization server (default 5 s).
     pub fetch_timeout: Duration,
     /// The clock tokens are checked against.
@@ -117,6 +121,7 @@ impl OAuthConfig {
             refetch_interval: Duration::from_secs(30),
             introspection_ttl: Duration::from_secs(60),
             introspection_cache_bytes: 4 * 1024 * 1024,
+            jwt_cache_bytes: 4 * 1024 * 1024,
             fetch_timeout: Duration::from_secs(5),
             clock: Arc::new(SystemClock),
         }

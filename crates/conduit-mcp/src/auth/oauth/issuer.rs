@@ -26,8 +26,9 @@ type NamedKey = (Option<String>, Arc<KeyEntry>);
 
 /// What a key lookup found.
 pub(super) enum Found {
-    /// Candidate keys (one when the token names a known `kid`).
-    Keys(Vec<Arc<KeyEntry>>),
+    /// Candidate keys (one when the token names a known `kid`), and until when (ms) the
+    /// key set they come from is fresh: what they verify may be believed that long.
+    Keys(Vec<Arc<KeyEntry>>, u64),
     /// Keys are known, but none matches.
     Unknown,
     /// No keys could ever be fetched: the AS is unreachable or broken.
@@ -74,16 +75,19 @@ impl IssuerState {
     /// The keys that may have signed a token with this `kid` and `alg`.
     pub(super) async fn find(&self, sh: &Shared, kid: Option<&str>, alg: Algorithm) -> Found {
         let now = sh.cfg.clock.now_ms();
-        let fresh = self.read().fetched_ms.is_some_and(|f| now.saturating_sub(f) < ms(sh.cfg.keys_ttl));
+        let fresh_until = |st: &State| st.fetched_ms.map_or(0, |f| f.saturating_add(ms(sh.cfg.keys_ttl)));
+        let fresh = fresh_until(&self.read()) > now;
         let hit = self.lookup(kid, alg);
         if !hit.is_empty() && fresh {
-            return Found::Keys(hit);
+            return Found::Keys(hit, fresh_until(&self.read()));
         }
-        self.refresh(sh, now).await;
+        // A known key past its TTL still verifies while a refresh is under way elsewhere;
+        // without one, wait for the fetch in flight: it is the answer.
+        self.refresh(sh, now, hit.is_empty()).await;
         let hit = self.lookup(kid, alg);
         let st = self.read();
         if !hit.is_empty() {
-            Found::Keys(hit)
+            Found::Keys(hit, fresh_until(&st))
         } else if st.fetched_ms.is_none() {
             Found::Unavailable(st.last_error.clone().unwrap_or_else(|| "signing keys not fetched yet".into()))
         } else {
@@ -96,19 +100,24 @@ impl IssuerState {
         if let Some(m) = self.read().metadata.clone() {
             return Ok(m);
         }
-        self.refresh(sh, sh.cfg.clock.now_ms()).await;
+        self.refresh(sh, sh.cfg.clock.now_ms(), true).await;
         let st = self.read();
         st.metadata.clone().ok_or_else(|| st.last_error.clone().unwrap_or_else(|| "metadata not fetched yet".into()))
     }
 
     /// Fetches metadata (if not known) and keys, unless another fetch ran
-    /// within `refetch_interval`; one at a time.
-    async fn refresh(&self, sh: &Shared, now: u64) {
+    /// within `refetch_interval`; one at a time. With a fetch in flight, waits for
+    /// it when `wait` (the caller has nothing to go on without it), else returns.
+    async fn refresh(&self, sh: &Shared, now: u64, wait: bool) {
         let may = |st: &State| st.attempted_ms.is_none_or(|a| now.saturating_sub(a) >= ms(sh.cfg.refetch_interval));
-        if !may(&self.read()) {
-            return;
-        }
-        let _one = self.refresh.lock().await;
+        let _one = match self.refresh.try_lock() {
+            Ok(one) => one,
+            Err(_) if wait => {
+                drop(self.refresh.lock().await);
+                return;
+            }
+            Err(_) => return,
+        };
         {
             let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
             if !may(&st) {

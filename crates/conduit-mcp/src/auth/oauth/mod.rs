@@ -15,7 +15,11 @@
 //!   the authorization server; known keys keep working while it is down. The
 //!   algorithm must be one the key allows (never `none`, never HMAC); `iss` must
 //!   be a trusted issuer, `exp` is required, `exp`/`nbf` get
-//!   [`OAuthConfig::leeway`], and `aud` must name [`OAuthConfig::resource`].
+//!   [`OAuthConfig::leeway`], and `aud` must name [`OAuthConfig::resource`]. A
+//!   verified token's principal is cached by the token's SHA-256 (bounded in bytes:
+//!   [`OAuthConfig::jwt_cache_bytes`]), so a token seen again costs a hash, not a
+//!   signature check, until its `exp` (with the leeway) or until the keys that verified
+//!   it are due to be fetched again, whichever is first.
 //! - **Opaque tokens** are introspected (RFC 7662) with
 //!   [`OAuthConfig::introspection_client`]; active answers are cached for
 //!   [`OAuthConfig::introspection_ttl`] (never past the token's `exp`).
@@ -45,6 +49,7 @@ mod fetch;
 mod introspect;
 mod issuer;
 mod metadata;
+mod principal_cache;
 mod resource;
 mod scopes;
 
@@ -56,6 +61,7 @@ use super::{AuthError, Authenticate, Principal, bearer_token};
 use async_trait::async_trait;
 use introspect::IntrospectionCache;
 use issuer::IssuerState;
+use principal_cache::PrincipalCache;
 use scopes::ScopeHierarchy;
 use std::sync::Arc;
 
@@ -67,6 +73,8 @@ pub(super) struct Shared {
     issuers: Vec<IssuerState>,
     hierarchy: ScopeHierarchy,
     introspection: IntrospectionCache,
+    /// Principals of JWTs verified already.
+    verified: PrincipalCache,
     resource: ProtectedResource,
 }
 
@@ -108,6 +116,7 @@ impl OAuth {
             issuers: cfg.issuers.iter().cloned().map(IssuerState::new).collect(),
             hierarchy: ScopeHierarchy::new(&cfg.scope_hierarchy),
             introspection: IntrospectionCache::default(),
+            verified: PrincipalCache::default(),
             resource,
             resource_url,
             http,
