@@ -185,6 +185,7 @@ async fn oauth_flags_are_checked_at_start() {
         ),
         (vec!["--token", "t=alice", "--oauth-issuer", "https://as.example"], "exclude each other"),
         (vec!["--stdio", "--oauth-issuer", "https://as.example"], "--stdio"),
+        (vec!["--auth-failure-rate", "fast"], "--auth-failure-rate"),
         (vec!["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"], "/nonexistent/cert.pem"),
     ] {
         let (code, stderr) = Node::refused(&args).await;

@@ -247,7 +247,7 @@ async fn session_request(
     request: axum::extract::Request,
 ) -> Result<(Arc<LegacySession>, HeaderMap, Option<Principal>), Response> {
     let parts = request.into_parts().0;
-    let principal = admit(&st.config, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await?;
+    let principal = admit(st, &parts).await?;
     match session_of(st, &parts.headers, principal.as_ref()).await? {
         Some(session) => Ok((session, parts.headers, principal)),
         None => Err(super::method_not_allowed().await),
