@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod introspection_as;
+
 use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
 use conduit_mcp::clock::ManualClock;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};

@@ -16,9 +16,16 @@
 //!   algorithm must be one the key allows (never `none`, never HMAC); `iss` must
 //!   be a trusted issuer, `exp` is required, `exp`/`nbf` get
 //!   [`OAuthConfig::leeway`], and `aud` must name [`OAuthConfig::resource`].
-//! - **Opaque tokens** are introspected (RFC 7662) with
-//!   [`OAuthConfig::introspection_client`]; active answers are cached for
-//!   [`OAuthConfig::introspection_ttl`] (never past the token's `exp`).
+//! - **Opaque tokens** are introspected (RFC 7662) at each issuer that has
+//!   credentials ([`OAuthConfig::introspection_client_for`]), with its own, in
+//!   order until one calls the token active. Active answers are cached for
+//!   [`OAuthConfig::introspection_ttl`] (never past the token's `exp`), refused
+//!   tokens for [`OAuthConfig::introspection_inactive_ttl`], both by the token's
+//!   SHA-256 and bounded in bytes; one token is introspected once at a time;
+//!   each issuer is asked [`OAuthConfig::max_concurrent_introspections`] at once
+//!   at most and not at all for [`OAuthConfig::introspection_backoff`] after a
+//!   failure (503 at once meanwhile; a cached token never waits). An answer for a
+//!   refresh token is refused.
 //! - The [`Principal`] id is `ISSUER#SUB`, so equal subjects of two issuers
 //!   are two principals; its scopes are the token's plus every scope they
 //!   imply ([`OAuthConfig::implies`]). A token without [`OAuthConfig::scopes`]
@@ -43,10 +50,13 @@ mod config;
 mod config_toml;
 mod fetch;
 mod introspect;
+mod introspect_cache;
+mod introspect_gate;
 mod issuer;
 mod metadata;
 mod resource;
 mod scopes;
+mod single_flight;
 
 pub use config::{ClientCredentials, Issuer, MAX_LEEWAY, OAuthConfig};
 pub use config_toml::OAuthConfigError;
@@ -54,7 +64,7 @@ pub use resource::{ProtectedResource, WELL_KNOWN_PRM};
 
 use super::{AuthError, Authenticate, Principal, bearer_token};
 use async_trait::async_trait;
-use introspect::IntrospectionCache;
+use introspect::Introspection;
 use issuer::IssuerState;
 use scopes::ScopeHierarchy;
 use std::sync::Arc;
@@ -66,7 +76,7 @@ pub(super) struct Shared {
     http: reqwest::Client,
     issuers: Vec<IssuerState>,
     hierarchy: ScopeHierarchy,
-    introspection: IntrospectionCache,
+    introspection: Introspection,
     resource: ProtectedResource,
 }
 
@@ -92,6 +102,9 @@ impl OAuth {
         for i in &cfg.issuers {
             fetch::check_url("issuer", &i.url).map_err(|e| bad("issuer", e))?;
         }
+        if let Some(why) = &cfg.misplaced_introspection_client {
+            return Err(bad("introspection_client", why.clone()));
+        }
         if cfg.leeway > MAX_LEEWAY {
             return Err(bad("leeway_s", format!("at most {} seconds", MAX_LEEWAY.as_secs())));
         }
@@ -105,9 +118,13 @@ impl OAuth {
         let resource_url = reqwest::Url::parse(&cfg.resource).map_err(|e| bad("resource", e.to_string()))?;
         let http = fetch::client(cfg.fetch_timeout).map_err(|e| bad("oauth", e))?;
         let shared = Shared {
-            issuers: cfg.issuers.iter().cloned().map(IssuerState::new).collect(),
+            issuers: cfg
+                .issuers
+                .iter()
+                .map(|i| IssuerState::new(i.clone(), cfg.max_concurrent_introspections))
+                .collect(),
             hierarchy: ScopeHierarchy::new(&cfg.scope_hierarchy),
-            introspection: IntrospectionCache::default(),
+            introspection: Introspection::default(),
             resource,
             resource_url,
             http,
