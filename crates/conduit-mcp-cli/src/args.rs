@@ -109,7 +109,7 @@ impl ServeArgs {
                 (self.tls.any(), "--tls-cert"),
                 (
                     self.limits.any(),
-                    "--max-listen-streams, --listen-idle-timeout-s, --require-task-name or --request-rate",
+                    "--max-listen-streams, --listen-idle-timeout-s, --require-task-name, --request-rate or --auth-failure-rate",
                 ),
             ];
             if let Some((_, flag)) = http_only.iter().find(|(set, _)| *set) {

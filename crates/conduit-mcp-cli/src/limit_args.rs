@@ -30,6 +30,11 @@ pub(crate) struct LimitArgs {
     /// `,burst=N` (e.g. `50/s,burst=100`); past it: 429 with Retry-After [default: no rate].
     #[arg(long, value_name = "RATE")]
     pub(crate) request_rate: Option<RateLimit>,
+    /// HTTP, with authentication: failed authentications one address may make, per node, as
+    /// `--request-rate`, or `off`; checked before the credentials, so past it: 429 with Retry-After
+    /// and nothing asked of an authorization server [default: 30/min,burst=20].
+    #[arg(long, value_name = "RATE")]
+    pub(crate) auth_failure_rate: Option<RateOrOff>,
     /// Tasks one client may create, per node (HTTP and stdio), as `--request-rate` [default: no rate].
     #[arg(long, value_name = "RATE")]
     pub(crate) task_create_rate: Option<RateLimit>,
@@ -43,6 +48,7 @@ impl LimitArgs {
             || self.listen_idle_timeout_s.is_some()
             || self.require_task_name
             || self.request_rate.is_some()
+            || self.auth_failure_rate.is_some()
     }
 
     /// `cfg` with `--task-create-rate` applied.
@@ -74,6 +80,24 @@ impl LimitArgs {
         if let Some(rate) = self.request_rate {
             cfg = cfg.request_rate(Some(rate));
         }
+        if let Some(RateOrOff(rate)) = self.auth_failure_rate {
+            cfg = cfg.auth_failure_rate(rate);
+        }
         Ok(cfg)
+    }
+}
+
+/// A rate, or `off` (no rate at all).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RateOrOff(pub(crate) Option<RateLimit>);
+
+impl std::str::FromStr for RateOrOff {
+    type Err = conduit_mcp::quota::RateLimitError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "off" => Ok(Self(None)),
+            s => s.parse().map(|r| Self(Some(r))),
+        }
     }
 }

@@ -6,7 +6,7 @@
 use conduit_mcp::auth::oauth::{Issuer, OAuthConfig};
 
 /// The environment variable read for the introspection secret when
-/// `--oauth-introspection-client` names only the client id.
+/// `--oauth-introspection-client` names only the client id (once at most).
 pub(crate) const INTROSPECTION_SECRET_ENV: &str = "CONDUIT_MCP_INTROSPECTION_SECRET";
 
 #[derive(clap::Args, Debug, Default)]
@@ -28,10 +28,11 @@ pub(crate) struct OAuthArgs {
     /// A broader scope that implies a narrower one (repeatable), e.g. `mcp:admin=mcp:deploy`.
     #[arg(long = "oauth-scope-implies", value_name = "BROAD=NARROW")]
     pub(crate) implies: Vec<String>,
-    /// Introspect opaque tokens as this client of the authorization server: `ID:SECRET`, or `ID`
-    /// with the secret in CONDUIT_MCP_INTROSPECTION_SECRET.
-    #[arg(long = "oauth-introspection-client", value_name = "ID:SECRET")]
-    pub(crate) introspection_client: Option<String>,
+    /// Introspect opaque tokens at ISSUER as this client of it (repeatable, one per issuer; its
+    /// credentials go to it alone): `ISSUER=ID:SECRET`, or `ISSUER=ID` with the secret in
+    /// CONDUIT_MCP_INTROSPECTION_SECRET. Without `ISSUER=` only when one issuer is trusted.
+    #[arg(long = "oauth-introspection-client", value_name = "ISSUER=ID:SECRET")]
+    pub(crate) introspection_clients: Vec<String>,
 }
 
 /// The `[oauth]` table of the `--config` file, if there is one.
@@ -56,7 +57,7 @@ impl OAuthArgs {
             || !self.scopes.is_empty()
             || !self.tool_scopes.is_empty()
             || !self.implies.is_empty()
-            || self.introspection_client.is_some()
+            || !self.introspection_clients.is_empty()
     }
 
     /// The first OAuth flag set, to name in an error.
@@ -78,7 +79,13 @@ impl OAuthArgs {
                     t.resource = r.clone();
                 }
                 if !self.issuers.is_empty() {
-                    t.issuers = self.issuers.iter().map(Issuer::new).collect();
+                    // The table's credentials stay with their issuer, if it is still trusted.
+                    let known = std::mem::take(&mut t.issuers);
+                    t.issuers = self
+                        .issuers
+                        .iter()
+                        .map(|url| known.iter().find(|i| i.url == *url).cloned().unwrap_or_else(|| Issuer::new(url)))
+                        .collect();
                 }
                 t
             }
@@ -100,22 +107,69 @@ impl OAuthArgs {
             let (broad, narrow) = pair("--oauth-scope-implies", i, '=', "BROAD=NARROW")?;
             cfg = cfg.implies(broad, [narrow]);
         }
-        if let Some(c) = &self.introspection_client {
-            let (id, secret) = match c.split_once(':') {
-                Some(_) => pair("--oauth-introspection-client", c, ':', "ID:SECRET")?,
-                None => (c.as_str(), ""),
+        let mut from_env = false;
+        let mut given = Vec::new();
+        for value in &self.introspection_clients {
+            let (issuer, id, secret) = introspection_client(value, &cfg)?;
+            if given.contains(&issuer) {
+                return Err(format!("--oauth-introspection-client: credentials for {issuer} given twice"));
+            }
+            let secret = match secret {
+                Some(s) => s.to_owned(),
+                None if from_env => {
+                    return Err(format!(
+                        "--oauth-introspection-client {issuer}={id}: {INTROSPECTION_SECRET_ENV} holds one secret, \
+                         already used; give ISSUER=ID:SECRET"
+                    ));
+                }
+                None => {
+                    from_env = true;
+                    std::env::var(INTROSPECTION_SECRET_ENV).map_err(|_| {
+                        format!("--oauth-introspection-client {issuer}={id}: give ID:SECRET or set {INTROSPECTION_SECRET_ENV}")
+                    })?
+                }
             };
-            let secret = if secret.is_empty() {
-                std::env::var(INTROSPECTION_SECRET_ENV).map_err(|_| {
-                    format!("--oauth-introspection-client {id}: give ID:SECRET or set {INTROSPECTION_SECRET_ENV}")
-                })?
-            } else {
-                secret.to_owned()
-            };
-            cfg = cfg.introspection_client(id, secret);
+            cfg = cfg.introspection_client_for(&issuer, id, secret);
+            given.push(issuer);
         }
         Ok(Some(cfg))
     }
+}
+
+/// One `--oauth-introspection-client` value: the issuer its credentials belong to (named, or
+/// the only one trusted), the client id, and the secret when given. Errors never repeat the value
+/// (it holds a secret).
+fn introspection_client<'a>(value: &'a str, cfg: &OAuthConfig) -> Result<(String, &'a str, Option<&'a str>), String> {
+    const FLAG: &str = "--oauth-introspection-client";
+    // `ISSUER=` is matched against the trusted issuers: a URL's path may hold `=` or `:`.
+    let named =
+        cfg.issuers.iter().find_map(|i| Some((i.url.clone(), value.strip_prefix(i.url.as_str())?.strip_prefix('=')?)));
+    let (issuer, rest) = match named {
+        Some(found) => found,
+        None if value.starts_with("https://") || value.starts_with("http://") => {
+            let trusted: Vec<&str> = cfg.issuers.iter().map(|i| i.url.as_str()).collect();
+            return Err(format!("{FLAG}: ISSUER= must be a trusted issuer ({})", trusted.join(", ")));
+        }
+        None => match cfg.issuers.as_slice() {
+            [only] => (only.url.clone(), value),
+            several => {
+                return Err(format!(
+                    "{FLAG}: {} issuers are trusted; credentials belong to one of them, name it: {FLAG} ISSUER=ID:SECRET",
+                    several.len()
+                ));
+            }
+        },
+    };
+    let (id, secret) = match rest.split_once(':') {
+        Some((id, secret)) => (id.trim(), Some(secret.trim())),
+        None => (rest.trim(), None),
+    };
+    if id.is_empty() || secret == Some("") {
+        return Err(format!(
+            "{FLAG} for {issuer}: expected ISSUER=ID:SECRET, or ISSUER=ID with {INTROSPECTION_SECRET_ENV}"
+        ));
+    }
+    Ok((issuer, id, secret))
 }
 
 #[cfg(test)]
@@ -136,7 +190,7 @@ mod tests {
         let mut a = args(&["https://as.example"], Some("https://mcp.example/mcp"));
         a.scopes = vec!["mcp:read".into()];
         a.tool_scopes = vec!["deploy=mcp:deploy".into()];
-        a.introspection_client = Some("rs:s3cret".into());
+        a.introspection_clients = vec!["rs:s3cret".into()];
         let c = a.config(None).unwrap().unwrap();
         assert_eq!(c.scopes, ["mcp:read"]);
         assert_eq!(c.scopes_of_tool("deploy"), ["mcp:deploy"]);
@@ -153,5 +207,31 @@ mod tests {
         let mut bad = args(&["https://as.example"], Some("https://r"));
         bad.tool_scopes = vec!["deploy".into()];
         assert!(bad.config(None).unwrap_err().contains("TOOL=SCOPE"));
+    }
+
+    #[test]
+    fn introspection_credentials_name_their_issuer() {
+        let creds = |c: &OAuthConfig| -> Vec<Option<String>> {
+            c.issuers.iter().map(|i| i.introspection_client.as_ref().map(|c| c.id.clone())).collect()
+        };
+        let mut two = args(&["https://a.example", "https://b.example/t=1"], Some("https://r"));
+        two.introspection_clients = vec!["https://b.example/t=1=rs-b:sb".into()];
+        assert_eq!(creds(&two.config(None).unwrap().unwrap()), [None, Some("rs-b".into())]);
+        two.introspection_clients.push("https://a.example=rs-a:sa".into());
+        assert_eq!(creds(&two.config(None).unwrap().unwrap()), [Some("rs-a".into()), Some("rs-b".into())]);
+        for (values, expected) in [
+            (vec!["rs:secret"], "name it"),
+            (vec!["https://c.example=rs:secret"], "trusted issuer"),
+            (vec!["https://a.example=rs:s", "https://a.example=rs:t"], "twice"),
+            (vec!["https://a.example=:secret"], "expected ISSUER=ID:SECRET"),
+        ] {
+            two.introspection_clients = values.iter().map(|v| v.to_string()).collect();
+            let e = two.config(None).unwrap_err();
+            assert!(e.contains(expected) && !e.contains(":secret"), "{values:?}: {e}");
+        }
+        // The table's credentials stay with their issuer when the flags list the issuers again.
+        let table = OAuthConfig::new("https://a.example", "https://r").introspection_client("rs-a", "sa");
+        let again = args(&["https://b.example", "https://a.example"], None);
+        assert_eq!(creds(&again.config(Some(table)).unwrap().unwrap()), [None, Some("rs-a".into())]);
     }
 }

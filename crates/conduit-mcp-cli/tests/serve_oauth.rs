@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use conduit_mcp_test_oauth::{APP, AuthorizationServer, Login};
+use conduit_mcp_test_oauth::{APP, AuthorizationServer, Login, RESOURCE_SERVER, ResourceSettings};
 use serde_json::{Value, json};
 
 /// A free loopback port (the resource URL must be known before the server starts).
@@ -185,12 +185,48 @@ async fn oauth_flags_are_checked_at_start() {
         ),
         (vec!["--token", "t=alice", "--oauth-issuer", "https://as.example"], "exclude each other"),
         (vec!["--stdio", "--oauth-issuer", "https://as.example"], "--stdio"),
+        (vec!["--auth-failure-rate", "fast"], "--auth-failure-rate"),
         (vec!["--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"], "/nonexistent/cert.pem"),
     ] {
         let (code, stderr) = Node::refused(&args).await;
         assert_eq!(code, Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: expected {expected:?} in {stderr}");
     }
+}
+
+/// Introspection credentials belong to one issuer (finding 3 of issue 34): with two issuers,
+/// a bare `ID:SECRET` is refused at start, and `ISSUER=ID:SECRET` introspects at that issuer
+/// alone — the other, which has no credentials here, never sees a token.
+#[tokio::test]
+async fn introspection_credentials_belong_to_their_issuer() {
+    let (Some(a), Some(b)) = (AuthorizationServer::start().await, AuthorizationServer::start().await) else {
+        return;
+    };
+    let creds = format!("{}:{}", RESOURCE_SERVER.id, RESOURCE_SERVER.secret.unwrap());
+    let two = ["--oauth-issuer", a.issuer(), "--oauth-issuer", b.issuer()];
+    let bare = [&two[..], &["--resource", "http://127.0.0.1:9/mcp", "--oauth-introspection-client", &creds]].concat();
+    let (code, stderr) = Node::refused(&bare).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("ISSUER=ID:SECRET") && !stderr.contains("rs-secret"), "{stderr}");
+
+    let listen = format!("127.0.0.1:{}", free_port());
+    let resource = format!("http://{listen}/mcp");
+    let for_a = format!("{}={creds}", a.issuer());
+    let args = [&["--listen", &listen, "--resource", &resource, "--oauth-scope", "mcp:read"], &two[..]].concat();
+    let node = Node::start_exactly(&[&args[..], &["--oauth-introspection-client", &for_a]].concat()).await;
+    a.set_resource(&resource, ResourceSettings::opaque()).await;
+    b.set_resource(&resource, ResourceSettings::opaque()).await;
+    let login = |who: &str| Login::new(&APP, &resource).scope("mcp:read").account(who);
+    let at_a = a.login(&login("alice")).await.unwrap().access_token;
+    let at_b = b.login(&login("bob")).await.unwrap().access_token;
+    assert_eq!(at_a.split('.').count(), 1, "opaque");
+    a.reset_stats().await;
+    b.reset_stats().await;
+    let http = reqwest::Client::new();
+    assert_eq!(raw_discover(&http, &node.url, Some(&at_a)).await.status(), 200);
+    assert_eq!(raw_discover(&http, &node.url, Some(&at_b)).await.status(), 401, "B has no credentials here");
+    assert_eq!(a.stats().await.introspection, 2, "both tokens were asked about at A");
+    assert_eq!(b.stats().await.introspection, 0, "B never saw a token");
 }
 
 #[tokio::test]

@@ -183,3 +183,38 @@ async fn api_keys_over_http() {
     let bearer = h.send_with(&body, |hd| set(hd, "authorization", "Bearer k-123")).await;
     assert_eq!(bearer.status.as_u16(), 401);
 }
+
+/// Two `Authorization` headers (or two of an API-key header) are a malformed request, whichever
+/// comes first: 400 with `error="invalid_request"` (RFC 6750 §3.1), never the first one's principal
+/// (finding 6 of issue 34).
+#[tokio::test]
+async fn two_credential_headers_are_a_bad_request() {
+    let h = start_with(server(), HttpConfig::default().auth(Jwt::hs256(SECRET, ISS, AUD).expect("validator"))).await;
+    let body = call("who", "whoami", json!({}));
+    let good = format!("Bearer {}", sign(Algorithm::HS256, &hmac_key(), &claims(json!({}))));
+    for pair in [[good.as_str(), "Bearer junk"], ["Bearer junk", good.as_str()], [good.as_str(), good.as_str()]] {
+        let r = h
+            .send_with(&body, |hd| {
+                for v in pair {
+                    hd.append("authorization", v.parse().expect("header value"));
+                }
+            })
+            .await;
+        assert_eq!(r.status.as_u16(), 400, "{pair:?}: {}", r.text);
+        let c = r.www_authenticate();
+        assert!(c.starts_with("Bearer") && c.contains("error=\"invalid_request\""), "{c}");
+        assert!(r.body.get("result").is_none());
+    }
+    whoami(&h, good.trim_start_matches("Bearer ").to_owned()).await.assert_ok(&json!("who"));
+
+    let keys = ApiKeys::new().key("k-123", Principal::new("service-a"));
+    let h = start_with(server(), HttpConfig::default().auth(keys)).await;
+    let r = h
+        .send_with(&body, |hd| {
+            hd.append("x-api-key", "k-123".parse().expect("value"));
+            hd.append("x-api-key", "junk".parse().expect("value"));
+        })
+        .await;
+    assert_eq!(r.status.as_u16(), 400, "{}", r.text);
+    assert!(r.www_authenticate().starts_with("ApiKey") && r.www_authenticate().contains("invalid_request"));
+}

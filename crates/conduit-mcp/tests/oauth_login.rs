@@ -92,6 +92,17 @@ async fn step_up_to_a_tool_scope_and_scope_hierarchies() {
     assert_eq!(needed, "mcp:read mcp:deploy");
     assert!(challenge_param(&c, "resource_metadata").is_some());
 
+    // Inside a 2025-11-25 session, the same answer: 403 and the very same challenge, not a 200
+    // carrying a JSON-RPC error (finding 5 of issue 34).
+    let mut legacy = legacy_common::Legacy::new(&rs.url).with_token(&basic);
+    legacy.initialize(json!({})).await;
+    let r = legacy.post(&legacy_common::rpc(7, "tools/call", json!({ "name": "deploy", "arguments": {} }))).await;
+    assert_eq!(r.status(), 403);
+    let legacy_challenge = r.headers().get("www-authenticate").map(|v| v.to_str().unwrap().to_owned());
+    assert_eq!(legacy_challenge.as_deref(), Some(c.as_str()), "both eras challenge alike");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!((&body["id"], &body["error"]["data"]["requiredScopes"]), (&json!(7), &json!(["mcp:deploy"])));
+
     // The client asks for what the challenge named, and the call goes through.
     let stepped = auth.login_in(&browser, &Login::new(&APP, &rs.url).scope(&needed)).await.unwrap().access_token;
     let r = post(&rs.url, &call(2, "deploy", json!({})), Some(&stepped)).await;

@@ -8,8 +8,10 @@ mod common;
 mod oauth_support;
 
 use common::call;
+use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
 use conduit_mcp::clock::Clock;
 use conduit_mcp_test_oauth::{APP, AuthorizationServer, Fault, Faults, Key, Login, Options, ResourceSettings};
+use oauth_support::introspection_as::{Answer, IntrospectionAs, active, basic};
 use oauth_support::*;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -67,7 +69,10 @@ async fn keys_rotate_refetches_are_rate_limited_and_bad_tokens_are_refused() {
     tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this binary");
 
     let Some(auth) = AuthorizationServer::start().await else { return };
-    let rs = start(&[auth.issuer()], |c| c.keys_ttl(Duration::from_secs(600))).await;
+    // Some 45 refusals from one address follow: past its budget of failed authentications they
+    // would be 429s, so this server has none (the budget is checked in `made_up_opaque_tokens_…`).
+    let rs =
+        start_with(&[auth.issuer()], |c| c.keys_ttl(Duration::from_secs(600)), |h| h.auth_failure_rate(None)).await;
     let mut tokens = Vec::new();
     let login = Login::new(&APP, &rs.url).scope(READ);
     let first = auth.login(&login).await.unwrap().access_token;
@@ -206,17 +211,176 @@ async fn opaque_tokens_are_introspected_and_cached_briefly() {
     whoami(&rs, &token).await.assert_ok(&json!(1));
     assert_eq!(auth.stats().await.introspection, 2, "asked again after the cache time");
 
-    // Introspection down: a cached answer still serves; an uncached token is 503.
+    // Introspection down: a cached answer still serves; an uncached token is 503, and stays
+    // 503 without asking for the backoff after the failure (5 s), however the AS is doing.
     auth.set_faults(Faults::none().introspection(Fault::Down)).await;
     whoami(&rs, &token).await.assert_ok(&json!(1));
     let other = auth.login(&Login::new(&APP, &rs.url).scope(READ)).await.unwrap().access_token;
     assert_eq!(whoami(&rs, &other).await.status, 503);
     auth.set_faults(Faults::none()).await;
+    assert_eq!(whoami(&rs, &other).await.status, 503, "within the backoff");
+    rs.clock.advance(5_000);
     whoami(&rs, &other).await.assert_ok(&json!(1));
 
-    // An unknown opaque token is not active: 401, and not cached.
-    assert_refused(&whoami(&rs, "no-such-token").await, "inactive");
+    // An unknown opaque token is not active: 401, and refused from the cache for a while.
     let before = auth.stats().await.introspection;
+    assert_refused(&whoami(&rs, "no-such-token").await, "inactive");
     assert_refused(&whoami(&rs, "no-such-token").await, "inactive again");
-    assert_eq!(auth.stats().await.introspection, before + 1, "an inactive answer is not cached");
+    assert_eq!(auth.stats().await.introspection, before + 1, "an inactive answer is cached briefly");
+}
+
+/// Finding 1 of issue 34: made-up opaque tokens are no free relay to the AS. From one
+/// address, past its budget of failed authentications, 429 before the AS is asked; the same
+/// token, however often and however concurrently, is asked about once per inactive TTL.
+#[tokio::test]
+async fn made_up_opaque_tokens_cost_the_authorization_server_little() {
+    let auth = IntrospectionAs::start().await; // every token inactive
+    let rs = start(&[&auth.issuer], |c| c.introspection_client("rs", "rs-secret")).await;
+    let mut limited = 0;
+    for n in 0..300 {
+        let r = whoami(&rs, &format!("made-up-{n}")).await;
+        match r.status.as_u16() {
+            401 => assert_refused(&r, "inactive"),
+            429 => {
+                limited += 1;
+                assert!(r.headers.contains_key("retry-after"), "{}", r.text);
+            }
+            s => panic!("made-up token {n}: HTTP {s}: {}", r.text),
+        }
+    }
+    let calls = auth.calls();
+    eprintln!("300 made-up tokens from one address: {calls} introspection POSTs, {limited} answered 429");
+    assert!(calls <= 25, "{calls} introspection POSTs for 300 made-up tokens from one address");
+    assert!(limited >= 270, "{limited} of 300 refused with 429");
+
+    // The same made-up token 50 times at once, then once more: one introspection (without the
+    // address's budget, to count what the cache and the single flight save on their own).
+    let auth = IntrospectionAs::start().await;
+    let rs =
+        start_with(&[&auth.issuer], |c| c.introspection_client("rs", "rs-secret"), |h| h.auth_failure_rate(None)).await;
+    let same = futures_util::future::join_all((0..50).map(|_| whoami(&rs, "the-same-made-up-token"))).await;
+    for r in same.iter().chain(&[whoami(&rs, "the-same-made-up-token").await]) {
+        assert_refused(r, "inactive");
+    }
+    assert_eq!(auth.calls(), 1, "one introspection for 51 uses of one token");
+    // Refused answers are kept briefly: asked again after the inactive TTL (10 s by default).
+    rs.clock.advance(9_999);
+    assert_refused(&whoami(&rs, "the-same-made-up-token").await, "inactive, cached");
+    assert_eq!(auth.calls(), 1);
+    rs.clock.advance(1);
+    assert_refused(&whoami(&rs, "the-same-made-up-token").await, "inactive, asked again");
+    assert_eq!(auth.calls(), 2);
+}
+
+/// Finding 2 of issue 34: a hung introspection endpoint holds at most the per-issuer cap of
+/// requests (the rest get 503 at once), a token whose answer is cached never waits behind it,
+/// and after a failure the issuer is not asked again for a short interval.
+#[tokio::test]
+async fn a_hung_introspection_endpoint_fails_fast_and_cached_tokens_never_wait() {
+    let auth = IntrospectionAs::start().await;
+    let rs = start_with(
+        &[&auth.issuer],
+        |c| c.introspection_client("rs", "rs-secret").fetch_timeout(Duration::from_secs(60)),
+        |h| h.max_connections(12),
+    )
+    .await;
+    let (issuer, resource) = (auth.issuer.clone(), rs.url.clone());
+    auth.answer(move |t| match t {
+        "good" => Answer::Json(active(&issuer, &resource, "alice", READ)),
+        _ => Answer::Hang,
+    });
+    whoami(&rs, "good").await.assert_ok(&json!(1));
+    assert_eq!(auth.calls(), 1);
+
+    // 16 made-up tokens at once while the AS hangs.
+    let url = rs.url.clone();
+    let hung: Vec<_> = (0..16)
+        .map(|n| {
+            let url = url.clone();
+            tokio::spawn(async move { post(&url, &call(1, "whoami", json!({})), Some(&format!("hung-{n}"))).await })
+        })
+        .collect();
+    auth.until_calls(9).await;
+    let started = std::time::Instant::now();
+    whoami(&rs, "good").await.assert_ok(&json!(1));
+    let waited = started.elapsed();
+    assert!(waited < Duration::from_secs(2), "a cached token waited {waited:?} behind the hung AS");
+    eprintln!("a cached token was answered in {waited:?} while the AS hung");
+    let r = whoami(&rs, "one-more").await;
+    assert_eq!(r.status, 503, "{}", r.text);
+    assert!(r.headers.contains_key("retry-after"));
+    assert_eq!(auth.calls(), 9, "at most 8 introspections wait on one issuer");
+
+    // The hung ones fail; then the issuer is not asked for the backoff, and asked again after it.
+    auth.release();
+    for h in hung {
+        let r = h.await.expect("joined");
+        assert_eq!(r.status, 503, "{}", r.text);
+    }
+    let calls = auth.calls();
+    let (issuer, resource) = (auth.issuer.clone(), rs.url.clone());
+    auth.answer(move |t| match t {
+        "good" => Answer::Json(active(&issuer, &resource, "alice", READ)),
+        _ => Answer::Json(json!({ "active": false })),
+    });
+    for n in 0..5 {
+        assert_eq!(whoami(&rs, &format!("after-{n}")).await.status, 503);
+    }
+    assert_eq!(auth.calls(), calls, "no introspection within the backoff");
+    whoami(&rs, "good").await.assert_ok(&json!(1));
+    rs.clock.advance(5_001);
+    assert_refused(&whoami(&rs, "probe").await, "asked again after the backoff");
+    assert_eq!(auth.calls(), calls + 1);
+}
+
+/// Finding 3 of issue 34: introspection credentials belong to one issuer; a token goes only to
+/// issuers that have credentials, each with its own.
+#[tokio::test]
+async fn an_opaque_token_goes_only_to_issuers_with_their_own_credentials() {
+    let (a, b) = (IntrospectionAs::start().await, IntrospectionAs::start().await);
+    let two = OAuthConfig::new(&a.issuer, "http://127.0.0.1:9/mcp").issuer(&b.issuer);
+    let e = OAuth::new(two.clone().introspection_client("rs-a", "secret-a")).expect_err("whose credentials?");
+    assert_eq!(e.key, "introspection_client", "{e}");
+    let e = OAuth::new(two.introspection_client_for("https://c.example", "rs", "s")).expect_err("not trusted");
+    assert_eq!(e.key, "introspection_client", "{e}");
+
+    // Credentials for A only: B, which would call anything active, never sees a token.
+    let rs = start(&[&a.issuer, &b.issuer], |c| c.introspection_client_for(&a.issuer, "rs-a", "secret-a")).await;
+    let (issuer, resource) = (b.issuer.clone(), rs.url.clone());
+    b.answer(move |_| Answer::Json(active(&issuer, &resource, "mallory", READ)));
+    assert_refused(&whoami(&rs, "alice-at-a").await, "inactive at A");
+    let seen = a.seen();
+    assert_eq!((seen.len(), seen[0].token.as_str()), (1, "alice-at-a"));
+    assert_eq!(seen[0].authorization, basic("rs-a", "secret-a"));
+    assert_eq!(b.calls(), 0, "B has no credentials here, so it is never asked");
+
+    // Each with its own: A is asked first with A's, then B with B's.
+    let rs = start(&[&a.issuer, &b.issuer], |c| {
+        c.introspection_client_for(&a.issuer, "rs-a", "secret-a")
+            .introspection_client_for(&b.issuer, "rs-b", "secret-b")
+    })
+    .await;
+    let (issuer, resource) = (b.issuer.clone(), rs.url.clone());
+    b.answer(move |_| Answer::Json(active(&issuer, &resource, "bob", READ)));
+    let who = whoami(&rs, "bob-at-b").await.assert_ok(&json!(1))["structuredContent"].clone();
+    assert_eq!(who["id"], format!("{}#bob", b.issuer));
+    assert_eq!(a.seen().last().map(|s| s.authorization.clone()), Some(basic("rs-a", "secret-a")));
+    assert_eq!(b.seen().iter().map(|s| s.authorization.clone()).collect::<Vec<_>>(), [basic("rs-b", "secret-b")]);
+}
+
+/// Finding 7 of issue 34: an introspection answer for a refresh token is no access token.
+#[tokio::test]
+async fn a_refresh_token_is_not_an_access_token() {
+    let auth = IntrospectionAs::start().await;
+    let rs = start(&[&auth.issuer], |c| c.introspection_client("rs", "rs-secret")).await;
+    let (issuer, resource) = (auth.issuer.clone(), rs.url.clone());
+    auth.answer(move |t| {
+        let mut answer = active(&issuer, &resource, "alice", READ);
+        if t == "refresh" {
+            answer["token_type"] = json!("refresh_token");
+        }
+        Answer::Json(answer)
+    });
+    whoami(&rs, "access").await.assert_ok(&json!(1));
+    assert_refused(&whoami(&rs, "refresh").await, "a refresh token");
 }

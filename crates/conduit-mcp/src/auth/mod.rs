@@ -89,8 +89,12 @@ pub const INSUFFICIENT_SCOPE: &str = "insufficient_scope";
 /// that is expired, revoked, malformed or not for this server (HTTP 401).
 pub const INVALID_TOKEN: &str = "invalid_token";
 
+/// The OAuth error code of a bearer-token challenge (RFC 6750 §3.1) for a
+/// malformed request: credentials given twice, or in a way no one can read (HTTP 400).
+pub const INVALID_REQUEST: &str = "invalid_request";
+
 /// Why authentication failed: `Missing` and `Invalid` are answered with HTTP
-/// 401, `InsufficientScope` with 403, `Unavailable` with 503.
+/// 401, `InvalidRequest` with 400, `InsufficientScope` with 403, `Unavailable` with 503.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuthError {
@@ -100,6 +104,10 @@ pub enum AuthError {
     /// Credentials were presented but are not valid (expired, bad signature, wrong audience, ...).
     #[error("invalid credentials: {0}")]
     Invalid(String),
+    /// The request carries its credentials in a way that cannot be read as one
+    /// (two `Authorization` headers, for one): nothing in it is tried.
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
     /// Valid credentials without scopes every request needs (they are listed).
     #[error("insufficient scope")]
     InsufficientScope(Vec<String>),
@@ -117,6 +125,13 @@ pub trait Authenticate: Send + Sync + 'static {
     /// The `scheme` used in `WWW-Authenticate` challenges (default `Bearer`).
     fn scheme(&self) -> &str {
         "Bearer"
+    }
+
+    /// The header the credentials travel in (default `Authorization`). The HTTP
+    /// transport refuses a request that carries it (or `Authorization`) more than
+    /// once with 400 before this authenticator sees it: which one would count?
+    fn credentials_header(&self) -> http::HeaderName {
+        http::header::AUTHORIZATION
     }
 }
 

@@ -102,6 +102,10 @@ impl Authenticate for ApiKeys {
     fn scheme(&self) -> &str {
         "ApiKey"
     }
+
+    fn credentials_header(&self) -> http::HeaderName {
+        self.header.clone()
+    }
 }
 
 #[cfg(test)]

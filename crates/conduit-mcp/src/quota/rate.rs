@@ -31,6 +31,10 @@ pub const MAX_TRACKED_CLIENTS: usize = 65_536;
 /// The entry every client shares once the map is full.
 const OVERFLOW: u64 = 0;
 
+/// The top bit of a store key asks to look without counting ([`Rates::peek`]);
+/// no client's key has it.
+const PEEK: u64 = 1 << 63;
+
 /// How often idle entries are pruned while the map is not full.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
@@ -165,9 +169,12 @@ impl StateStore for Shared {
         F: Fn(Option<Nanos>) -> Result<(T, Nanos), E>,
     {
         let mut map = self.0.lock();
-        let key = if map.contains_key(key) || map.len() < self.0.max { *key } else { OVERFLOW };
+        let (key, peek) = (key & !PEEK, key & PEEK != 0);
+        let key = if map.contains_key(&key) || map.len() < self.0.max { key } else { OVERFLOW };
         let (answer, next) = f(map.get(&key).map(|t| Nanos::from(*t)))?;
-        map.insert(key, next.as_u64());
+        if !peek {
+            map.insert(key, next.as_u64());
+        }
         Ok(answer)
     }
 }
@@ -233,8 +240,22 @@ impl<C: Clock> Rates<C> {
     /// Counts one for `client`: `Ok`, or how long until it may try again.
     pub(crate) fn check(&self, client: &ClientKey) -> Result<(), Duration> {
         self.prune_if_due();
-        // 0 is the shared overflow entry: no client hashes to it.
-        let key = self.hasher.hash_one(client).max(1);
+        self.decide(self.key_of(client))
+    }
+
+    /// Whether one more for `client` would be allowed now, without counting it: `Ok`,
+    /// or how long until it would be (for a budget checked before and charged after).
+    pub(crate) fn peek(&self, client: &ClientKey) -> Result<(), Duration> {
+        self.decide(self.key_of(client) | PEEK)
+    }
+
+    /// The store key of `client`: 0 is the shared overflow entry and the top bit means
+    /// [`PEEK`], so no client's key is either.
+    fn key_of(&self, client: &ClientKey) -> u64 {
+        (self.hasher.hash_one(client) & !PEEK).max(1)
+    }
+
+    fn decide(&self, key: u64) -> Result<(), Duration> {
         self.limiter.check_key(&key).map_err(|not_until| not_until.wait_time_from(self.limiter.clock().now()))
     }
 
@@ -289,6 +310,23 @@ mod tests {
         assert!(rates.check(&b).is_ok(), "another client has its own budget");
         clock.advance(wait);
         assert!(rates.check(&a).is_ok(), "after the wait");
+    }
+
+    #[test]
+    fn a_peek_decides_like_a_check_but_counts_nothing() {
+        let clock = FakeRelativeClock::default();
+        let rates = Rates::with_clock(RateLimit::per_second(2).expect("rate"), 100, clock.clone());
+        let a = ip(1);
+        for _ in 0..10 {
+            assert!(rates.peek(&a).is_ok(), "looking costs nothing");
+        }
+        assert_eq!(rates.tracked(), 0, "a peek keeps no entry");
+        assert!(rates.check(&a).is_ok() && rates.check(&a).is_ok());
+        let wait = rates.peek(&a).expect_err("the burst is spent");
+        assert_eq!(rates.check(&a).expect_err("and a check agrees"), wait);
+        clock.advance(wait);
+        assert!(rates.peek(&a).is_ok() && rates.peek(&a).is_ok() && rates.check(&a).is_ok());
+        assert!(rates.peek(&a).is_err(), "only the check counted");
     }
 
     #[test]

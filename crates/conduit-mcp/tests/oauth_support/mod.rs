@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod introspection_as;
+
 use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
 use conduit_mcp::clock::ManualClock;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
@@ -66,6 +68,15 @@ pub fn now_ms() -> u64 {
 
 /// Binds, builds the OAuth config for `issuers` with `edit`, and serves.
 pub async fn start(issuers: &[&str], edit: impl FnOnce(OAuthConfig) -> OAuthConfig) -> Rs {
+    start_with(issuers, edit, |h| h).await
+}
+
+/// [`start`], with the HTTP configuration edited by `http_edit` too.
+pub async fn start_with(
+    issuers: &[&str],
+    edit: impl FnOnce(OAuthConfig) -> OAuthConfig,
+    http_edit: impl FnOnce(HttpConfig) -> HttpConfig,
+) -> Rs {
     let bound = http::bind("127.0.0.1:0".parse().expect("address")).await.expect("bind");
     let url = format!("http://{}/mcp", bound.local_addr());
     let clock = Arc::new(ManualClock::new(now_ms()));
@@ -81,7 +92,7 @@ pub async fn start(issuers: &[&str], edit: impl FnOnce(OAuthConfig) -> OAuthConf
     let tasks = Tasks::new(TasksConfig::enabled()).expect("tasks");
     let server = server(&tasks);
     let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(bound.serve(server, HttpConfig::default().oauth(oauth), async move {
+    let served = tokio::spawn(bound.serve(server, http_edit(HttpConfig::default().oauth(oauth)), async move {
         let _ = stopped.await;
     }));
     Rs { url, clock, tasks, stop: Some(stop), served: Some(served) }

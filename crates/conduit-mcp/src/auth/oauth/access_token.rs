@@ -4,7 +4,7 @@
 
 use super::Shared;
 use super::issuer::Found;
-use super::principal_cache::token_hash;
+use super::token_cache::{principal_bytes, token_hash};
 use crate::auth::{AuthError, Principal};
 use jsonwebtoken::{Algorithm, Validation, decode, decode_header};
 use serde_json::{Map, Value};
@@ -33,7 +33,7 @@ pub(super) async fn validate(sh: &Shared, token: &str) -> Result<Principal, Auth
     // Believed no longer than the token lives, nor than the keys that verified it are fresh.
     let until = p.valid_until_ms.unwrap_or(0).min(keys_fresh_until);
     if until > now {
-        sh.verified.put(key, p.clone(), until, sh.cfg.jwt_cache_bytes);
+        sh.verified.put(key, p.clone(), until, principal_bytes(&p), sh.cfg.jwt_cache_bytes);
     }
     Ok(p)
 }

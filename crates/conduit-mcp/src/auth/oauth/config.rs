@@ -10,8 +10,9 @@ use std::time::Duration;
 /// The largest clock leeway accepted for `exp`/`nbf` (a larger one is refused).
 pub const MAX_LEEWAY: Duration = Duration::from_secs(300);
 
-/// Credentials the resource server presents to an authorization server
-/// (`client_secret_basic`), for RFC 7662 introspection.
+/// Credentials the resource server presents to one authorization server
+/// (`client_secret_basic`), for RFC 7662 introspection. They belong to that
+/// issuer: no other is ever sent them.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ClientCredentials {
     /// The client id registered at the authorization server.
@@ -42,7 +43,8 @@ impl std::fmt::Debug for ClientCredentials {
 pub struct Issuer {
     /// The issuer identifier, exactly as the AS's metadata and tokens say it.
     pub url: String,
-    /// Credentials for introspecting opaque tokens (`None`: only JWTs are accepted).
+    /// This issuer's credentials for introspecting opaque tokens (`None`: this issuer
+    /// is never asked about one, and only its JWTs are accepted).
     pub introspection_client: Option<ClientCredentials>,
 }
 
@@ -50,6 +52,13 @@ impl Issuer {
     /// An issuer without introspection.
     pub fn new(url: impl Into<String>) -> Self {
         Self { url: url.into(), introspection_client: None }
+    }
+
+    /// Introspects opaque tokens at this issuer with these credentials (its own).
+    #[must_use]
+    pub fn introspection_client(mut self, id: impl Into<String>, secret: impl Into<String>) -> Self {
+        self.introspection_client = Some(ClientCredentials::new(id, secret));
+        self
     }
 }
 
@@ -61,7 +70,7 @@ impl Issuer {
 /// let cfg = OAuthConfig::new("https://auth.example.com", "https://mcp.example.com/mcp")
 ///     .scope("mcp:read")
 ///     .implies("mcp:admin", ["mcp:deploy", "mcp:read"])
-///     .introspection_client("mcp-server", "its-secret");
+///     .introspection_client_for("https://auth.example.com", "mcp-server", "its-secret");
 /// # let _ = cfg;
 /// ```
 #[derive(Debug, Clone)]
@@ -99,10 +108,24 @@ pub struct OAuthConfig {
     /// again is not verified again until its `exp` (with the leeway) or, if sooner, until
     /// the keys that verified it are [`keys_ttl`](Self::keys_ttl) old.
     pub jwt_cache_bytes: usize,
+    /// How long a refused opaque token (inactive, or active but not for this server) is
+    /// answered 401 without asking again (default 10 s).
+    pub introspection_inactive_ttl: Duration,
+    /// Bytes of refused tokens kept at most (default 256 KiB: 128 bytes each, so 2048).
+    pub introspection_inactive_cache_bytes: usize,
+    /// Introspections one issuer is asked at once (default 8); a token that would be one
+    /// more gets 503 at once (the cached ones are not asked, and never wait).
+    pub max_concurrent_introspections: usize,
+    /// After an introspection fails (an error answer, a timeout), how long that issuer is not
+    /// asked (default 5 s): uncached opaque tokens get 503 at once meanwhile; then one request
+    /// at a time tries again until one succeeds.
+    pub introspection_backoff: Duration,
     /// Timeout of each request to an authorization server (default 5 s).
     pub fetch_timeout: Duration,
     /// The clock tokens are checked against.
     pub clock: Arc<dyn Clock>,
+    /// Why the introspection credentials given cannot be placed (read by `OAuth::new`).
+    pub(super) misplaced_introspection_client: Option<String>,
 }
 
 impl OAuthConfig {
@@ -122,8 +145,13 @@ impl OAuthConfig {
             introspection_ttl: Duration::from_secs(60),
             introspection_cache_bytes: 4 * 1024 * 1024,
             jwt_cache_bytes: 4 * 1024 * 1024,
+            introspection_inactive_ttl: Duration::from_secs(10),
+            introspection_inactive_cache_bytes: 256 * 1024,
+            max_concurrent_introspections: 8,
+            introspection_backoff: Duration::from_secs(5),
             fetch_timeout: Duration::from_secs(5),
             clock: Arc::new(SystemClock),
+            misplaced_introspection_client: None,
         }
     }
 
@@ -133,11 +161,33 @@ impl OAuthConfig {
         self
     }
 
-    /// Introspects opaque tokens of every issuer with these credentials.
+    /// Introspects opaque tokens at the one issuer trusted so far, with these credentials.
+    /// They belong to that issuer alone: with several issuers, say whose they are with
+    /// [`introspection_client_for`](Self::introspection_client_for) (here [`OAuth::new`](super::OAuth::new)
+    /// refuses the configuration).
     pub fn introspection_client(mut self, id: impl Into<String>, secret: impl Into<String>) -> Self {
-        let creds = ClientCredentials::new(id, secret);
-        for i in &mut self.issuers {
-            i.introspection_client = Some(creds.clone());
+        match self.issuers.as_mut_slice() {
+            [only] => only.introspection_client = Some(ClientCredentials::new(id, secret)),
+            several => {
+                self.misplaced_introspection_client = Some(format!(
+                    "{} issuers are trusted: name the one these credentials belong to (introspection_client_for)",
+                    several.len()
+                ));
+            }
+        }
+        self
+    }
+
+    /// Introspects opaque tokens at `issuer` (one already trusted) with its credentials;
+    /// other issuers are never sent them. An issuer not trusted makes
+    /// [`OAuth::new`](super::OAuth::new) refuse the configuration.
+    pub fn introspection_client_for(mut self, issuer: &str, id: impl Into<String>, secret: impl Into<String>) -> Self {
+        match self.issuers.iter_mut().find(|i| i.url == issuer) {
+            Some(i) => i.introspection_client = Some(ClientCredentials::new(id, secret)),
+            None => {
+                self.misplaced_introspection_client =
+                    Some(format!("credentials for {issuer:?}, which is not a trusted issuer"));
+            }
         }
         self
     }
@@ -196,6 +246,24 @@ impl OAuthConfig {
     /// Sets how long an introspection answer is reused.
     pub fn introspection_ttl(mut self, ttl: Duration) -> Self {
         self.introspection_ttl = ttl;
+        self
+    }
+
+    /// Sets how long a refused opaque token is refused without asking again.
+    pub fn introspection_inactive_ttl(mut self, ttl: Duration) -> Self {
+        self.introspection_inactive_ttl = ttl;
+        self
+    }
+
+    /// Sets how many introspections one issuer is asked at once.
+    pub fn max_concurrent_introspections(mut self, n: usize) -> Self {
+        self.max_concurrent_introspections = n;
+        self
+    }
+
+    /// Sets how long an issuer is not asked after an introspection failed.
+    pub fn introspection_backoff(mut self, backoff: Duration) -> Self {
+        self.introspection_backoff = backoff;
         self
     }
 

@@ -1,138 +1,154 @@
-//! Opaque tokens through RFC 7662 introspection, authenticated with the
-//! resource server's client credentials, and a short cache of active answers
-//! keyed by the token's SHA-256 (never the token), bounded in bytes.
+//! Opaque tokens through RFC 7662 introspection, each issuer asked with its own
+//! client credentials. Answers are cached by the token's SHA-256 (never the
+//! token): active ones for `introspection_ttl`, refused ones for
+//! `introspection_inactive_ttl`, each cache bounded in bytes. A token being
+//! introspected is not asked about again meanwhile (one flight per token), and
+//! each issuer's endpoint is behind its gate (a cap on questions at once, a
+//! backoff after a failure), so neither a flood of made-up tokens nor a hung
+//! endpoint holds requests: past the gate they get 503 at once, and a token
+//! whose answer is cached never waits on the authorization server.
 
 use super::access_token::audience_matches;
+use super::issuer::IssuerState;
+use super::single_flight::Flights;
+use super::token_cache::{ByHash, REFUSED_ENTRY_BYTES, TokenHash, principal_bytes, token_hash};
 use super::{Shared, fetch};
 use crate::auth::{AuthError, Principal};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
 
-type TokenHash = [u8; 32];
-
-struct Entry {
-    principal: Principal,
-    expires_ms: u64,
-    bytes: usize,
-}
-
-/// Active introspection answers, oldest first out when over the byte budget.
+/// What introspection keeps: the two caches and the flights in the air.
 #[derive(Default)]
-pub(super) struct IntrospectionCache {
-    inner: Mutex<CacheState>,
+pub(super) struct Introspection {
+    /// Active answers: the principal, until it would be asked again.
+    active: ByHash<Principal>,
+    /// Refused tokens (inactive, or active but unusable here): why, briefly.
+    refused: ByHash<&'static str>,
+    flights: Flights,
 }
 
-#[derive(Default)]
-struct CacheState {
-    entries: HashMap<TokenHash, Entry>,
-    order: VecDeque<TokenHash>,
-    bytes: usize,
-}
-
-impl IntrospectionCache {
-    fn get(&self, key: &TokenHash, now: u64) -> Option<Principal> {
-        let st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        st.entries.get(key).filter(|e| e.expires_ms > now).map(|e| e.principal.clone())
-    }
-
-    fn put(&self, key: TokenHash, principal: Principal, expires_ms: u64, budget: usize) {
-        let bytes = 64 + principal.id.len() + Value::Object(principal.claims.clone()).to_string().len();
-        if bytes > budget / 16 {
-            return; // one answer may not crowd out the rest
-        }
-        let mut st = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(old) = st.entries.insert(key, Entry { principal, expires_ms, bytes }) {
-            st.bytes -= old.bytes;
-        } else {
-            st.order.push_back(key);
-        }
-        st.bytes += bytes;
-        while st.bytes > budget {
-            let Some(oldest) = st.order.pop_front() else { break };
-            if let Some(e) = st.entries.remove(&oldest) {
-                st.bytes -= e.bytes;
-            }
-        }
-    }
-}
-
-/// The principal of an opaque token, from the cache or the first issuer that calls it active.
+/// The principal of an opaque token: from the caches, or from the first issuer
+/// holding credentials that calls it active.
 pub(super) async fn introspect(sh: &Shared, token: &str) -> Result<Principal, AuthError> {
-    let key: TokenHash = Sha256::digest(token.as_bytes()).into();
+    let key = token_hash(token);
     let now = sh.cfg.clock.now_ms();
-    if let Some(p) = sh.introspection.get(&key, now) {
+    if let Some(p) = sh.introspection.active.get(&key, now) {
         return Ok(p);
     }
+    if let Some(why) = sh.introspection.refused.get(&key, now) {
+        return Err(AuthError::Invalid(why.into()));
+    }
+    let flight = sh.introspection.flights.join(key);
+    flight.outcome(|| ask_issuers(sh, token, key)).await
+}
+
+/// Asks each issuer with credentials, in order, until one calls the token active; caches the verdict.
+async fn ask_issuers(sh: &Shared, token: &str, key: TokenHash) -> Result<Principal, AuthError> {
     let mut unavailable = None;
     let mut asked = false;
-    for issuer in &sh.issuers {
-        let Some(creds) = &issuer.issuer.introspection_client else { continue };
+    for issuer in sh.issuers.iter().filter(|i| i.issuer.introspection_client.is_some()) {
         asked = true;
-        let endpoint = match issuer.metadata(sh).await {
-            Ok(m) => m.introspection_endpoint,
-            Err(e) => {
-                unavailable = Some(e);
-                continue;
+        match ask(sh, issuer, token).await {
+            Ok(None) => {}
+            Ok(Some(claims)) => {
+                let verdict = principal_of(sh, &issuer.issuer.url, claims);
+                return remember(sh, key, verdict);
             }
-        };
-        let Some(endpoint) = endpoint else {
-            unavailable = Some(format!("{} has no introspection endpoint", issuer.issuer.url));
-            continue;
-        };
-        let req = sh
-            .http
-            .post(&endpoint)
-            .basic_auth(&creds.id, Some(creds.secret()))
-            .header("accept", "application/json")
-            .form(&[("token", token), ("token_type_hint", "access_token")]);
-        let answer = match fetch::json(req).await {
-            Ok(a) => a,
-            Err(e) => {
-                if let Some(suppressed) = crate::log_limit::admit(&format!("oauth introspection {endpoint}")) {
-                    tracing::warn!(%endpoint, error = %e, suppressed, "token introspection failed");
-                }
-                unavailable = Some(format!("introspection: {e}"));
-                continue;
-            }
-        };
-        let Value::Object(claims) = answer else { continue };
-        if claims.get("active") != Some(&Value::Bool(true)) {
-            continue;
+            Err(why) => unavailable = Some(why),
         }
-        let mut principal = principal_of(sh, &issuer.issuer.url, claims)?;
-        let exp_ms = principal.claims.get("exp").and_then(Value::as_u64).map_or(u64::MAX, |e| e.saturating_mul(1000));
-        let ttl = u64::try_from(sh.cfg.introspection_ttl.as_millis()).unwrap_or(u64::MAX);
-        let reuse_until = exp_ms.min(now.saturating_add(ttl));
-        // The answer proves the principal until it would be asked again.
-        principal.valid_until_ms = Some(reuse_until);
-        sh.introspection.put(key, principal.clone(), reuse_until, sh.cfg.introspection_cache_bytes);
-        return Ok(principal);
     }
     match unavailable {
+        // Nothing is cached: the token may be fine once the authorization server answers.
         Some(why) => Err(AuthError::Unavailable(why)),
-        None if asked => Err(AuthError::Invalid("token is not active".into())),
+        None if asked => remember(sh, key, Err("token is not active")),
         None => Err(AuthError::Invalid("opaque tokens are not accepted (no introspection configured)".into())),
     }
 }
 
-/// An active answer's principal, after its `iss`, `aud` and `exp` are checked.
-fn principal_of(sh: &Shared, issuer: &str, claims: Map<String, Value>) -> Result<Principal, AuthError> {
+/// One issuer's answer: `Some(claims)` when active, `None` when not, `Err` when it cannot be had now.
+async fn ask(sh: &Shared, issuer: &IssuerState, token: &str) -> Result<Option<Map<String, Value>>, String> {
+    let Some(creds) = &issuer.issuer.introspection_client else { return Ok(None) };
+    let backoff = u64::try_from(sh.cfg.introspection_backoff.as_millis()).unwrap_or(u64::MAX);
+    let pass = issuer.introspection.enter(sh.cfg.clock.now_ms(), backoff).map_err(str::to_owned)?;
+    let endpoint = issuer.metadata(sh).await?;
+    let endpoint = endpoint
+        .introspection_endpoint
+        .ok_or_else(|| format!("{} has no introspection endpoint", issuer.issuer.url))?;
+    let req = sh
+        .http
+        .post(&endpoint)
+        .basic_auth(&creds.id, Some(creds.secret()))
+        .header("accept", "application/json")
+        .form(&[("token", token), ("token_type_hint", "access_token")]);
+    let answer = match fetch::json(req).await {
+        Ok(a) => {
+            pass.succeeded();
+            a
+        }
+        Err(e) => {
+            pass.failed(sh.cfg.clock.now_ms());
+            if let Some(suppressed) = crate::log_limit::admit(&format!("oauth introspection {endpoint}")) {
+                tracing::warn!(%endpoint, error = %e, suppressed, "token introspection failed");
+            }
+            return Err(format!("introspection: {e}"));
+        }
+    };
+    match answer {
+        Value::Object(claims) if claims.get("active") == Some(&Value::Bool(true)) => Ok(Some(claims)),
+        _ => Ok(None),
+    }
+}
+
+/// Caches a verdict (an active principal until it would be asked again, a refusal
+/// briefly) and returns it.
+fn remember(sh: &Shared, key: TokenHash, verdict: Result<Principal, &'static str>) -> Result<Principal, AuthError> {
+    let now = sh.cfg.clock.now_ms();
+    let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    match verdict {
+        Ok(mut principal) => {
+            let exp_ms =
+                principal.claims.get("exp").and_then(Value::as_u64).map_or(u64::MAX, |e| e.saturating_mul(1000));
+            let reuse_until = exp_ms.min(now.saturating_add(ms(sh.cfg.introspection_ttl)));
+            // The answer proves the principal until it would be asked again.
+            principal.valid_until_ms = Some(reuse_until);
+            let bytes = principal_bytes(&principal);
+            let budget = sh.cfg.introspection_cache_bytes;
+            sh.introspection.active.put(key, principal.clone(), reuse_until, bytes, budget);
+            Ok(principal)
+        }
+        Err(why) => {
+            let until = now.saturating_add(ms(sh.cfg.introspection_inactive_ttl));
+            let budget = sh.cfg.introspection_inactive_cache_bytes;
+            sh.introspection.refused.put(key, why, until, REFUSED_ENTRY_BYTES, budget);
+            Err(AuthError::Invalid(why.into()))
+        }
+    }
+}
+
+/// `token_type` values of a refresh token (RFC 7662 §2.2 names the type; some servers say `refresh`).
+fn is_refresh_token(claims: &Map<String, Value>) -> bool {
+    let kind = claims.get("token_type").and_then(Value::as_str).unwrap_or_default();
+    ["refresh_token", "refresh"].iter().any(|r| kind.eq_ignore_ascii_case(r))
+}
+
+/// An active answer's principal, after its `token_type`, `iss`, `aud` and `exp` are checked.
+fn principal_of(sh: &Shared, issuer: &str, claims: Map<String, Value>) -> Result<Principal, &'static str> {
+    if is_refresh_token(&claims) {
+        return Err("a refresh token is not an access token");
+    }
     if claims.get("iss").and_then(Value::as_str).is_some_and(|i| i != issuer) {
-        return Err(AuthError::Invalid("token from an untrusted issuer".into()));
+        return Err("token from an untrusted issuer");
     }
     if !audience_matches(sh, claims.get("aud")) {
-        return Err(AuthError::Invalid("token is for another audience".into()));
+        return Err("token is for another audience");
     }
     let now = sh.cfg.clock.now_ms() / 1000;
     if claims.get("exp").and_then(Value::as_u64).is_some_and(|e| now > e.saturating_add(sh.cfg.leeway.as_secs())) {
-        return Err(AuthError::Invalid("token expired".into()));
+        return Err("token expired");
     }
     let subject = match (claims.get("sub").and_then(Value::as_str), claims.get("client_id").and_then(Value::as_str)) {
         (Some(sub), _) if !sub.is_empty() => sub.to_owned(),
         (_, Some(client)) => format!("client:{client}"),
-        _ => return Err(AuthError::Invalid("token has no subject".into())),
+        _ => return Err("token has no subject"),
     };
     let mut p = Principal::new(format!("{issuer}#{subject}"));
     if let Some(s) = claims.get("scope").and_then(Value::as_str) {

@@ -4,6 +4,7 @@
 //! known keys work while the authorization server is down.
 
 use super::config::Issuer;
+use super::introspect_gate::Gate;
 use super::metadata::{AsMetadata, discover};
 use super::{Shared, fetch};
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
@@ -50,13 +51,17 @@ struct State {
 /// The cache of one issuer.
 pub(super) struct IssuerState {
     pub(super) issuer: Issuer,
+    /// What its introspection endpoint is asked at once (`introspect_gate`).
+    pub(super) introspection: Gate,
     state: RwLock<State>,
     refresh: tokio::sync::Mutex<()>,
 }
 
 impl IssuerState {
-    pub(super) fn new(issuer: Issuer) -> Self {
-        Self { issuer, state: RwLock::default(), refresh: tokio::sync::Mutex::new(()) }
+    /// The cache of `issuer`, its introspection endpoint asked `introspections_at_once` at most.
+    pub(super) fn new(issuer: Issuer, introspections_at_once: usize) -> Self {
+        let introspection = Gate::new(introspections_at_once);
+        Self { issuer, introspection, state: RwLock::default(), refresh: tokio::sync::Mutex::new(()) }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {

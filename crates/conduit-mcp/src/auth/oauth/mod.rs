@@ -20,9 +20,16 @@
 //!   [`OAuthConfig::jwt_cache_bytes`]), so a token seen again costs a hash, not a
 //!   signature check, until its `exp` (with the leeway) or until the keys that verified
 //!   it are due to be fetched again, whichever is first.
-//! - **Opaque tokens** are introspected (RFC 7662) with
-//!   [`OAuthConfig::introspection_client`]; active answers are cached for
-//!   [`OAuthConfig::introspection_ttl`] (never past the token's `exp`).
+//! - **Opaque tokens** are introspected (RFC 7662) at each issuer that has
+//!   credentials ([`OAuthConfig::introspection_client_for`]), with its own, in
+//!   order until one calls the token active. Active answers are cached for
+//!   [`OAuthConfig::introspection_ttl`] (never past the token's `exp`), refused
+//!   tokens for [`OAuthConfig::introspection_inactive_ttl`], both by the token's
+//!   SHA-256 and bounded in bytes; one token is introspected once at a time;
+//!   each issuer is asked [`OAuthConfig::max_concurrent_introspections`] at once
+//!   at most and not at all for [`OAuthConfig::introspection_backoff`] after a
+//!   failure (503 at once meanwhile; a cached token never waits). An answer for a
+//!   refresh token is refused.
 //! - The [`Principal`] id is `ISSUER#SUB`, so equal subjects of two issuers
 //!   are two principals; its scopes are the token's plus every scope they
 //!   imply ([`OAuthConfig::implies`]). A token without [`OAuthConfig::scopes`]
@@ -47,11 +54,13 @@ mod config;
 mod config_toml;
 mod fetch;
 mod introspect;
+mod introspect_gate;
 mod issuer;
 mod metadata;
-mod principal_cache;
 mod resource;
 mod scopes;
+mod single_flight;
+mod token_cache;
 
 pub use config::{ClientCredentials, Issuer, MAX_LEEWAY, OAuthConfig};
 pub use config_toml::OAuthConfigError;
@@ -59,11 +68,11 @@ pub use resource::{ProtectedResource, WELL_KNOWN_PRM};
 
 use super::{AuthError, Authenticate, Principal, bearer_token};
 use async_trait::async_trait;
-use introspect::IntrospectionCache;
+use introspect::Introspection;
 use issuer::IssuerState;
-use principal_cache::PrincipalCache;
 use scopes::ScopeHierarchy;
 use std::sync::Arc;
+use token_cache::ByHash;
 
 /// What every request's check shares: the configuration, the HTTP client and the caches.
 pub(super) struct Shared {
@@ -72,9 +81,9 @@ pub(super) struct Shared {
     http: reqwest::Client,
     issuers: Vec<IssuerState>,
     hierarchy: ScopeHierarchy,
-    introspection: IntrospectionCache,
+    introspection: Introspection,
     /// Principals of JWTs verified already.
-    verified: PrincipalCache,
+    verified: ByHash<Principal>,
     resource: ProtectedResource,
 }
 
@@ -100,6 +109,9 @@ impl OAuth {
         for i in &cfg.issuers {
             fetch::check_url("issuer", &i.url).map_err(|e| bad("issuer", e))?;
         }
+        if let Some(why) = &cfg.misplaced_introspection_client {
+            return Err(bad("introspection_client", why.clone()));
+        }
         if cfg.leeway > MAX_LEEWAY {
             return Err(bad("leeway_s", format!("at most {} seconds", MAX_LEEWAY.as_secs())));
         }
@@ -113,10 +125,14 @@ impl OAuth {
         let resource_url = reqwest::Url::parse(&cfg.resource).map_err(|e| bad("resource", e.to_string()))?;
         let http = fetch::client(cfg.fetch_timeout).map_err(|e| bad("oauth", e))?;
         let shared = Shared {
-            issuers: cfg.issuers.iter().cloned().map(IssuerState::new).collect(),
+            issuers: cfg
+                .issuers
+                .iter()
+                .map(|i| IssuerState::new(i.clone(), cfg.max_concurrent_introspections))
+                .collect(),
             hierarchy: ScopeHierarchy::new(&cfg.scope_hierarchy),
-            introspection: IntrospectionCache::default(),
-            verified: PrincipalCache::default(),
+            introspection: Introspection::default(),
+            verified: ByHash::default(),
             resource,
             resource_url,
             http,

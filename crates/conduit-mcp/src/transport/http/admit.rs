@@ -1,22 +1,25 @@
 //! What every HTTP request passes before its method is looked at: the
-//! DNS-rebinding guard (Origin, Host → 403) and authentication (401, 403 for
-//! missing scopes, 503 when it cannot be checked now).
+//! DNS-rebinding guard (Origin, Host → 403), the address's budget of failed
+//! authentications (429), and authentication (400 for credentials given twice,
+//! 401, 403 for missing scopes, 503 when it cannot be checked now).
 
+use super::AppState;
 use super::HttpConfig;
 use super::guard::{Refusal, check};
-use super::status::{challenge, forbidden};
-use crate::auth::{AuthError, INSUFFICIENT_SCOPE, INVALID_TOKEN, Principal};
+use super::status::{challenge, error_response, forbidden};
+use crate::auth::{AuthError, INSUFFICIENT_SCOPE, INVALID_REQUEST, INVALID_TOKEN, Principal};
+use crate::protocol::RpcError;
+use crate::quota::ClientKey;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 /// The principal of an admitted request (`None` without authentication), or the refusal.
-/// `authority` is the request target's, when it has one (absolute form, HTTP/2).
-pub(super) async fn admit(
-    cfg: &HttpConfig,
-    headers: &HeaderMap,
-    authority: Option<&str>,
-) -> Result<Option<Principal>, Response> {
-    match check(headers, authority, &cfg.hosts) {
+pub(super) async fn admit(st: &AppState, parts: &Parts) -> Result<Option<Principal>, Response> {
+    let cfg = &st.config;
+    let headers = &parts.headers;
+    // The request target's authority, when it has one (absolute form, HTTP/2).
+    match check(headers, parts.uri.authority().map(|a| a.as_str()), &cfg.hosts) {
         Ok(()) => {}
         Err(Refusal::Origin) => return Err(forbidden("Forbidden: Origin not allowed")),
         Err(Refusal::Host) => return Err(forbidden("Forbidden: Host not allowed")),
@@ -27,13 +30,42 @@ pub(super) async fn admit(
             return Err((StatusCode::BAD_REQUEST, "Bad Request: missing Host header").into_response());
         }
     }
-    match &cfg.auth {
-        None => Ok(None),
-        Some(a) => match a.authenticate(headers).await {
-            Ok(p) => Ok(Some(p)),
-            Err(e) => Err(refusal(cfg, a.scheme(), &e)),
-        },
+    let Some(auth) = &cfg.auth else { return Ok(None) };
+    // Failed authentications count by address, whatever the credentials claim to be.
+    let address = super::peer::peer(&parts.extensions).map(|ip| ClientKey::of(None, Some(ip)));
+    let budget = st.auth_failures.as_ref().zip(address.as_ref());
+    if let Some((failures, address)) = budget
+        && let Err(wait) = failures.peek(address)
+    {
+        crate::metrics::limited("auth_failures");
+        let e = RpcError::too_many(
+            "Too many failed authentications from this address; try again after data.retryAfterMs",
+            Some(wait),
+        );
+        return Err(error_response(cfg, None, e));
     }
+    let outcome = match duplicated(headers, &auth.credentials_header()) {
+        Some(name) => Err(AuthError::InvalidRequest(format!("more than one {name} header"))),
+        None => auth.authenticate(headers).await,
+    };
+    match outcome {
+        Ok(p) => Ok(Some(p)),
+        Err(e) => {
+            // Credentials that were read and refused; not their absence, a missing scope
+            // or an authorization server that could not answer.
+            if matches!(e, AuthError::Invalid(_) | AuthError::InvalidRequest(_))
+                && let Some((failures, address)) = budget
+            {
+                let _ = failures.check(address);
+            }
+            Err(refusal(cfg, auth.scheme(), &e))
+        }
+    }
+}
+
+/// The first of `Authorization` and `credentials` that the request carries more than once.
+fn duplicated(headers: &HeaderMap, credentials: &header::HeaderName) -> Option<header::HeaderName> {
+    [header::AUTHORIZATION, credentials.clone()].into_iter().find(|name| headers.get_all(name).iter().nth(1).is_some())
 }
 
 /// The answer to a failed authentication, with its challenge (RFC 6750 §3).
@@ -41,12 +73,13 @@ fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
     tracing::debug!(error = %e, "authentication failed");
     let base = super::base_scope(cfg);
     let scope = |s: Option<&str>| s.map(|s| format!("scope=\"{s}\"")).unwrap_or_default();
+    let described = |code: &str, why: &str| {
+        vec![scope(base), format!("error=\"{code}\""), format!("error_description=\"{}\"", quoted(why))]
+    };
     let (status, params) = match e {
         AuthError::Missing => (StatusCode::UNAUTHORIZED, vec![scope(base)]),
-        AuthError::Invalid(why) => (
-            StatusCode::UNAUTHORIZED,
-            vec![scope(base), format!("error=\"{INVALID_TOKEN}\""), format!("error_description=\"{}\"", quoted(why))],
-        ),
+        AuthError::Invalid(why) => (StatusCode::UNAUTHORIZED, described(INVALID_TOKEN, why)),
+        AuthError::InvalidRequest(why) => (StatusCode::BAD_REQUEST, described(INVALID_REQUEST, why)),
         AuthError::InsufficientScope(needed) => (
             StatusCode::FORBIDDEN,
             vec![format!("error=\"{INSUFFICIENT_SCOPE}\""), format!("scope=\"{}\"", needed.join(" "))],

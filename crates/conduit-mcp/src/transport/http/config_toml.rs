@@ -8,6 +8,7 @@
 //! listen_idle_timeout_ms = 600000     # a listen stream carrying nothing this long is ended
 //! require_task_name = false           # tasks/* without Mcp-Name: accepted (false) or refused (true)
 //! request_rate = "50/s,burst=100"     # JSON-RPC requests per client (default: no rate)
+//! auth_failure_rate = "30/min,burst=20"  # failed authentications per address ("off": none)
 //! ```
 
 use super::HttpConfig;
@@ -29,7 +30,7 @@ fn err(key: &str, message: &str) -> HttpConfigError {
 }
 
 const KEYS: &str = "expected max_listen_streams, max_listen_streams_per_client, listen_idle_timeout_ms, \
-                    require_task_name, request_rate";
+                    require_task_name, request_rate, auth_failure_rate";
 
 impl HttpConfig {
     /// Applies the `[http]` table of a TOML document to this configuration
@@ -52,6 +53,13 @@ impl HttpConfig {
                     let why = "must be a rate such as \"50/s\", \"600/min\" or \"50/s,burst=100\"";
                     self.request_rate = Some(rate.ok_or_else(|| err(k, why))?);
                 }
+                "auth_failure_rate" => {
+                    let why = "must be a rate such as \"30/min,burst=20\", or \"off\"";
+                    self.auth_failure_rate = match v.as_str() {
+                        Some("off") => None,
+                        s => Some(s.and_then(|s| s.parse().ok()).ok_or_else(|| err(k, why))?),
+                    };
+                }
                 _ => return Err(err(k, &format!("unknown key ({KEYS})"))),
             }
         }
@@ -66,11 +74,14 @@ mod tests {
     #[test]
     fn reads_and_validates_the_table() {
         let doc = "[http]\nmax_listen_streams = 8\nmax_listen_streams_per_client = 2\nlisten_idle_timeout_ms = 1500\n\
-                   require_task_name = true\nrequest_rate = \"5/s\"\n";
+                   require_task_name = true\nrequest_rate = \"5/s\"\nauth_failure_rate = \"6/min,burst=3\"\n";
         let c = HttpConfig::default().apply_toml(doc).expect("valid");
         assert_eq!((c.max_listen_streams, c.max_listen_streams_per_client), (8, 2));
         assert_eq!((c.listen_idle_timeout, c.require_task_name), (Duration::from_millis(1500), true));
         assert_eq!(c.request_rate, crate::quota::RateLimit::per_second(5));
+        assert_eq!(c.auth_failure_rate, crate::quota::RateLimit::per_minute(6).map(|r| r.burst(3)));
+        let off = HttpConfig::default().apply_toml("[http]\nauth_failure_rate = \"off\"\n").expect("valid");
+        assert_eq!(off.auth_failure_rate, None);
         let d = HttpConfig::default().apply_toml("[ext_tasks]\nmax_rows = 3\n").expect("absent");
         assert_eq!(d.max_listen_streams, HttpConfig::default().max_listen_streams);
         for (doc, key) in [
@@ -79,6 +90,7 @@ mod tests {
             ("[http]\nrequire_task_name = 1\n", "require_task_name"),
             ("[http]\nbogus = 1\n", "bogus"),
             ("[http]\nrequest_rate = \"fast\"\n", "request_rate"),
+            ("[http]\nauth_failure_rate = 3\n", "auth_failure_rate"),
             ("http = 1\n", "http"),
         ] {
             let e = HttpConfig::default().apply_toml(doc).expect_err(doc);

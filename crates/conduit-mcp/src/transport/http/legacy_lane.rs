@@ -132,7 +132,11 @@ pub(super) async fn legacy_request(
         session.untrack(&id);
         let sent_first = rx.try_recv().ok();
         if sent_first.is_none() && !close.is_cancelled() {
-            return if cancel.is_cancelled() { StatusCode::ACCEPTED.into_response() } else { json_answer_now(answer) };
+            return if cancel.is_cancelled() {
+                StatusCode::ACCEPTED.into_response()
+            } else {
+                json_answer_now(&st.config, answer)
+            };
         }
         // It sent something first, or closed its stream: the stream carries it all, as below.
         let (stream_id, conn) = session.events.open_request_stream();
@@ -147,7 +151,7 @@ pub(super) async fn legacy_request(
         } else {
             session.events.send(stream_id, answer);
         }
-        return if sse_ok { sse(st, &session, conn) } else { json_answer(conn).await };
+        return if sse_ok { sse(st, &session, conn) } else { json_answer(&st.config, conn).await };
     }
     let (stream_id, conn) = session.events.open_request_stream();
     let s = session.clone();
@@ -183,24 +187,28 @@ pub(super) async fn legacy_request(
             s.events.send(stream_id, answer);
         }
     });
-    if sse_ok { sse(st, &session, conn) } else { json_answer(conn).await }
+    if sse_ok { sse(st, &session, conn) } else { json_answer(&st.config, conn).await }
 }
 
 /// A response as JSON: legacy clients read JSON-RPC errors from 200s; a request that is
-/// invalid as such is a 400.
-fn json_answer_now(m: Message) -> Response {
-    let status = match &m {
-        Message::Error { error, .. } if error.class() == ErrorClass::InvalidRequest => StatusCode::BAD_REQUEST,
+/// invalid as such is a 400, and a missing scope is the modern era's 403 with its challenge
+/// (both eras step up alike).
+fn json_answer_now(cfg: &super::HttpConfig, m: Message) -> Response {
+    let status = match m {
+        Message::Error { id, error } if error.class() == ErrorClass::InsufficientScope => {
+            return super::status::error_response(cfg, id, error);
+        }
+        Message::Error { ref error, .. } if error.class() == ErrorClass::InvalidRequest => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     };
     json_body(status, &m)
 }
 
 /// Waits for the response on a stream and answers it as JSON (what came before it is dropped).
-async fn json_answer(mut conn: UnboundedReceiver<LogEvent>) -> Response {
+async fn json_answer(cfg: &super::HttpConfig, mut conn: UnboundedReceiver<LogEvent>) -> Response {
     while let Some((_, m)) = conn.recv().await {
         if let Some(m) = m.filter(Message::is_response) {
-            return json_answer_now(m);
+            return json_answer_now(cfg, m);
         }
     }
     StatusCode::ACCEPTED.into_response()
@@ -239,7 +247,7 @@ async fn session_request(
     request: axum::extract::Request,
 ) -> Result<(Arc<LegacySession>, HeaderMap, Option<Principal>), Response> {
     let parts = request.into_parts().0;
-    let principal = admit(&st.config, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await?;
+    let principal = admit(st, &parts).await?;
     match session_of(st, &parts.headers, principal.as_ref()).await? {
         Some(session) => Ok((session, parts.headers, principal)),
         None => Err(super::method_not_allowed().await),

@@ -114,6 +114,14 @@ pub struct HttpConfig {
     /// `None`: no rate). One past it is answered `-32000` with
     /// `data.retryAfterMs`, HTTP 429 with `Retry-After`.
     pub request_rate: Option<crate::quota::RateLimit>,
+    /// How many failed authentications one address may make, per node, with an
+    /// authenticator configured (default 30 a minute, a burst of 20; `None`: no
+    /// budget). Checked before the credentials are (an address past it gets
+    /// `-32000`, HTTP 429 with `Retry-After`, and its credentials are never looked
+    /// at, so made-up tokens cannot make the server ask an authorization server),
+    /// and charged with each 400 or 401. Counts by address (IPv6 by its /64); a
+    /// router mounted without connection info has none and no budget.
+    pub auth_failure_rate: Option<crate::quota::RateLimit>,
     /// How long requests in flight may take to finish after shutdown begins
     /// (default 10 s); then their connections are dropped.
     pub shutdown_timeout: Duration,
@@ -146,6 +154,7 @@ impl Default for HttpConfig {
             max_listen_streams_per_client: 16,
             listen_idle_timeout: Duration::from_secs(600),
             request_rate: None,
+            auth_failure_rate: crate::quota::RateLimit::per_minute(30).map(|r| r.burst(20)),
             shutdown_timeout: Duration::from_secs(10),
             require_task_name: false,
             #[cfg(feature = "tls")]
@@ -168,6 +177,7 @@ impl std::fmt::Debug for HttpConfig {
             .field("max_listen_streams_per_client", &self.max_listen_streams_per_client)
             .field("listen_idle_timeout", &self.listen_idle_timeout)
             .field("request_rate", &self.request_rate)
+            .field("auth_failure_rate", &self.auth_failure_rate)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("require_task_name", &self.require_task_name)
             .finish_non_exhaustive()
@@ -266,6 +276,13 @@ impl HttpConfig {
         self
     }
 
+    /// Sets the budget of failed authentications per address (see
+    /// [`auth_failure_rate`](Self::auth_failure_rate)); `None` removes it.
+    pub fn auth_failure_rate(mut self, rate: Option<crate::quota::RateLimit>) -> Self {
+        self.auth_failure_rate = rate;
+        self
+    }
+
     /// Serves HTTPS with this certificate (see [`TlsConfig`]).
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: TlsConfig) -> Self {
@@ -304,6 +321,8 @@ pub(super) struct AppState {
     pub(super) listen_streams: crate::quota::Counts<crate::quota::ClientKey>,
     /// Each client's request rate (`throttle`), when one is configured.
     pub(super) request_rates: Option<crate::quota::Rates>,
+    /// Each address's failed authentications (`admit`), with an authenticator and a budget.
+    pub(super) auth_failures: Option<crate::quota::Rates>,
 }
 
 /// A router serving MCP at its root: mount it with `Router::nest("/mcp", ...)`.
@@ -326,7 +345,8 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
 fn started(server: Server, config: HttpConfig) -> Arc<AppState> {
     server.start();
     let request_rates = config.request_rate.map(crate::quota::Rates::new);
-    Arc::new(AppState { server, config, listen_streams: Default::default(), request_rates })
+    let auth_failures = config.auth_failure_rate.filter(|_| config.auth.is_some()).map(crate::quota::Rates::new);
+    Arc::new(AppState { server, config, listen_streams: Default::default(), request_rates, auth_failures })
 }
 
 async fn method_not_allowed() -> Response {

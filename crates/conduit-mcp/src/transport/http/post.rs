@@ -28,7 +28,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     let (parts, body) = request.into_parts();
     let peer = super::peer::peer(&parts.extensions);
     let cfg = &st.config;
-    let principal = match admit(cfg, &parts.headers, parts.uri.authority().map(|a| a.as_str())).await {
+    let principal = match admit(&st, &parts).await {
         Ok(p) => p,
         Err(refused) => return refused,
     };
