@@ -87,7 +87,7 @@ impl Ctx {
 
     /// The principal id, the owner key of tasks.
     pub fn owner(&self) -> Option<&str> {
-        self.inner.principal.as_ref().map(|p| p.id.as_str())
+        self.inner.principal.as_ref().map(|p| p.id())
     }
 
     /// Who per-client limits count this request against: the principal, or without

@@ -82,17 +82,16 @@ impl Authenticate for Jwt {
         let sub = claims.get("sub").and_then(Value::as_str).ok_or_else(|| AuthError::Invalid("missing sub".into()))?;
         let mut p = Principal::new(sub);
         if let Some(s) = claims.get("scope").and_then(Value::as_str) {
-            p.scopes.extend(s.split_whitespace().map(String::from));
+            p = p.scopes(s.split_whitespace());
         }
         if let Some(arr) = claims.get("scp").and_then(Value::as_array) {
-            p.scopes.extend(arr.iter().filter_map(Value::as_str).map(String::from));
+            p = p.scopes(arr.iter().filter_map(Value::as_str));
         }
         // `exp` is required by the validation; leeway as it allowed.
         p.valid_until_ms = claims
             .get("exp")
             .and_then(Value::as_u64)
             .map(|e| e.saturating_add(self.validation.leeway).saturating_mul(1000));
-        p.claims = claims;
-        Ok(p)
+        Ok(p.claims(claims))
     }
 }

@@ -28,18 +28,22 @@ pub use static_tokens::{ApiKeys, BearerTokens};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// An authenticated caller.
+///
+/// Cheap to clone (its parts are shared): an authenticator that caches principals
+/// hands each request the same one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 #[must_use]
 pub struct Principal {
     /// Stable identifier; tasks are owned by it.
-    pub id: String,
-    /// Granted OAuth scopes.
-    pub scopes: BTreeSet<String>,
+    pub id: Arc<str>,
+    /// Granted OAuth scopes (with the ones they imply, where an authenticator knows them).
+    pub scopes: Arc<BTreeSet<String>>,
     /// Raw claims (JWT) or other attributes.
-    pub claims: Map<String, Value>,
+    pub claims: Arc<Map<String, Value>>,
     /// When the credentials stop proving this principal, in milliseconds since the Unix epoch
     /// by the authenticator's clock, leeway included: a JWT's `exp`, an introspection answer's
     /// reuse limit. `None`: no end is known (static tokens, API keys). A long-lived stream
@@ -50,7 +54,14 @@ pub struct Principal {
 impl Principal {
     /// A principal with an id and no scopes.
     pub fn new(id: impl Into<String>) -> Self {
-        Self { id: id.into(), scopes: BTreeSet::new(), claims: Map::new(), valid_until_ms: None }
+        let id: String = id.into();
+        Self { id: id.into(), scopes: Arc::default(), claims: Arc::default(), valid_until_ms: None }
+    }
+
+    /// Sets the claims.
+    pub fn claims(mut self, claims: Map<String, Value>) -> Self {
+        self.claims = Arc::new(claims);
+        self
     }
 
     /// Sets when the credentials stop proving this principal (see [`Principal::valid_until_ms`]).
@@ -65,7 +76,7 @@ impl Principal {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.scopes.extend(scopes.into_iter().map(Into::into));
+        Arc::make_mut(&mut self.scopes).extend(scopes.into_iter().map(Into::into));
         self
     }
 

@@ -121,7 +121,7 @@ mod tests {
     #[tokio::test]
     async fn bearer_tokens() {
         let a = BearerTokens::new().token("s3cret", Principal::new("alice")).token_with_digest_id("other");
-        assert_eq!(a.authenticate(&headers("authorization", "Bearer s3cret")).await.unwrap().id, "alice");
+        assert_eq!(a.authenticate(&headers("authorization", "Bearer s3cret")).await.unwrap().id(), "alice");
         let d = a.authenticate(&headers("authorization", "bearer other")).await.unwrap();
         assert!(d.id.starts_with("token:") && !d.id.contains("other"));
         assert_eq!(a.authenticate(&http::HeaderMap::new()).await, Err(AuthError::Missing));
@@ -132,7 +132,7 @@ mod tests {
     #[tokio::test]
     async fn api_keys() {
         let a = ApiKeys::new().key("k1", Principal::new("svc"));
-        assert_eq!(a.authenticate(&headers("x-api-key", " k1 ")).await.unwrap().id, "svc");
+        assert_eq!(a.authenticate(&headers("x-api-key", " k1 ")).await.unwrap().id(), "svc");
         assert_eq!(a.authenticate(&http::HeaderMap::new()).await, Err(AuthError::Missing));
         assert!(matches!(a.authenticate(&headers("x-api-key", "k2")).await, Err(AuthError::Invalid(_))));
     }

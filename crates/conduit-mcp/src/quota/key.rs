@@ -30,7 +30,7 @@ impl ClientKey {
     /// The key of an HTTP request: its principal, else its peer's address, else `Unknown`.
     pub fn of(principal: Option<&Principal>, peer: Option<IpAddr>) -> Self {
         match (principal, peer) {
-            (Some(p), _) => ClientKey::Principal(Arc::from(p.id.as_str())),
+            (Some(p), _) => ClientKey::Principal(p.id.clone()),
             (None, Some(ip)) => ClientKey::Address(network(ip)),
             (None, None) => ClientKey::Unknown,
         }
@@ -39,7 +39,7 @@ impl ClientKey {
     /// The key of a request without a transport address: its principal, else `Local`.
     pub fn local(principal: Option<&Principal>) -> Self {
         match principal {
-            Some(p) => ClientKey::Principal(Arc::from(p.id.as_str())),
+            Some(p) => ClientKey::Principal(p.id.clone()),
             None => ClientKey::Local,
         }
     }

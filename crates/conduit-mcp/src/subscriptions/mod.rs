@@ -94,7 +94,7 @@ impl Subscription {
 
     /// The principal id, `None` when unauthenticated.
     pub fn owner(&self) -> Option<&str> {
-        self.inner.principal.as_ref().map(|p| p.id.as_str())
+        self.inner.principal.as_ref().map(|p| p.id())
     }
 
     /// Sends a notification on this stream, tagging it with the subscription id.

@@ -47,7 +47,7 @@ pub fn server(tasks: &Tasks) -> Server {
         .tool(Tool::new("whoami", "Who is calling").handle(|ctx, _args| async move {
             let p = ctx.principal().cloned();
             Ok(CallToolResult::structured(json!({
-                "id": p.as_ref().map(|p| p.id.clone()),
+                "id": p.as_ref().map(|p| p.id().to_owned()),
                 "scopes": p.as_ref().map(|p| p.scopes.iter().cloned().collect::<Vec<_>>()).unwrap_or_default(),
             })))
         }))

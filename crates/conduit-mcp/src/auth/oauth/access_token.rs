@@ -4,10 +4,11 @@
 
 use super::Shared;
 use super::issuer::Found;
-use super::token_cache::{principal_bytes, token_hash};
+use super::token_cache::{TokenHash, principal_bytes};
 use crate::auth::{AuthError, Principal};
 use jsonwebtoken::{Algorithm, Validation, decode, decode_header};
 use serde_json::{Map, Value};
+use std::collections::BTreeSet;
 
 /// `typ` values of a token that may be an access token (RFC 9068, or none at all).
 const ACCEPTED_TYP: [&str; 4] = ["at+jwt", "application/at+jwt", "jwt", "application/jwt"];
@@ -18,17 +19,13 @@ fn invalid(why: &str) -> AuthError {
 
 /// Whether `token` has the shape of a JWS (three base64url parts).
 pub(super) fn looks_like_jwt(token: &str) -> bool {
-    token.split('.').count() == 3
+    token.bytes().filter(|b| *b == b'.').count() == 2
 }
 
-/// Validates a JWT access token; the principal is `iss#sub` with its scopes. A
-/// token verified before is answered from the cache until its own limit.
-pub(super) async fn validate(sh: &Shared, token: &str) -> Result<Principal, AuthError> {
-    let key = token_hash(token);
+/// Validates a JWT access token not in the cache (`key` is its hash); the principal
+/// is `iss#sub` with its scopes, and is cached until its own limit.
+pub(super) async fn validate(sh: &Shared, token: &str, key: TokenHash) -> Result<Principal, AuthError> {
     let now = sh.cfg.clock.now_ms();
-    if let Some(p) = sh.verified.get(&key, now) {
-        return Ok(p);
-    }
     let (p, keys_fresh_until) = verify(sh, token).await?;
     // Believed no longer than the token lives, nor than the keys that verified it are fresh.
     let until = p.valid_until_ms.unwrap_or(0).min(keys_fresh_until);
@@ -72,19 +69,22 @@ async fn verify(sh: &Shared, token: &str) -> Result<(Principal, u64), AuthError>
     check_claims(sh, iss, &claims)?;
     let sub = claims.get("sub").and_then(Value::as_str).filter(|s| !s.is_empty());
     let sub = sub.ok_or_else(|| invalid("token has no subject"))?;
-    let mut p = Principal::new(format!("{iss}#{sub}"));
+    let mut scopes = BTreeSet::new();
     if let Some(s) = claims.get("scope").and_then(Value::as_str) {
-        p.scopes.extend(s.split_whitespace().map(str::to_owned));
+        scopes.extend(s.split_whitespace().map(str::to_owned));
     }
     match claims.get("scp") {
-        Some(Value::Array(a)) => p.scopes.extend(a.iter().filter_map(Value::as_str).map(str::to_owned)),
-        Some(Value::String(s)) => p.scopes.extend(s.split_whitespace().map(str::to_owned)),
+        Some(Value::Array(a)) => scopes.extend(a.iter().filter_map(Value::as_str).map(str::to_owned)),
+        Some(Value::String(s)) => scopes.extend(s.split_whitespace().map(str::to_owned)),
         _ => {}
     }
+    sh.hierarchy.expand(&mut scopes);
     // check_claims made sure `exp` is there.
     let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(0);
-    p.valid_until_ms = Some(exp.saturating_add(sh.cfg.leeway.as_secs()).saturating_mul(1000));
-    p.claims = claims;
+    let p = Principal::new(format!("{iss}#{sub}"))
+        .scopes(scopes)
+        .valid_until_ms(exp.saturating_add(sh.cfg.leeway.as_secs()).saturating_mul(1000))
+        .claims(claims);
     Ok((p, keys_fresh_until))
 }
 

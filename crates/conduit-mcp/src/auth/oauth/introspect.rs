@@ -11,7 +11,7 @@
 use super::access_token::audience_matches;
 use super::issuer::IssuerState;
 use super::single_flight::Flights;
-use super::token_cache::{ByHash, REFUSED_ENTRY_BYTES, TokenHash, principal_bytes, token_hash};
+use super::token_cache::{ByHash, REFUSED_ENTRY_BYTES, TokenHash, principal_bytes};
 use super::{Shared, fetch};
 use crate::auth::{AuthError, Principal};
 use serde_json::{Map, Value};
@@ -28,8 +28,7 @@ pub(super) struct Introspection {
 
 /// The principal of an opaque token: from the caches, or from the first issuer
 /// holding credentials that calls it active.
-pub(super) async fn introspect(sh: &Shared, token: &str) -> Result<Principal, AuthError> {
-    let key = token_hash(token);
+pub(super) async fn introspect(sh: &Shared, token: &str, key: TokenHash) -> Result<Principal, AuthError> {
     let now = sh.cfg.clock.now_ms();
     if let Some(p) = sh.introspection.active.get(&key, now) {
         return Ok(p);
@@ -150,10 +149,10 @@ fn principal_of(sh: &Shared, issuer: &str, claims: Map<String, Value>) -> Result
         (_, Some(client)) => format!("client:{client}"),
         _ => return Err("token has no subject"),
     };
-    let mut p = Principal::new(format!("{issuer}#{subject}"));
+    let mut scopes = std::collections::BTreeSet::new();
     if let Some(s) = claims.get("scope").and_then(Value::as_str) {
-        p.scopes.extend(s.split_whitespace().map(str::to_owned));
+        scopes.extend(s.split_whitespace().map(str::to_owned));
     }
-    p.claims = claims;
-    Ok(p)
+    sh.hierarchy.expand(&mut scopes);
+    Ok(Principal::new(format!("{issuer}#{subject}")).scopes(scopes).claims(claims))
 }

@@ -157,12 +157,16 @@ impl Authenticate for OAuth {
     async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, AuthError> {
         let token = bearer_token(headers)?.ok_or(AuthError::Missing)?;
         let sh = &*self.shared;
-        let mut principal = if access_token::looks_like_jwt(token) {
-            access_token::validate(sh, token).await?
+        // A JWT verified before costs a hash and a lookup. Both paths expand the scopes
+        // before they cache the principal.
+        let key = token_cache::token_hash(token);
+        let principal = if let Some(p) = sh.verified.get(&key, sh.cfg.clock.now_ms()) {
+            p
+        } else if access_token::looks_like_jwt(token) {
+            access_token::validate(sh, token, key).await?
         } else {
-            introspect::introspect(sh, token).await?
+            introspect::introspect(sh, token, key).await?
         };
-        sh.hierarchy.expand(&mut principal.scopes);
         if !principal.has_scopes(&sh.cfg.scopes) {
             return Err(AuthError::InsufficientScope(sh.cfg.scopes.clone()));
         }

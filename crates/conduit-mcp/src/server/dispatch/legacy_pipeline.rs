@@ -89,7 +89,7 @@ async fn initialize(server: &Server, mut params: Map<String, Value>, env: &Reque
         return Err(RpcError::invalid_request("initialize was already sent in this session"));
     }
     let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
-    let owner = env.principal.as_ref().map(|p| p.id.clone());
+    let owner = env.principal.as_ref().map(|p| p.id.to_string());
     let sessions = &server.inner.sessions;
     let mut record = SessionRecord::new(new_session_id(), owner, version, sessions.now());
     record.client_key = env.client.to_string();

@@ -28,7 +28,7 @@ pub(super) fn open_round(server: &Server, parts: &mut CtxInner, params: &Map<Str
     parts.request_state = match params.get("requestState") {
         None => None,
         Some(Value::String(s)) => {
-            let owner = parts.principal.as_ref().map(|p| p.id.as_str());
+            let owner = parts.principal.as_ref().map(|p| p.id());
             let now = server.inner.clock.now_ms();
             match server.inner.sealer.open(s, owner, &parts.method, &params_digest(params), now) {
                 Ok(v) => Some(v),

@@ -54,7 +54,7 @@ pub(super) async fn session_of(
         return Ok(None);
     }
     let Ok(id) = raw.to_str() else { return Err(not_found()) };
-    let owner = principal.map(|p| p.id.as_str());
+    let owner = principal.map(|p| p.id());
     match st.server.inner.sessions.resolve(id.trim(), owner).await {
         Ok(s) => Ok(Some(s)),
         Err(SessionError::NotFound) => Err(not_found()),
@@ -73,7 +73,7 @@ pub(super) fn legacy_response(
     principal: Option<&Principal>,
     r: RpcResponse,
 ) -> Response {
-    let owner = principal.map(|p| p.id.as_str());
+    let owner = principal.map(|p| p.id());
     match st.server.inner.sessions.route_response(session, owner, r.id, r.outcome) {
         Routed::Delivered | Routed::Forwarded => StatusCode::ACCEPTED.into_response(),
         Routed::NobodyWaits => refuse(
@@ -275,7 +275,7 @@ pub(super) async fn handle_delete(State(st): State<Arc<AppState>>, request: axum
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
-    let owner = principal.as_ref().map(|p| p.id.as_str());
+    let owner = principal.as_ref().map(|p| p.id());
     match st.server.inner.sessions.close(&session.id(), owner).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(_) => not_found(),
