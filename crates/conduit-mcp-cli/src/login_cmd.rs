@@ -6,7 +6,7 @@
 use crate::credentials::FreshLogin;
 use crate::remote::{Exit, Remote, fail, usage};
 use conduit_mcp::client::ClientError;
-use conduit_mcp::client::oauth::{LoopbackBrowser, OAuth};
+use conduit_mcp::client::oauth::{LoopbackBrowser, OAuth, is_scope_token};
 use conduit_mcp::client::sanitize::one_line;
 
 /// `login` arguments.
@@ -104,6 +104,11 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
     };
     oauth = oauth.client_name("conduit-mcp").store(FreshLogin::new(store.clone()));
     if let Some(scope) = &a.scope {
+        if let Some(bad) = scope.split_whitespace().find(|s| !is_scope_token(s)) {
+            return usage(format!(
+                "--scope: {bad:?} is not a valid scope (RFC 6749: printable ASCII other than space, '\"' and '\\')"
+            ));
+        }
         oauth = oauth.scopes(scope.split_whitespace());
     }
     let builder = match a.remote.http_builder(&a.url) {

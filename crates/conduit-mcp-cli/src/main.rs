@@ -24,6 +24,7 @@ mod oauth_args;
 mod progress;
 mod prompt;
 mod remote;
+mod shell;
 mod store;
 mod task_cmd;
 mod task_ids;

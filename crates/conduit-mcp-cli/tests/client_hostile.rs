@@ -19,6 +19,8 @@ mod hostile_support;
 
 #[path = "client_hostile/legacy_streams.rs"]
 mod legacy_streams;
+#[path = "client_hostile/suggestions.rs"]
+mod suggestions;
 
 use cli_support::{BIN, run};
 use hostile_support::{Reply, discover, hostile, tools};

@@ -59,6 +59,12 @@ pub fn excerpt(s: &str, max: usize) -> Cow<'_, str> {
 /// How much of one server value the client's error messages show.
 pub(crate) const ERROR_EXCERPT: usize = 200;
 
+/// Server text in an error message: an [`excerpt`] of [`ERROR_EXCERPT`]
+/// characters in double quotes, escaped once.
+pub(crate) fn quoted(s: &str) -> String {
+    format!("\"{}\"", excerpt(s, ERROR_EXCERPT))
+}
+
 /// JSON text with the characters [`terminal_safe`] escapes written as
 /// `\uXXXX` escapes (still the same JSON value): `serde_json` leaves DEL, C1
 /// controls and bidirectional overrides raw.
@@ -100,5 +106,6 @@ mod tests {
     fn excerpts_are_cut_and_escaped_once() {
         assert_eq!(excerpt("short\x1b", 10), "short\\x1b");
         assert_eq!(excerpt(&"é".repeat(300), 3), "ééé… (600 bytes)");
+        assert_eq!(quoted("\x1b]0;MAC"), "\"\\x1b]0;MAC\"");
     }
 }

@@ -48,12 +48,14 @@ mod discovery;
 mod fetch;
 mod loopback;
 mod register;
+mod scope;
 pub(crate) mod session;
 mod store;
 mod token;
 
 pub use authorize::Authorizer;
 pub use loopback::{LoopbackBrowser, OpenUrl};
+pub use scope::is_scope_token;
 pub use store::{ClientRegistration, CredentialStore, MemoryCredentials, StoredTokens};
 
 use super::ClientError;

@@ -7,6 +7,7 @@ use super::challenge::{self, Challenge};
 use super::discovery::{self, AuthServer, ResourceMetadata};
 use super::fetch::Fetch;
 use super::register;
+use super::scope;
 use super::store::{ClientRegistration, StoredTokens};
 use super::token::{self, Grant, Tokens};
 use super::{GrantKind, OAuth};
@@ -78,6 +79,9 @@ impl Session {
         retry: &mut Retry,
     ) -> Result<bool, ClientError> {
         let challenge = challenge::parse(header);
+        if let Some(asked) = challenge.as_ref().and_then(|c| c.scopes.as_deref()) {
+            scope::check("the server's challenge", asked)?;
+        }
         if status == 403 && !challenge.as_ref().is_some_and(Challenge::insufficient_scope) {
             return Ok(false);
         }
@@ -224,6 +228,7 @@ impl Session {
                 return Err(ClientError::LoginRequired(self.key.clone()));
             }
             let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &prm, &asm));
+            scope::check("the scopes to ask for", &scopes)?;
             let client = register::client_for(&self.fetch, &*self.cfg.store, &self.cfg.identity, &asm, None).await?;
             let t = token::request(
                 &self.fetch,
@@ -238,6 +243,7 @@ impl Session {
             return self.keep(st, &base, t).await;
         };
         let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &prm, &asm));
+        scope::check("the scopes to ask for", &scopes)?;
         let preferred =
             self.cfg.store.registration(&asm.issuer).await?.and_then(|r| r.redirect_uris.into_iter().next());
         let redirect_uri = authorizer.redirect_uri(preferred.as_deref()).await?;
