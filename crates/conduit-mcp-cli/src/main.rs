@@ -12,6 +12,7 @@
 
 mod args;
 mod call_cmd;
+mod client_secret;
 mod credentials;
 mod demo;
 mod demo_tasks;

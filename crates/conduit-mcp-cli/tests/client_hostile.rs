@@ -19,6 +19,10 @@ mod hostile_support;
 
 #[path = "client_hostile/legacy_streams.rs"]
 mod legacy_streams;
+#[path = "client_hostile/login.rs"]
+mod login;
+#[path = "client_hostile/refresh.rs"]
+mod refresh;
 #[path = "client_hostile/suggestions.rs"]
 mod suggestions;
 

@@ -59,6 +59,12 @@ pub fn excerpt(s: &str, max: usize) -> Cow<'_, str> {
 /// How much of one server value the client's error messages show.
 pub(crate) const ERROR_EXCERPT: usize = 200;
 
+/// Server text (a URL, a name, a value) inside an error message: an
+/// [`excerpt`] of [`ERROR_EXCERPT`] characters.
+pub(crate) fn shown(s: &str) -> Cow<'_, str> {
+    excerpt(s, ERROR_EXCERPT)
+}
+
 /// Server text in an error message: an [`excerpt`] of [`ERROR_EXCERPT`]
 /// characters in double quotes, escaped once.
 pub(crate) fn quoted(s: &str) -> String {
