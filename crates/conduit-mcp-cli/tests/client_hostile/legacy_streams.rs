@@ -3,8 +3,7 @@
 //! with `Last-Event-ID` where the stream named an event id), never a hang,
 //! and `--timeout` holds for the resumption too.
 
-use crate::hostile_support::oauth::cli_in;
-use crate::hostile_support::{Reply, Req, hostile_http};
+use crate::hostile_support::{Reply, Req, cli_in, hostile_http};
 use serde_json::json;
 use std::time::Duration;
 
@@ -30,7 +29,7 @@ fn legacy(req: &Req, call: &dyn Fn(&Req) -> Reply) -> Reply {
 /// `tools/call` (and resumption) `call` answers; at most 20 s.
 async fn call_legacy(call: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> (std::process::Output, Vec<String>) {
     let h = hostile_http(move |req| legacy(req, &call)).await;
-    let dir = crate::hostile_support::oauth::config_dir("legacy");
+    let dir = crate::hostile_support::config_dir("legacy");
     let o = cli_in(&dir, &["call", &h.url, "t", "--timeout", "3"], &[], Duration::from_secs(20)).await;
     let o = o.expect("conduit-mcp was still running after 20 s: the call hangs");
     let resumed = h

@@ -2,10 +2,8 @@
 //! commands after it against a hostile authorization server (on the hostile
 //! server's socket; its issuer is that origin).
 
-use crate::hostile_support::oauth::{
-    LoginRun, bearer, challenge, cli_in, config_dir, discovery, form, json_reply, stored, token_file,
-};
-use crate::hostile_support::{Hostile, Reply, Req, discover, hostile_http, tools};
+use crate::hostile_support::oauth::{LoginRun, bearer, challenge, discovery, form, json_reply, stored, token_file};
+use crate::hostile_support::{Hostile, Reply, Req, cli_in, config_dir, discover, hostile_http, tools};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -167,34 +165,47 @@ async fn login_keeps_the_scope_that_was_granted() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Finding 9: an access token a header cannot carry is refused before it is
-/// stored; `token_type` is escaped once; a huge `resource_metadata` is cut in
-/// the error; a refused authorization's page never says it was received.
+/// Finding 9: an access token a header cannot carry (CR/LF) is refused
+/// before it is stored, so it cannot break every later command.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_the_authorization_server_sends_is_checked_and_bounded() {
-    let dir = config_dir("smaller");
+async fn an_access_token_a_header_cannot_carry_is_not_stored() {
+    let dir = config_dir("crlf");
     let p = protected(|_| issued(json!({ "access_token": "at-1\r\nX-Injected: yes" }))).await;
     let o = machine_login(&dir, &p.h.url, &["--client-secret", "s"], &[]).await;
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("cannot be sent in a header"), "{stderr}");
     assert!(token_file(&dir).is_none(), "the token was stored");
+    std::fs::remove_dir_all(&dir).ok();
+}
 
-    // (Another directory: the secret "s" is bound to the first server's issuer now.)
+/// Finding 9: a `token_type` from the authorization server is escaped once in the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_type_is_escaped_once() {
+    let dir = config_dir("token-type");
     let p = protected(|_| issued(json!({ "token_type": "\u{1b}]0;MAC" }))).await;
-    let other = config_dir("smaller2");
-    let o = machine_login(&other, &p.h.url, &["--client-secret", "s"], &[]).await;
-    std::fs::remove_dir_all(&other).ok();
+    let o = machine_login(&dir, &p.h.url, &["--client-secret", "s"], &[]).await;
     let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(r#"issued a "\x1b]0;MAC" token"#), "escaped once: {stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}
 
+/// Finding 9: a 200 KB `resource_metadata` is cut to a bounded, escaped excerpt in the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_resource_metadata_is_cut_in_the_error() {
     let huge = "x".repeat(200_000);
     let h = hostile_http(move |req| challenge_with(&req.origin, &huge)).await;
-    let o = cli_in(&dir, &["login", &h.url, "--no-browser"], &[], LIMIT).await.expect("exits");
+    let o = cli_in(&config_dir("huge-prm"), &["login", &h.url, "--no-browser"], &[], LIMIT).await.expect("exits");
     let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}", &stderr[..stderr.len().min(500)]);
     assert!(stderr.len() < 2000 && stderr.contains('…'), "{} bytes of error: {}", stderr.len(), &stderr[..300]);
+}
 
+/// Finding 9: a refused authorization's page never says "Authorization received".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_authorization_is_not_received() {
+    let dir = config_dir("refused");
     let p = protected(|_| issued(json!({}))).await;
     let run = LoginRun::start(&dir, &p.h.url, &["--login-timeout", "20"]).await;
     let refused = format!("/callback?error=access_denied&state={}", run.param("state"));

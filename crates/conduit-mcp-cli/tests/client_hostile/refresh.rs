@@ -3,8 +3,8 @@
 //! obtained moments ago is a refusal. `pollInterval: 0` and an event stream
 //! reconnecting at `retry: 0` are held to the client's floors.
 
-use crate::hostile_support::oauth::{bearer, challenge, cli_in, config_dir, discovery, form, json_reply};
-use crate::hostile_support::{Reply, Req, discover, hostile_http, tools};
+use crate::hostile_support::oauth::{bearer, challenge, discovery, form, json_reply};
+use crate::hostile_support::{Reply, Req, cli_in, config_dir, discover, hostile_http, tools};
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

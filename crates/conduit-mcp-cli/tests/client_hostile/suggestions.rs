@@ -3,8 +3,7 @@
 //! shell-quoted (and scopes RFC 6749 does not allow are refused), and the
 //! `--allow-insecure-http` warning goes by the parsed address.
 
-use crate::hostile_support::oauth::{cli_in, config_dir};
-use crate::hostile_support::{Reply, hostile_http};
+use crate::hostile_support::{Reply, cli_in, config_dir, hostile_http};
 use std::time::Duration;
 
 /// A server that answers everything `403 insufficient_scope` asking for `scope` (as the header carries it).

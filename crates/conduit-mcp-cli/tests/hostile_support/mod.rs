@@ -9,8 +9,10 @@
 pub mod oauth;
 
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// What the hostile server does with one request.
@@ -243,4 +245,25 @@ async fn answer(s: &mut tokio::net::TcpStream, reply: Reply, req: &Value, sent: 
             false
         }
     }
+}
+
+/// A fresh, empty configuration directory for the CLI's credential store
+/// (`CONDUIT_MCP_CONFIG_DIR`).
+pub fn config_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "conduit-hostile-{name}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Runs `conduit-mcp ARGS` with the credential store in `dir` (and `envs`),
+/// waiting at most `limit`: `None` when it was still running then (it is killed).
+pub async fn cli_in(dir: &Path, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Option<std::process::Output> {
+    let mut cmd = tokio::process::Command::new(crate::cli_support::BIN);
+    cmd.args(args).env("CONDUIT_MCP_CONFIG_DIR", dir).envs(envs.iter().copied()).kill_on_drop(true);
+    cmd.stdin(std::process::Stdio::null());
+    tokio::time::timeout(limit, cmd.output()).await.ok().map(|o| o.expect("run conduit-mcp"))
 }

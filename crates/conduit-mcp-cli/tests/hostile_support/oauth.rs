@@ -64,17 +64,6 @@ pub fn bearer(req: &Req) -> Option<&str> {
     req.header("authorization")?.strip_prefix("Bearer ")
 }
 
-/// A fresh, empty configuration directory for the CLI's credential store.
-pub fn config_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "conduit-hostile-{name}-{}-{:08x}",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
 /// The one tokens file of a configuration directory.
 pub fn token_file(dir: &Path) -> Option<PathBuf> {
     std::fs::read_dir(dir.join("tokens")).ok()?.filter_map(Result::ok).map(|e| e.path()).find(|p| {
@@ -86,15 +75,6 @@ pub fn token_file(dir: &Path) -> Option<PathBuf> {
 pub fn stored(dir: &Path) -> Value {
     let f = token_file(dir).expect("a tokens file");
     serde_json::from_slice::<Value>(&std::fs::read(f).unwrap()).unwrap()["value"].clone()
-}
-
-/// Runs `conduit-mcp ARGS` with the credential store in `dir` (and `envs`),
-/// waiting at most `limit`: `None` when it was still running then (it is killed).
-pub async fn cli_in(dir: &Path, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Option<std::process::Output> {
-    let mut cmd = tokio::process::Command::new(crate::cli_support::BIN);
-    cmd.args(args).env("CONDUIT_MCP_CONFIG_DIR", dir).envs(envs.iter().copied()).kill_on_drop(true);
-    cmd.stdin(std::process::Stdio::null());
-    tokio::time::timeout(limit, cmd.output()).await.ok().map(|o| o.expect("run conduit-mcp"))
 }
 
 /// A `conduit-mcp login URL --no-browser` under way: the authorization URL
