@@ -41,6 +41,9 @@ pub(crate) fn config_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| "no configuration directory: set CONDUIT_MCP_CONFIG_DIR".to_owned())
 }
 
+/// The largest file of the store read: tokens and registrations take a few KiB.
+const MAX_FILE: u64 = 1024 * 1024;
+
 fn io(what: &Path, e: std::io::Error) -> ClientError {
     ClientError::Input(format!("credential store {}: {e}", what.display()))
 }
@@ -63,16 +66,27 @@ impl FileCredentials {
 
     fn read<T: DeserializeOwned>(&self, kind: &str, key: &str) -> Result<Option<T>, ClientError> {
         let path = self.path(kind, key);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                let entry: Entry<T> = serde_json::from_slice(&bytes)
-                    .map_err(|e| ClientError::Input(format!("credential store {}: {e}", path.display())))?;
-                // A hash collision (or a hand-copied file) holds another key: not ours.
-                Ok((entry.key == key).then_some(entry.value))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io(&path, e)),
+        match read_entry::<T>(&path)? {
+            // A hash collision (or a hand-copied file) holds another key: not ours.
+            Some(entry) => Ok((entry.key == key).then_some(entry.value)),
+            None => Ok(None),
         }
+    }
+
+    /// Every client registration stored (files that cannot be read are skipped).
+    pub(crate) fn registrations(&self) -> Result<Vec<ClientRegistration>, ClientError> {
+        let dir = self.dir.join("clients");
+        let files = match std::fs::read_dir(&dir) {
+            Ok(files) => files,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(&dir, e)),
+        };
+        let names = files.filter_map(Result::ok).map(|f| f.path());
+        let json = names.filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        });
+        Ok(json.filter_map(|p| read_entry::<ClientRegistration>(&p).ok().flatten()).map(|e| e.value).collect())
     }
 
     fn write<T: Serialize>(&self, kind: &str, key: &str, value: &T) -> Result<(), ClientError> {
@@ -101,6 +115,28 @@ impl FileCredentials {
 struct Entry<T> {
     key: String,
     value: T,
+}
+
+/// The entry in the file at `path` (`None` when there is none), read only
+/// up to [`MAX_FILE`]: a larger file is not one this program wrote.
+fn read_entry<T: DeserializeOwned>(path: &Path) -> Result<Option<Entry<T>>, ClientError> {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(path, e)),
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| io(path, e))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(ClientError::Input(format!(
+            "credential store {}: larger than 1 MiB, not a file conduit-mcp wrote (log in again to replace it, or remove it)",
+            path.display()
+        )));
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| ClientError::Input(format!("credential store {}: {e}", path.display())))
 }
 
 #[cfg(unix)]

@@ -3,11 +3,14 @@
 //! on a loopback listener, or a client-credentials grant; the tokens are
 //! stored for every later command and never printed.
 
+use crate::client_secret::{self, SECRET_ENV};
 use crate::credentials::FreshLogin;
 use crate::remote::{Exit, Remote, fail, usage};
+use crate::shell::quote;
 use conduit_mcp::client::ClientError;
-use conduit_mcp::client::oauth::{LoopbackBrowser, OAuth};
-use conduit_mcp::client::sanitize::one_line;
+use conduit_mcp::client::oauth::{LoopbackBrowser, OAuth, is_scope_token};
+use conduit_mcp::client::sanitize::{excerpt, one_line};
+use std::path::PathBuf;
 
 /// `login` arguments.
 #[derive(clap::Args, Debug)]
@@ -24,16 +27,27 @@ pub(crate) struct LoginArgs {
     /// A client id registered at the authorization server (else a dynamic registration).
     #[arg(long, value_name = "ID")]
     client_id: Option<String>,
-    /// The secret of `--client-id`.
-    #[arg(long, value_name = "SECRET", requires = "client_id")]
+    /// The secret of `--client-id` (other users may see it in `ps`: prefer --client-secret-file, or
+    /// $CONDUIT_MCP_CLIENT_SECRET, which is read when neither is given). It is bound to the authorization
+    /// server it is first used with.
+    #[arg(long, value_name = "SECRET", requires = "client_id", conflicts_with = "client_secret_file")]
     client_secret: Option<String>,
+    /// Read the secret of `--client-id` from FILE (one trailing newline dropped).
+    #[arg(long, value_name = "FILE", requires = "client_id")]
+    client_secret_file: Option<PathBuf>,
+    /// Log in only at this authorization server (its issuer URL, as the server's metadata names it;
+    /// repeatable). A client secret goes to another issuer than the one it was first used with only when
+    /// named here.
+    #[arg(long, value_name = "ISSUER")]
+    issuer: Vec<String>,
     /// The scopes to ask for, space-separated (default: what the server asks for).
     #[arg(long, value_name = "SCOPE")]
     scope: Option<String>,
-    /// A machine login: the client credentials grant with `--client-id` and `--client-secret`.
-    #[arg(long, requires = "client_secret")]
+    /// A machine login: the client credentials grant with `--client-id` and its secret.
+    #[arg(long, requires = "client_id")]
     client_credentials: bool,
-    /// Seconds to wait for the browser to come back.
+    /// Seconds to wait for the browser to come back to the loopback listener with this login's answer
+    /// (other requests to the listener are answered 400 or 404 and do not end the wait).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     login_timeout: u64,
     #[command(flatten)]
@@ -87,9 +101,18 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
         Ok(s) => s,
         Err(e) => return e,
     };
+    let secret = match &a.client_id {
+        Some(_) => match client_secret::resolve(a.client_secret.as_deref(), a.client_secret_file.as_deref()) {
+            Ok(s) => s,
+            Err(e) => return usage(e),
+        },
+        None => None,
+    };
     let mut oauth = if a.client_credentials {
-        let (Some(id), Some(secret)) = (&a.client_id, &a.client_secret) else {
-            return usage("--client-credentials needs --client-id and --client-secret");
+        let (Some(id), Some(secret)) = (&a.client_id, &secret) else {
+            return usage(format!(
+                "--client-credentials needs --client-id and its secret (--client-secret, --client-secret-file or ${SECRET_ENV})"
+            ));
         };
         OAuth::client_credentials(id, secret)
     } else {
@@ -97,25 +120,54 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
         if let Some(id) = &a.client_id {
             o = o.client_id(id);
         }
-        if let Some(secret) = &a.client_secret {
+        if let Some(secret) = &secret {
             o = o.client_secret(secret);
         }
         o
     };
+    // Where the secret may go: the issuers named, else those it is bound to (none yet: the first use binds it).
+    let bound = match (&a.client_id, &secret) {
+        (Some(id), Some(secret)) if a.issuer.is_empty() => match client_secret::bound_issuers(&store, id, secret) {
+            Ok(b) => b,
+            Err(e) => return fail(&e),
+        },
+        _ => Vec::new(),
+    };
+    for issuer in a.issuer.iter().chain(&bound) {
+        oauth = oauth.issuer(issuer);
+    }
     oauth = oauth.client_name("conduit-mcp").store(FreshLogin::new(store.clone()));
     if let Some(scope) = &a.scope {
+        if let Some(bad) = scope.split_whitespace().find(|s| !is_scope_token(s)) {
+            return usage(format!(
+                "--scope: {bad:?} is not a valid scope (RFC 6749: printable ASCII other than space, '\"' and '\\')"
+            ));
+        }
         oauth = oauth.scopes(scope.split_whitespace());
     }
     let builder = match a.remote.http_builder(&a.url) {
         Ok(b) => b.oauth(oauth.clone()).client_info("conduit-mcp-cli", env!("CARGO_PKG_VERSION")),
         Err(e) => return e,
     };
-    if let Err(e) = builder.connect().await {
-        return fail(&e);
+    match builder.connect().await {
+        Err(ClientError::IssuerNotAllowed { server, issuer, allowed }) if a.issuer.is_empty() => {
+            let (server, issuer) = (one_line(&server), excerpt(&issuer, 200));
+            eprintln!(
+                "error: {server} sends its login to the authorization server {issuer}, but this client secret was \
+                 first used with {}: nothing was sent there. If {issuer} is meant to have it, run the login again \
+                 with --issuer {}",
+                excerpt(&allowed.join(" and "), 400),
+                quote(&issuer)
+            );
+            return Exit::Usage;
+        }
+        Err(e) => return fail(&e),
+        Ok(_) => {}
     }
     match oauth.tokens(&a.url).await {
         Ok(Some(t)) => {
-            let scopes = if t.scopes.is_empty() { "none requested".into() } else { t.scopes.join(" ") };
+            // The scope granted (the token response's `scope`), else the one asked for.
+            let scopes = if t.scopes.is_empty() { "none".into() } else { t.scopes.join(" ") };
             eprintln!(
                 "logged in to {} (authorization server {}, scopes: {})",
                 one_line(&a.url),

@@ -12,6 +12,7 @@
 
 mod args;
 mod call_cmd;
+mod client_secret;
 mod credentials;
 mod demo;
 mod demo_tasks;
@@ -24,6 +25,7 @@ mod oauth_args;
 mod progress;
 mod prompt;
 mod remote;
+mod shell;
 mod store;
 mod task_cmd;
 mod task_ids;

@@ -2,8 +2,9 @@
 //! `--stdio -- CMD ARGS...`), credentials, and the exit codes.
 
 use crate::credentials::{FileCredentials, config_dir};
+use crate::shell::quote;
 use conduit_mcp::client::oauth::OAuth;
-use conduit_mcp::client::sanitize::one_line;
+use conduit_mcp::client::sanitize::{excerpt, one_line};
 use conduit_mcp::client::{Client, ClientBuilder, ClientError, InputHandler};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -42,19 +43,31 @@ impl From<Exit> for ExitCode {
     }
 }
 
+/// The most characters of an error message printed (a server's text in it can be long).
+const MAX_ERROR_CHARS: usize = 1000;
+
 /// Prints one line for a client error and returns its exit code. Server
-/// text in it (error messages) is escaped: it cannot act on the terminal.
+/// text in it (error messages) is escaped: it cannot act on the terminal; it
+/// is cut at [`MAX_ERROR_CHARS`]; and in a command line the error suggests,
+/// every word is shell-quoted.
 pub(crate) fn fail(e: &ClientError) -> Exit {
     match e {
         ClientError::LoginRequired(url) => {
             let url = one_line(url);
-            eprintln!("error: {url} requires authorization: run `conduit-mcp login {url}` (or pass --token TOKEN)");
+            eprintln!(
+                "error: {url} requires authorization: run `conduit-mcp login {}` (or pass --token TOKEN)",
+                quote(&url)
+            );
         }
         ClientError::ScopeRequired { server, scopes } => {
             let (url, scopes) = (one_line(server), one_line(&scopes.join(" ")).into_owned());
-            eprintln!("error: {url} asks for more scope: run `conduit-mcp login {url} --scope '{scopes}'`");
+            eprintln!(
+                "error: {url} asks for more scope: run `conduit-mcp login {} --scope {}`",
+                quote(&url),
+                quote(&scopes)
+            );
         }
-        _ => eprintln!("error: {}", one_line(&e.to_string())),
+        _ => eprintln!("error: {}", excerpt(&e.to_string(), MAX_ERROR_CHARS)),
     }
     Exit::Usage
 }
@@ -120,13 +133,13 @@ impl Remote {
             .ok()
             .filter(|d| !d.is_zero())
             .ok_or_else(|| usage(format!("--timeout {}: expected a positive number of seconds", self.timeout)))?;
-        if self.allow_insecure_http && !credentials_stay_safe(url) {
+        let mut b = ClientBuilder::http(url).timeout(timeout).allow_insecure_http(self.allow_insecure_http);
+        if self.allow_insecure_http && b.credentials_in_clear_text() {
             eprintln!(
                 "warning: --allow-insecure-http: credentials for {} go over plain http://, readable by anyone on the path",
                 one_line(url)
             );
         }
-        let mut b = ClientBuilder::http(url).timeout(timeout).allow_insecure_http(self.allow_insecure_http);
         if let Some(path) = &self.ca_cert {
             let pem = std::fs::read(path).map_err(|e| usage(format!("--ca-cert {}: {e}", path.display())))?;
             b = b.ca_certificate_pem(pem);
@@ -172,17 +185,4 @@ impl Remote {
         b = b.client_info("conduit-mcp-cli", env!("CARGO_PKG_VERSION")).input_handler(handler);
         b.connect().await.map_err(|e| fail(&e))
     }
-}
-
-/// Whether a credential sent to `url` is safe without `--allow-insecure-http`
-/// (https, or this machine); the library refuses the rest unless allowed.
-fn credentials_stay_safe(url: &str) -> bool {
-    let Some(rest) = url.strip_prefix("http://") else { return true };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    if host.starts_with("[::1]") {
-        return true;
-    }
-    let host = host.split(':').next().unwrap_or_default();
-    host.eq_ignore_ascii_case("localhost") || host.starts_with("127.")
 }

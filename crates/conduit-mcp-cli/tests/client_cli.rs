@@ -147,3 +147,21 @@ async fn a_task_that_never_finishes_stops_at_its_ttl() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("did not finish within its TTL"), "{}", stderr(&o));
 }
+
+/// Every flag `login --help` lists, `--login-timeout` among them, is
+/// described in the client guide (issue 34: it was not).
+#[test]
+fn every_login_flag_is_documented() {
+    let help = String::from_utf8_lossy(&run(&["login", "--help"]).stdout).into_owned();
+    let guide = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/client.md")).unwrap();
+    let flags: Vec<&str> = help
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("--"))
+        .map(|f| f.trim_end_matches([',', '.', ')', '`']))
+        .filter(|f| !f.is_empty() && f.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+        .collect();
+    assert!(flags.contains(&"login-timeout"), "{help}");
+    for flag in flags.iter().filter(|f| !["help"].contains(f)) {
+        assert!(guide.contains(&format!("--{flag}")), "docs/client.md does not describe --{flag}");
+    }
+}

@@ -8,9 +8,23 @@
 //! 4. no roots are offered unless `--root` says so;
 //! 5. a redirect to another origin is not followed (headers stay home);
 //! 6. a task id that starts with `-` is taken back by `task` and `watch`.
+//!
+//! The client and CLI findings of issue 34 are in the modules below: legacy
+//! response streams that end without the answer, suggested command lines
+//! and the insecure-HTTP warning, and the login and token handling against
+//! a hostile authorization server.
 
 mod cli_support;
 mod hostile_support;
+
+#[path = "client_hostile/legacy_streams.rs"]
+mod legacy_streams;
+#[path = "client_hostile/login.rs"]
+mod login;
+#[path = "client_hostile/refresh.rs"]
+mod refresh;
+#[path = "client_hostile/suggestions.rs"]
+mod suggestions;
 
 use cli_support::{BIN, run};
 use hostile_support::{Reply, discover, hostile, tools};

@@ -101,3 +101,23 @@ async fn no_server_is_a_transport_error() {
         other => panic!("{other:?}"),
     }
 }
+
+/// The legacy era's "SSE polling" against our own server: the tool closes
+/// its stream before answering, and the client resumes it with
+/// `Last-Event-ID` (after the server's `retry`) for the answer (issue 34).
+#[tokio::test]
+async fn a_legacy_stream_closed_before_the_answer_is_resumed() {
+    use conduit_mcp::prelude::*;
+    let server = Server::builder("reconnect", "1.0.0")
+        .tool(Tool::new("reconnect", "Closes its stream, then answers").handle(|ctx, _args| async move {
+            assert!(ctx.close_stream(), "a legacy HTTP request can close its stream");
+            Ok(CallToolResult::text("after the reconnection"))
+        }))
+        .build()
+        .unwrap();
+    let h = start(server).await;
+    let c = guard("connect", ClientBuilder::http(&h.url).era(Era::Legacy).connect()).await.expect("connect");
+    assert_eq!(c.server().era, Some(Era::Legacy));
+    let out = guard("reconnect", c.call_tool("reconnect", json!({}))).await.expect("the resumed answer");
+    assert_eq!(text(&out), "after the reconnection");
+}

@@ -1,13 +1,18 @@
 //! A hostile MCP server on a raw socket: it answers what a test tells it,
-//! byte for byte (endless bodies, silence, redirects, escape sequences), and
-//! records every request it gets (head and JSON body) and how many bytes it
-//! managed to send.
+//! byte for byte (endless bodies, silence, redirects, escape sequences, SSE
+//! streams that end early), and records every request it gets (head and JSON
+//! body) and how many bytes it managed to send. [`oauth`] adds a hostile
+//! authorization server on the same socket and a login driven by the test.
 
 #![allow(dead_code)]
 
+pub mod oauth;
+
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// What the hostile server does with one request.
@@ -22,6 +27,52 @@ pub enum Reply {
     Endless { content_type: &'static str, prefix: &'static [u8], fill: u8 },
     /// `307 Temporary Redirect` to this location.
     Redirect(String),
+    /// A status without a body (`202` for a notification, `405` for a GET).
+    Status(u16),
+    /// Any status, headers and body (the body's length is sent).
+    Raw { status: u16, headers: Vec<(String, String)>, body: String },
+    /// `200 text/event-stream`, then `body` as written, then the connection
+    /// closes (`hang: false`) or stays open and silent (`hang: true`).
+    Sse { body: String, hang: bool },
+}
+
+/// One request as the hostile server's handler sees it.
+#[derive(Debug, Clone)]
+pub struct Req {
+    /// `http://127.0.0.1:PORT`: the server's own origin.
+    pub origin: String,
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The request target (path and query), as sent.
+    pub target: String,
+    /// The request head, lower-cased.
+    pub head: String,
+    /// The request head as sent.
+    pub raw_head: String,
+    /// The body as sent.
+    pub body: Vec<u8>,
+    /// The body as JSON (`Null` when it is not JSON).
+    pub json: Value,
+}
+
+impl Req {
+    /// The target's path.
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or_default()
+    }
+
+    /// A header's value as sent (the name matched without regard to case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.raw_head.lines().skip(1).find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim().eq_ignore_ascii_case(name).then_some(v.trim())
+        })
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
 }
 
 /// One request the server got.
@@ -71,6 +122,11 @@ pub fn tools(list: Value) -> Value {
 
 /// Starts a server answering each request with `f(json_body, lower-cased head)`.
 pub async fn hostile(f: impl Fn(&Value, &str) -> Reply + Send + Sync + 'static) -> Hostile {
+    hostile_http(move |r| f(&r.json, &r.head)).await
+}
+
+/// Starts a server answering each request with `f(request)`.
+pub async fn hostile_http(f: impl Fn(&Req) -> Reply + Send + Sync + 'static) -> Hostile {
     let f = Arc::new(f);
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let origin = format!("http://{}", l.local_addr().unwrap());
@@ -83,10 +139,22 @@ pub async fn hostile(f: impl Fn(&Value, &str) -> Reply + Send + Sync + 'static) 
                 // Keep-alive: answer requests on this connection until it closes.
                 let mut buf = Vec::new();
                 loop {
-                    let Some((head, body)) = read_request(&mut s, &mut buf).await else { return };
-                    let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    h.seen.lock().unwrap().push(Seen { head: head.clone(), body: req.clone() });
-                    if !answer(&mut s, f(&req, &head), &req, &h.sent).await {
+                    let Some((raw_head, body)) = read_request(&mut s, &mut buf).await else { return };
+                    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let head = raw_head.to_lowercase();
+                    h.seen.lock().unwrap().push(Seen { head: head.clone(), body: json.clone() });
+                    let mut line = raw_head.lines().next().unwrap_or_default().split(' ');
+                    let (method, target) = (line.next().unwrap_or_default(), line.next().unwrap_or_default());
+                    let req = Req {
+                        origin: h.origin.clone(),
+                        method: method.to_owned(),
+                        target: target.to_owned(),
+                        head,
+                        raw_head: raw_head.clone(),
+                        body,
+                        json,
+                    };
+                    if !answer(&mut s, f(&req), &req.json, &h.sent).await {
                         return;
                     }
                 }
@@ -100,8 +168,9 @@ async fn read_request(s: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> Optio
     let mut chunk = [0u8; 8192];
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
             let len = head
+                .to_lowercase()
                 .lines()
                 .find_map(|l| l.strip_prefix("content-length:"))
                 .and_then(|v| v.trim().parse::<usize>().ok())
@@ -135,6 +204,27 @@ async fn answer(s: &mut tokio::net::TcpStream, reply: Reply, req: &Value, sent: 
             let head = format!("HTTP/1.1 307 Temporary Redirect\r\nlocation: {to}\r\ncontent-length: 0\r\n\r\n");
             s.write_all(head.as_bytes()).await.is_ok()
         }
+        Reply::Status(status) => {
+            let head = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
+            s.write_all(head.as_bytes()).await.is_ok()
+        }
+        Reply::Raw { status, headers, body } => {
+            let mut head = format!("HTTP/1.1 {status} X\r\ncontent-length: {}\r\n", body.len());
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str("\r\n");
+            s.write_all(head.as_bytes()).await.is_ok() && s.write_all(body.as_bytes()).await.is_ok()
+        }
+        Reply::Sse { body, hang } => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+            let _ = s.write_all(head.as_bytes()).await;
+            let _ = s.write_all(body.as_bytes()).await;
+            if hang {
+                std::future::pending::<()>().await;
+            }
+            false
+        }
         Reply::Hang => {
             std::future::pending::<()>().await;
             false
@@ -155,4 +245,25 @@ async fn answer(s: &mut tokio::net::TcpStream, reply: Reply, req: &Value, sent: 
             false
         }
     }
+}
+
+/// A fresh, empty configuration directory for the CLI's credential store
+/// (`CONDUIT_MCP_CONFIG_DIR`).
+pub fn config_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "conduit-hostile-{name}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Runs `conduit-mcp ARGS` with the credential store in `dir` (and `envs`),
+/// waiting at most `limit`: `None` when it was still running then (it is killed).
+pub async fn cli_in(dir: &Path, args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Option<std::process::Output> {
+    let mut cmd = tokio::process::Command::new(crate::cli_support::BIN);
+    cmd.args(args).env("CONDUIT_MCP_CONFIG_DIR", dir).envs(envs.iter().copied()).kill_on_drop(true);
+    cmd.stdin(std::process::Stdio::null());
+    tokio::time::timeout(limit, cmd.output()).await.ok().map(|o| o.expect("run conduit-mcp"))
 }

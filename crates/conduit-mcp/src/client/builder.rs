@@ -148,6 +148,19 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether a credential sent to this server would cross the network in
+    /// clear text: a plain `http://` URL whose host is not this machine (what
+    /// [`allow_insecure_http`](Self::allow_insecure_http) lets through). The
+    /// host is judged by its parsed address (`127.0.0.0/8`, `::1`) or the name
+    /// `localhost`, never by how its name begins. `false` for stdio.
+    pub fn credentials_in_clear_text(&self) -> bool {
+        match &self.target {
+            Target::Http(url) => http_options::parse_url("the server URL", url)
+                .is_ok_and(|u| u.scheme() == "http" && !http_options::is_loopback(&u)),
+            Target::Stdio(..) => false,
+        }
+    }
+
     /// Logs out of this server (HTTP only): revokes the stored OAuth tokens
     /// where the authorization server can, and forgets them. `Ok(false)`
     /// when none were stored.

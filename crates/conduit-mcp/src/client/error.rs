@@ -6,6 +6,7 @@
 //! source is there for code that inspects it (an `io::Error`, a
 //! `reqwest::Error`, a `serde_json::Error`).
 
+use super::sanitize::shown;
 use crate::protocol::RpcError;
 use std::fmt;
 
@@ -44,6 +45,23 @@ pub enum ClientError {
         server: String,
         /// The scopes to ask for.
         scopes: Vec<String>,
+    },
+    /// The server sends the login to an authorization server this client may
+    /// not use ([`OAuth::issuer`](super::oauth::OAuth::issuer)); nothing was
+    /// sent to it.
+    #[error(
+        "{} sends its login to the authorization server {}, not to {}: nothing was sent there",
+        shown(.server),
+        shown(.issuer),
+        shown(&.allowed.join(" or "))
+    )]
+    IssuerNotAllowed {
+        /// The server URL.
+        server: String,
+        /// The authorization server its metadata names first.
+        issuer: String,
+        /// The authorization servers this client may use.
+        allowed: Vec<String>,
     },
     /// OAuth failed: discovery, registration, the authorization server's
     /// answer, or a check the client makes (issuer, `iss`, `resource`, PKCE support).

@@ -20,6 +20,10 @@ use tokio::sync::mpsc;
 
 type Tx = mpsc::Sender<Result<TaskEvent, ClientError>>;
 
+/// The shortest poll interval a server's `pollIntervalMs` can ask for
+/// (`pollIntervalMs: 0` would be a request storm).
+const MIN_SERVER_POLL: Duration = Duration::from_millis(100);
+
 /// The stream of a task's [`TaskEvent`]s (also a `futures` `Stream`).
 #[derive(Debug)]
 pub struct TaskEvents {
@@ -75,8 +79,11 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
     let mut pending = if s.push { tracker.hub().register(era, id) } else { None };
     let mut snapshot = era.get_task(id).await?;
     loop {
-        let base =
-            snapshot.task.poll_interval_ms.map_or(s.default_poll, Duration::from_millis).max(Duration::from_millis(10));
+        let base = snapshot
+            .task
+            .poll_interval_ms
+            .map_or(s.default_poll, |ms| Duration::from_millis(ms).max(MIN_SERVER_POLL))
+            .max(Duration::from_millis(10));
         let seen = (snapshot.task.status, snapshot.task.status_message.clone());
         if last.as_ref() != Some(&seen) {
             last = Some(seen);

@@ -3,6 +3,7 @@
 //! lets a redirect take a request, and where it refuses to send a credential.
 
 use super::error::{ClientError, TransportError};
+use super::sanitize::{quoted, shown};
 use reqwest::Url;
 use std::time::Duration;
 
@@ -57,10 +58,10 @@ pub(crate) fn is_loopback(url: &Url) -> bool {
 /// Parses an `http(s)` URL.
 pub(crate) fn parse_url(what: &str, s: &str) -> Result<Url, ClientError> {
     let url = Url::parse(s).map_err(|e| {
-        ClientError::Transport(TransportError::new(format!("{what} {s:?} is not a URL: {e}")).caused_by(e))
+        ClientError::Transport(TransportError::new(format!("{what} {} is not a URL: {e}", quoted(s))).caused_by(e))
     })?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Err(ClientError::transport(format!("{what} {s:?} is not an http(s) URL")));
+        return Err(ClientError::transport(format!("{what} {} is not an http(s) URL", quoted(s))));
     }
     Ok(url)
 }
@@ -74,7 +75,7 @@ impl HttpOptions {
         }
         Err(ClientError::Insecure(format!(
             "refusing to send {what} over plain http:// to {}: use https:// (or allow it explicitly)",
-            url.host_str().unwrap_or("?")
+            shown(url.host_str().unwrap_or("?"))
         )))
     }
 
@@ -176,6 +177,6 @@ pub(crate) fn redirect_refused(resp: &reqwest::Response) -> ClientError {
     ClientError::transport(format!(
         "the server redirected the request (HTTP {}) to another origin ({}); not followed",
         resp.status().as_u16(),
-        super::sanitize::one_line(&to)
+        shown(&to)
     ))
 }

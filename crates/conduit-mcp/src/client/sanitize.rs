@@ -46,6 +46,31 @@ pub fn one_line(s: &str) -> Cow<'_, str> {
     escape(s, |_| false)
 }
 
+/// Server text for one line of an error message: as [`one_line`], cut after
+/// `max` characters (an ellipsis and the whole length in bytes mark the cut),
+/// so one value a server sends cannot fill a terminal or a log line.
+pub fn excerpt(s: &str, max: usize) -> Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => one_line(s),
+        Some((at, _)) => Cow::Owned(format!("{}… ({} bytes)", one_line(&s[..at]), s.len())),
+    }
+}
+
+/// How much of one server value the client's error messages show.
+pub(crate) const ERROR_EXCERPT: usize = 200;
+
+/// Server text (a URL, a name, a value) inside an error message: an
+/// [`excerpt`] of [`ERROR_EXCERPT`] characters.
+pub(crate) fn shown(s: &str) -> Cow<'_, str> {
+    excerpt(s, ERROR_EXCERPT)
+}
+
+/// Server text in an error message: an [`excerpt`] of [`ERROR_EXCERPT`]
+/// characters in double quotes, escaped once.
+pub(crate) fn quoted(s: &str) -> String {
+    format!("\"{}\"", excerpt(s, ERROR_EXCERPT))
+}
+
 /// JSON text with the characters [`terminal_safe`] escapes written as
 /// `\uXXXX` escapes (still the same JSON value): `serde_json` leaves DEL, C1
 /// controls and bidirectional overrides raw.
@@ -81,5 +106,12 @@ mod tests {
         let safe = json_safe(&j);
         assert!(!safe.chars().any(acts), "{safe}");
         assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap()["t"], "\u{9b}\u{202e}\x1b");
+    }
+
+    #[test]
+    fn excerpts_are_cut_and_escaped_once() {
+        assert_eq!(excerpt("short\x1b", 10), "short\\x1b");
+        assert_eq!(excerpt(&"é".repeat(300), 3), "ééé… (600 bytes)");
+        assert_eq!(quoted("\x1b]0;MAC"), "\"\\x1b]0;MAC\"");
     }
 }

@@ -53,6 +53,20 @@ pub(crate) struct ReplyTx {
     why: Arc<Mutex<Option<String>>>,
 }
 
+/// A handle on a reply channel that does not keep it open: the legacy
+/// session's table of requests whose response may come on another stream.
+#[derive(Debug, Clone)]
+pub(crate) struct WeakReplyTx {
+    tx: mpsc::WeakUnboundedSender<Incoming>,
+}
+
+impl WeakReplyTx {
+    /// Delivers a message; `Err` when the channel has closed.
+    pub(crate) fn send(&self, msg: Incoming) -> Result<(), ()> {
+        self.tx.upgrade().ok_or(())?.send(msg).map_err(drop)
+    }
+}
+
 /// A new reply channel.
 pub(crate) fn replies() -> (ReplyTx, Replies) {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -81,6 +95,11 @@ impl ReplyTx {
     /// Resolves when the reader has gone.
     pub(crate) async fn closed(&self) {
         self.tx.closed().await;
+    }
+
+    /// A handle that does not keep the channel open.
+    pub(crate) fn downgrade(&self) -> WeakReplyTx {
+        WeakReplyTx { tx: self.tx.downgrade() }
     }
 
     /// Records why the stream ends early (the channel closes when every sender is dropped).

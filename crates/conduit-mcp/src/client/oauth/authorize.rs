@@ -5,7 +5,7 @@
 
 use super::discovery::AuthServer;
 use crate::client::ClientError;
-use crate::client::sanitize::one_line;
+use crate::client::sanitize::{quoted, shown};
 use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -63,11 +63,11 @@ pub(crate) fn start(server: &AuthServer, req: &Request<'_>) -> Result<(Url, Pend
     let mut url = server
         .authorization_endpoint
         .clone()
-        .ok_or_else(|| ClientError::OAuth(format!("{} has no authorization_endpoint", server.issuer)))?;
+        .ok_or_else(|| ClientError::OAuth(format!("{} has no authorization_endpoint", shown(&server.issuer))))?;
     if !server.code_challenge_methods.as_ref().is_some_and(|m| m.iter().any(|m| m == "S256")) {
         return Err(ClientError::OAuth(format!(
             "{} does not advertise PKCE with S256 (code_challenge_methods_supported): refusing to authorize",
-            server.issuer
+            shown(&server.issuer)
         )));
     }
     let pending = Pending {
@@ -100,15 +100,15 @@ pub(crate) fn finish(pending: &Pending, callback: &str) -> Result<String, Client
     match get("iss") {
         Some(iss) if iss != pending.issuer => {
             return Err(ClientError::OAuth(format!(
-                "the authorization response comes from issuer {:?}, not {:?}: rejected",
-                one_line(&iss),
-                pending.issuer
+                "the authorization response comes from issuer {}, not {}: rejected",
+                quoted(&iss),
+                quoted(&pending.issuer)
             )));
         }
         None if pending.iss_parameter => {
             return Err(ClientError::OAuth(format!(
                 "the authorization response has no iss parameter although {} promises one: rejected",
-                pending.issuer
+                shown(&pending.issuer)
             )));
         }
         _ => {}
@@ -117,8 +117,8 @@ pub(crate) fn finish(pending: &Pending, callback: &str) -> Result<String, Client
         return Err(ClientError::OAuth("the authorization response's state does not match the request".into()));
     }
     if let Some(error) = get("error") {
-        let desc = get("error_description").map(|d| format!(": {}", one_line(&d))).unwrap_or_default();
-        return Err(ClientError::OAuth(format!("authorization refused: {}{desc}", one_line(&error))));
+        let desc = get("error_description").map(|d| format!(": {}", shown(&d))).unwrap_or_default();
+        return Err(ClientError::OAuth(format!("authorization refused: {}{desc}", shown(&error))));
     }
     get("code")
         .filter(|c| !c.is_empty())

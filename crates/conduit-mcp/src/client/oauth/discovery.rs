@@ -8,6 +8,7 @@ use super::challenge::Challenge;
 use super::fetch::Fetch;
 use crate::client::ClientError;
 use crate::client::http_options::parse_url;
+use crate::client::sanitize::{quoted, shown};
 use reqwest::Url;
 use serde_json::Value;
 
@@ -74,6 +75,13 @@ pub(crate) async fn protected_resource(
     if let Some(u) = challenge.and_then(|c| c.resource_metadata.as_deref()) {
         candidates.push(parse_url("resource_metadata", u).map_err(|e| ClientError::OAuth(e.to_string()))?);
     }
+    for url in &candidates {
+        // The https-or-loopback rule of every OAuth endpoint: this document picks the authorization server.
+        fetch
+            .opts
+            .check_credentials_to(url, "a request for the protected resource metadata")
+            .map_err(|e| ClientError::OAuth(e.to_string()))?;
+    }
     let path = server.path().trim_end_matches('/');
     if !path.is_empty() {
         candidates.push(same_origin_at(server, &format!("/.well-known/oauth-protected-resource{path}")));
@@ -83,20 +91,23 @@ pub(crate) async fn protected_resource(
     for url in candidates {
         let (status, doc) = fetch.get(&url).await?;
         if !(200..300).contains(&status) || !doc.is_object() {
-            last = format!("{url} answered HTTP {status}");
+            last = format!("{} answered HTTP {status}", shown(url.as_str()));
             continue;
         }
         let resource = doc.get("resource").and_then(Value::as_str).unwrap_or_default().to_owned();
         let parsed = Url::parse(&resource).ok();
         if !parsed.as_ref().is_some_and(|r| resource_covers(r, server)) {
             return Err(ClientError::OAuth(format!(
-                "the protected resource metadata names the resource {:?}, not this server ({server}): refusing to authorize for it",
-                crate::client::sanitize::one_line(&resource)
+                "the protected resource metadata names the resource {}, not this server ({server}): refusing to authorize for it",
+                quoted(&resource)
             )));
         }
         let servers = strings(&doc, "authorization_servers").unwrap_or_default();
         if servers.is_empty() {
-            return Err(ClientError::OAuth(format!("{url}: the metadata names no authorization server")));
+            return Err(ClientError::OAuth(format!(
+                "{}: the metadata names no authorization server",
+                shown(url.as_str())
+            )));
         }
         return Ok(ResourceMetadata {
             resource,
@@ -135,23 +146,23 @@ fn endpoint(doc: &Value, key: &str) -> Result<Option<Url>, ClientError> {
 pub(crate) async fn authorization_server(fetch: &Fetch, issuer: &str) -> Result<AuthServer, ClientError> {
     let url = parse_url("the authorization server", issuer).map_err(|e| ClientError::OAuth(e.to_string()))?;
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(ClientError::OAuth(format!("the issuer {issuer:?} has a query or fragment")));
+        return Err(ClientError::OAuth(format!("the issuer {} has a query or fragment", quoted(issuer))));
     }
     fetch.opts.check_credentials_to(&url, "OAuth credentials").map_err(|e| ClientError::OAuth(e.to_string()))?;
     let mut last = String::new();
     for candidate in metadata_urls(&url) {
         let (status, doc) = fetch.get(&candidate).await?;
         if !(200..300).contains(&status) || !doc.is_object() {
-            last = format!("{candidate} answered HTTP {status}");
+            last = format!("{} answered HTTP {status}", shown(candidate.as_str()));
             continue;
         }
         // RFC 8414 §3.3, SEP-2468: a document for another issuer is not used at all.
         if doc.get("issuer").and_then(Value::as_str) != Some(issuer) {
-            last = format!("{candidate} describes another issuer");
+            last = format!("{} describes another issuer", shown(candidate.as_str()));
             continue;
         }
         let token_endpoint = endpoint(&doc, "token_endpoint")?
-            .ok_or_else(|| ClientError::OAuth(format!("{candidate}: no token_endpoint")))?;
+            .ok_or_else(|| ClientError::OAuth(format!("{}: no token_endpoint", shown(candidate.as_str()))))?;
         return Ok(AuthServer {
             issuer: issuer.to_owned(),
             authorization_endpoint: endpoint(&doc, "authorization_endpoint")?,
@@ -165,7 +176,7 @@ pub(crate) async fn authorization_server(fetch: &Fetch, issuer: &str) -> Result<
             metadata_documents: doc.get("client_id_metadata_document_supported") == Some(&Value::Bool(true)),
         });
     }
-    Err(ClientError::OAuth(format!("no usable metadata for the authorization server {issuer} ({last})")))
+    Err(ClientError::OAuth(format!("no usable metadata for the authorization server {} ({last})", shown(issuer))))
 }
 
 #[cfg(test)]

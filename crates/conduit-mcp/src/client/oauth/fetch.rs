@@ -5,6 +5,7 @@
 
 use crate::client::ClientError;
 use crate::client::http_options::{self, HttpOptions};
+use crate::client::sanitize::shown;
 use reqwest::Url;
 use serde_json::Value;
 
@@ -101,7 +102,8 @@ fn form_encode(s: &str) -> String {
 
 /// An OAuth error response (`error`, `error_description`) as one line.
 pub(crate) fn oauth_error(what: &str, (status, body): &Answer) -> ClientError {
-    let error = body.get("error").and_then(Value::as_str).unwrap_or("no error code");
-    let desc = body.get("error_description").and_then(Value::as_str).map(|d| format!(": {d}")).unwrap_or_default();
+    let error = shown(body.get("error").and_then(Value::as_str).unwrap_or("no error code"));
+    let desc =
+        body.get("error_description").and_then(Value::as_str).map(|d| format!(": {}", shown(d))).unwrap_or_default();
     ClientError::OAuth(format!("{what} failed (HTTP {status}): {error}{desc}"))
 }

@@ -48,12 +48,14 @@ mod discovery;
 mod fetch;
 mod loopback;
 mod register;
+mod scope;
 pub(crate) mod session;
 mod store;
 mod token;
 
 pub use authorize::Authorizer;
 pub use loopback::{LoopbackBrowser, OpenUrl};
+pub use scope::is_scope_token;
 pub use store::{ClientRegistration, CredentialStore, MemoryCredentials, StoredTokens};
 
 use super::ClientError;
@@ -77,6 +79,8 @@ pub struct OAuth {
     pub(crate) identity: Identity,
     pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) scopes: Option<Vec<String>>,
+    /// The authorization servers this client may use (empty: the server's first).
+    pub(crate) issuers: Vec<String>,
     pub(crate) grant: GrantKind,
     pub(crate) clock: Arc<dyn Fn() -> i64 + Send + Sync>,
 }
@@ -88,6 +92,7 @@ impl std::fmt::Debug for OAuth {
             .field("client_id", &self.identity.client_id)
             .field("grant", &self.grant)
             .field("scopes", &self.scopes)
+            .field("issuers", &self.issuers)
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +116,7 @@ impl OAuth {
             identity: Identity { client_name: "conduit-mcp client".into(), ..Identity::default() },
             authorizer: None,
             scopes: None,
+            issuers: Vec::new(),
             grant: GrantKind::AuthorizationCode,
             clock: Arc::new(system_ms),
         }
@@ -142,9 +148,22 @@ impl OAuth {
         self
     }
 
-    /// The pre-registered client's secret.
+    /// The pre-registered client's secret. It goes to whichever authorization
+    /// server the MCP server names, unless [`issuer`](Self::issuer) says which
+    /// may have it.
     pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
         self.identity.client_secret = Some(secret.into());
+        self
+    }
+
+    /// Uses this authorization server only (its issuer, exactly as the
+    /// server's metadata names it); called again, any of those named. A server
+    /// whose metadata names none of them gets nothing (no registration, no
+    /// client secret, no authorization request):
+    /// [`ClientError::IssuerNotAllowed`]. Without it, the first authorization
+    /// server the metadata names is used.
+    pub fn issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuers.push(issuer.into());
         self
     }
 

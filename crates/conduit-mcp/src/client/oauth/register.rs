@@ -9,6 +9,7 @@ use super::fetch::{Fetch, oauth_error};
 use super::store::{ClientRegistration, CredentialStore};
 use crate::client::ClientError;
 use crate::client::http_options::{is_loopback, parse_url};
+use crate::client::sanitize::shown;
 use serde_json::{Value, json};
 
 /// What the application says about its own client identity.
@@ -60,7 +61,7 @@ pub(crate) async fn client_for(
     let Some(redirect_uri) = redirect_uri else {
         return Err(ClientError::OAuth(format!(
             "client credentials need a client id registered at {} (and its secret)",
-            server.issuer
+            shown(&server.issuer)
         )));
     };
     if server.metadata_documents
@@ -71,7 +72,7 @@ pub(crate) async fn client_for(
     let Some(endpoint) = &server.registration_endpoint else {
         return Err(ClientError::OAuth(format!(
             "the authorization server {} offers no dynamic registration{}: give a pre-registered client id",
-            server.issuer,
+            shown(&server.issuer),
             if server.metadata_documents { " and no client metadata document URL was configured" } else { "" }
         )));
     };

@@ -1,12 +1,21 @@
 //! One server's OAuth state inside a client: the token every request
 //! carries, and what to do when the server refuses it (refresh, discover and
 //! authorize again, step up to more scope), one renewal at a time.
+//!
+//! Renewing is bounded so that a server cannot turn its refusals into a
+//! storm at the authorization server: a 401 is answered by a refresh (no
+//! discovery: the refresh token goes back where it came from); discovery is
+//! kept for the session; a 401 on a token this session obtained less than
+//! [`FRESH_MS`] ago is a refusal, after one fresh look at the metadata in
+//! case the server moved to another authorization server (SEP-2352); and a
+//! token about to expire is renewed before use at most once per [`FRESH_MS`].
 
 use super::authorize::{self, Request};
 use super::challenge::{self, Challenge};
 use super::discovery::{self, AuthServer, ResourceMetadata};
 use super::fetch::Fetch;
 use super::register;
+use super::scope;
 use super::store::{ClientRegistration, StoredTokens};
 use super::token::{self, Grant, Tokens};
 use super::{GrantKind, OAuth};
@@ -22,6 +31,9 @@ const EXPIRY_MARGIN_MS: i64 = 30_000;
 const MAX_STEP_UPS: u32 = 2;
 /// How many 401s one request answers by renewing the token.
 const MAX_UNAUTHORIZED: u32 = 2;
+/// A 401 on a token this session obtained less than this long ago is a
+/// refusal: renewing it again would only repeat it.
+const FRESH_MS: i64 = 10_000;
 
 /// The OAuth side of one client connection.
 #[derive(Debug)]
@@ -38,6 +50,18 @@ pub(crate) struct Session {
 struct State {
     loaded: bool,
     tokens: Option<StoredTokens>,
+    /// When this session last obtained a token (its clock, in ms).
+    obtained_at: Option<i64>,
+    /// What discovery found, kept for the session.
+    discovered: Option<Discovered>,
+}
+
+/// The result of discovery, and the `resource_metadata` URL it started from.
+#[derive(Debug, Clone)]
+struct Discovered {
+    named: Option<String>,
+    prm: ResourceMetadata,
+    asm: AuthServer,
 }
 
 impl Session {
@@ -57,13 +81,23 @@ impl Session {
         Ok(())
     }
 
-    /// The access token to send now (refreshed first when it has expired).
+    /// Whether this session obtained its token less than [`FRESH_MS`] ago.
+    fn fresh(&self, st: &State) -> bool {
+        st.tokens.is_some() && st.obtained_at.is_some_and(|at| self.now() - at < FRESH_MS)
+    }
+
+    /// The access token to send now (refreshed first when it has expired or
+    /// is about to, at most once per [`FRESH_MS`]: an authorization server
+    /// that issues tokens expiring at once cannot make every request a refresh).
     pub(crate) async fn bearer(&self) -> Result<Option<String>, ClientError> {
         let mut st = self.state.lock().await;
         self.load(&mut st).await?;
         let expired =
             st.tokens.as_ref().is_some_and(|t| t.expires_at_ms.is_some_and(|e| self.now() + EXPIRY_MARGIN_MS >= e));
-        if expired && let Err(e) = self.renew_silently(&mut st).await {
+        if expired
+            && !self.fresh(&st)
+            && let Err(e) = self.renew_silently(&mut st).await
+        {
             tracing::debug!("could not renew an expired token before use: {e}");
         }
         Ok(st.tokens.as_ref().map(|t| t.access_token.clone()))
@@ -78,6 +112,9 @@ impl Session {
         retry: &mut Retry,
     ) -> Result<bool, ClientError> {
         let challenge = challenge::parse(header);
+        if let Some(asked) = challenge.as_ref().and_then(|c| c.scopes.as_deref()) {
+            scope::check("the server's challenge", asked)?;
+        }
         if status == 403 && !challenge.as_ref().is_some_and(Challenge::insufficient_scope) {
             return Ok(false);
         }
@@ -92,7 +129,16 @@ impl Session {
             if retry.unauthorized > MAX_UNAUTHORIZED {
                 return Err(ClientError::Unauthorized { status });
             }
-            self.obtain(&mut st, challenge.as_ref(), None, retry.unauthorized == 1).await?;
+            let fresh = self.fresh(&st);
+            if fresh {
+                // Only a server that moved to another authorization server can
+                // cure this; any other refusal of a token just issued stands.
+                let found = self.discover(&mut st, challenge.as_ref(), true).await?;
+                if st.tokens.as_ref().is_some_and(|t| t.issuer == found.asm.issuer) {
+                    return Err(ClientError::Unauthorized { status });
+                }
+            }
+            self.obtain(&mut st, challenge.as_ref(), None, !fresh && retry.unauthorized == 1).await?;
             return Ok(true);
         }
         retry.step_ups += 1;
@@ -161,17 +207,70 @@ impl Session {
         })
     }
 
-    /// Stores a token response, keeping what it does not repeat.
+    /// Stores a token response, keeping what it does not repeat: the scope
+    /// granted replaces the one asked for when the answer names it.
     async fn keep(&self, st: &mut State, base: &StoredTokens, t: Tokens) -> Result<(), ClientError> {
         let mut new = base.clone();
         new.access_token = t.access_token;
         if t.refresh_token.is_some() {
             new.refresh_token = t.refresh_token;
         }
-        new.expires_at_ms = t.expires_in.map(|s| self.now().saturating_add(s.saturating_mul(1000)));
+        if let Some(mut granted) = t.scope {
+            // `offline_access` asks for a refresh token, not for access: an authorization server
+            // that names only the access token's scopes (with a resource indicator) granted it when
+            // a refresh token came with them.
+            let offline = "offline_access";
+            if base.scopes.iter().any(|s| s == offline)
+                && new.refresh_token.is_some()
+                && !granted.iter().any(|s| s == offline)
+            {
+                granted.push(offline.to_owned());
+            }
+            new.scopes = granted;
+        }
+        let now = self.now();
+        new.expires_at_ms = t.expires_in.map(|s| now.saturating_add(s.saturating_mul(1000)));
         self.cfg.store.save_tokens(&self.key, &new).await?;
         st.tokens = Some(new);
+        st.obtained_at = Some(now);
         Ok(())
+    }
+
+    /// The protected resource metadata and the authorization server: kept
+    /// for the session, found again when `fresh` or when the challenge names
+    /// another metadata URL.
+    async fn discover(
+        &self,
+        st: &mut State,
+        challenge: Option<&Challenge>,
+        fresh: bool,
+    ) -> Result<Discovered, ClientError> {
+        let named = challenge.and_then(|c| c.resource_metadata.clone());
+        if let Some(d) = st.discovered.as_ref().filter(|d| !fresh && (named.is_none() || d.named == named)) {
+            return Ok(d.clone());
+        }
+        let prm = discovery::protected_resource(&self.fetch, &self.server, challenge).await?;
+        let issuer = self.choose_issuer(&prm)?;
+        let asm = discovery::authorization_server(&self.fetch, issuer).await?;
+        let found = Discovered { named, prm, asm };
+        st.discovered = Some(found.clone());
+        Ok(found)
+    }
+
+    /// The authorization server to use of those the metadata names: the
+    /// first, or the first this client was told it may use ([`OAuth::issuer`]).
+    fn choose_issuer<'a>(&self, prm: &'a ResourceMetadata) -> Result<&'a str, ClientError> {
+        let named = prm.authorization_servers.first().map_or("", String::as_str);
+        if self.cfg.issuers.is_empty() {
+            return Ok(named);
+        }
+        prm.authorization_servers.iter().find(|a| self.cfg.issuers.contains(a)).map(String::as_str).ok_or_else(|| {
+            ClientError::IssuerNotAllowed {
+                server: self.key.clone(),
+                issuer: named.to_owned(),
+                allowed: self.cfg.issuers.clone(),
+            }
+        })
     }
 
     /// The scopes to ask for: the challenge's, else all the resource lists,
@@ -205,18 +304,21 @@ impl Session {
         if !interactive && st.tokens.as_ref().is_none_or(|t| t.refresh_token.is_none()) {
             return Err(ClientError::LoginRequired(self.key.clone()));
         }
-        let prm = discovery::protected_resource(&self.fetch, &self.server, challenge).await?;
-        let asm = discovery::authorization_server(&self.fetch, &prm.authorization_servers[0]).await?;
-        if st.tokens.as_ref().is_some_and(|t| t.issuer != asm.issuer) {
-            // The server moved to another authorization server: its tokens are not sent again.
-            st.tokens = None;
-            self.cfg.store.remove_tokens(&self.key).await?;
-        }
+        // A refresh needs no discovery: the refresh token goes back to the issuer it came from.
+        let mut refused = false;
         if allow_refresh && st.tokens.as_ref().is_some_and(|t| t.refresh_token.is_some()) {
             match self.renew_silently(st).await {
                 Ok(()) => return Ok(()),
                 Err(e) => tracing::debug!("refresh failed, authorizing again: {e}"),
             }
+            refused = true;
+        }
+        // After a refused refresh, look again: the server may have moved.
+        let Discovered { prm, asm, .. } = self.discover(st, challenge, refused).await?;
+        if st.tokens.as_ref().is_some_and(|t| t.issuer != asm.issuer) {
+            // The server moved to another authorization server: its tokens are not sent again.
+            st.tokens = None;
+            self.cfg.store.remove_tokens(&self.key).await?;
         }
         let Some(authorizer) = self.cfg.authorizer.clone().filter(|_| self.cfg.grant == GrantKind::AuthorizationCode)
         else {
@@ -224,6 +326,7 @@ impl Session {
                 return Err(ClientError::LoginRequired(self.key.clone()));
             }
             let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &prm, &asm));
+            scope::check("the scopes to ask for", &scopes)?;
             let client = register::client_for(&self.fetch, &*self.cfg.store, &self.cfg.identity, &asm, None).await?;
             let t = token::request(
                 &self.fetch,
@@ -238,6 +341,7 @@ impl Session {
             return self.keep(st, &base, t).await;
         };
         let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &prm, &asm));
+        scope::check("the scopes to ask for", &scopes)?;
         let preferred =
             self.cfg.store.registration(&asm.issuer).await?.and_then(|r| r.redirect_uris.into_iter().next());
         let redirect_uri = authorizer.redirect_uri(preferred.as_deref()).await?;

@@ -4,8 +4,10 @@
 //! `client_secret_post` or `none`).
 
 use super::fetch::{Answer, Fetch, client_auth, oauth_error};
+use super::scope;
 use super::store::ClientRegistration;
 use crate::client::ClientError;
+use crate::client::sanitize::quoted;
 use reqwest::Url;
 use serde_json::Value;
 
@@ -35,6 +37,14 @@ pub(crate) struct Tokens {
     pub(crate) access_token: String,
     pub(crate) refresh_token: Option<String>,
     pub(crate) expires_in: Option<i64>,
+    /// The scope granted, when the answer names it (RFC 6749 §5.1: else the one requested).
+    pub(crate) scope: Option<Vec<String>>,
+}
+
+/// Whether `token` can be sent as it is: visible ASCII, no space (RFC 6749
+/// `VSCHAR`s, which every `Authorization: Bearer` header and form can carry).
+fn sendable(token: &str) -> bool {
+    !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// One token request. A refresh sends the scopes first requested, so the
@@ -96,13 +106,58 @@ fn read(grant: &Grant<'_>, answer: Answer) -> Result<Tokens, ClientError> {
     let token_type = body.get("token_type").and_then(Value::as_str).unwrap_or("Bearer");
     if !token_type.eq_ignore_ascii_case("bearer") {
         return Err(ClientError::OAuth(format!(
-            "the authorization server issued a {:?} token; only Bearer tokens are supported",
-            crate::client::sanitize::one_line(token_type)
+            "the authorization server issued a {} token; only Bearer tokens are supported",
+            quoted(token_type)
         )));
     }
+    let refresh_token = body.get("refresh_token").and_then(Value::as_str);
+    // Refused before anything is stored: a token with CR/LF would break every later request.
+    for (what, t) in [("an access token", Some(access)), ("a refresh token", refresh_token)] {
+        if t.is_some_and(|t| !sendable(t)) {
+            return Err(ClientError::OAuth(format!(
+                "the authorization server issued {what} with characters that cannot be sent in a header \
+                 (only visible ASCII is allowed): refused, nothing stored"
+            )));
+        }
+    }
+    let scope = match body.get("scope").and_then(Value::as_str) {
+        Some(s) => {
+            let granted: Vec<String> = s.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect();
+            scope::check("the token response", &granted)?;
+            Some(granted)
+        }
+        None => None,
+    };
     Ok(Tokens {
         access_token: access.to_owned(),
-        refresh_token: body.get("refresh_token").and_then(Value::as_str).map(str::to_owned),
+        refresh_token: refresh_token.map(str::to_owned),
         expires_in: body.get("expires_in").and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok())),
+        scope,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answer(body: Value) -> Result<Tokens, ClientError> {
+        read(&Grant::ClientCredentials, (200, body))
+    }
+
+    #[test]
+    fn what_a_token_response_may_hold() {
+        let t = answer(json!({ "access_token": "at", "refresh_token": "rt", "scope": "a  b", "expires_in": "60" }));
+        let t = t.unwrap();
+        assert_eq!((t.scope.unwrap(), t.expires_in), (vec!["a".to_owned(), "b".to_owned()], Some(60)));
+        assert!(answer(json!({ "access_token": "at" })).unwrap().scope.is_none());
+        for bad in ["at\r\nX: y", "a t", "caf\u{e9}"] {
+            let e = answer(json!({ "access_token": bad })).unwrap_err().to_string();
+            assert!(e.contains("cannot be sent in a header"), "{e}");
+        }
+        assert!(answer(json!({ "access_token": "at", "refresh_token": "r\nt" })).is_err());
+        assert!(answer(json!({ "access_token": "at", "scope": "ok bad\"" })).is_err());
+        let e = answer(json!({ "access_token": "at", "token_type": "\u{1b}MAC" })).unwrap_err().to_string();
+        assert!(e.contains(r#"issued a "\x1bMAC" token"#), "{e}");
+    }
 }

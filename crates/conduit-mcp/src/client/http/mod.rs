@@ -4,28 +4,25 @@
 //! [`protocol::routing`](crate::protocol::routing), the rules the server checks.
 //!
 //! Legacy sessions add the server's event stream (GET), which carries
-//! server requests and, after a POST stream closed early, the response it
-//! owed: the stream is resumed after `retry` ms with `Last-Event-ID`.
+//! server requests; a POST stream that closed early after naming an event id
+//! is resumed with `Last-Event-ID` for the response it owed ([`stream`]).
+
+mod stream;
 
 use super::credential::{Credential, Retry};
 use super::error::{ClientError, ProtocolError, TransportError};
 use super::http_options::{self, HttpOptions, redirect_refused};
 use super::sse::SseReader;
-use super::wire::{Outgoing, Replies, ReplyTx, Wire, replies};
+use super::wire::{Outgoing, Replies, WeakReplyTx, Wire, replies};
 use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::{Incoming, Request, parse_incoming};
 use crate::protocol::legacy_session::SESSION_ID_HEADER;
 use crate::protocol::routing::{METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER, encode_value, mirrored_name};
-use futures_util::StreamExt;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-
-/// How long to wait before resuming a legacy stream that named no `retry`.
-const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
 /// Requests that wait for their answer at once on one client; more wait for a
 /// turn, so a program following a thousand tasks holds a few dozen
@@ -49,8 +46,10 @@ struct Shared {
     headers: Vec<(String, String)>,
     session: Mutex<Option<String>>,
     /// Legacy sessions: requests whose response may come on another stream.
+    /// Weak handles: only the task reading a request's stream keeps its
+    /// reply channel open, so a stream that ends ends the wait.
     legacy: AtomicBool,
-    pending: Mutex<HashMap<RequestId, ReplyTx>>,
+    pending: Mutex<HashMap<RequestId, WeakReplyTx>>,
     server_requests: mpsc::UnboundedSender<Request>,
     /// HTTP requests sent.
     sent: AtomicU64,
@@ -209,12 +208,12 @@ impl Wire for HttpWire {
         if is_sse(&resp) && resp.status().is_success() {
             let legacy = sh.legacy.load(Ordering::Relaxed);
             if legacy {
-                sh.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(req.id.clone(), tx.clone());
+                sh.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(req.id.clone(), tx.downgrade());
             }
-            let weak = legacy.then(|| Arc::downgrade(sh));
+            let resume = legacy.then(|| stream::Resume::new(sh, &req.version, req.id.clone()));
             drop(turn);
             let reader = SseReader::new(sh.opts.max_line, sh.opts.max_message);
-            tokio::spawn(read_request_stream(resp, tx, reader, weak, req.version.clone()));
+            tokio::spawn(stream::read_request_stream(resp, tx, reader, req.id.clone(), resume));
             return Ok(rx);
         }
         let body = http_options::read_body(resp, sh.opts.max_message, sh.opts.timeout).await?;
@@ -264,109 +263,12 @@ impl Wire for HttpWire {
     async fn open_events(&self, version: &str) {
         self.shared.legacy.store(true, Ordering::Relaxed);
         // Wait until the stream is open: a server request may follow the next call at once.
-        if let Some((resp, reader)) = get_stream(&self.shared, version, None).await {
-            tokio::spawn(events(Arc::downgrade(&self.shared), resp, reader, version.to_owned()));
+        match stream::open_get(&self.shared, version, None).await {
+            Ok(resp) => {
+                let reader = SseReader::new(self.shared.opts.max_line, self.shared.opts.max_message);
+                tokio::spawn(stream::events(Arc::downgrade(&self.shared), resp, reader, version.to_owned()));
+            }
+            Err(e) => tracing::debug!("no event stream for the session: {e}"),
         }
-    }
-}
-
-/// Opens the legacy event stream (GET), resuming after `last_id` when given.
-async fn get_stream(sh: &Shared, version: &str, last_id: Option<&str>) -> Option<(reqwest::Response, SseReader)> {
-    let build = |bearer: Option<&str>| {
-        let rb = sh.request(reqwest::Method::GET, version, bearer).header("accept", "text/event-stream");
-        match last_id {
-            Some(id) => rb.header("last-event-id", id),
-            None => rb,
-        }
-    };
-    let resp = sh.send_authorized(build).await.ok()?;
-    (resp.status().is_success() && is_sse(&resp)).then(|| (resp, SseReader::new(sh.opts.max_line, sh.opts.max_message)))
-}
-
-/// Reads the legacy event stream, resuming it after `retry` while the client lives.
-async fn events(sh: Weak<Shared>, mut resp: reqwest::Response, mut reader: SseReader, version: String) {
-    loop {
-        let mut body = resp.bytes_stream();
-        while let Some(Ok(chunk)) = body.next().await {
-            let Some(s) = sh.upgrade() else { return };
-            let events = match reader.feed(&chunk) {
-                Ok(events) => events,
-                Err(why) => {
-                    tracing::warn!("closing the server's event stream: {why}");
-                    return;
-                }
-            };
-            for data in events {
-                if let Ok(msg) = parse(data.as_bytes()) {
-                    s.route(msg);
-                }
-            }
-        }
-        tokio::time::sleep(reader.retry_ms.map_or(DEFAULT_RETRY, Duration::from_millis)).await;
-        let Some(s) = sh.upgrade() else { return };
-        let last = reader.last_id.clone();
-        match get_stream(&s, &version, last.as_deref()).await {
-            Some((r, mut next)) => {
-                next.retry_ms = reader.retry_ms;
-                next.last_id = last;
-                resp = r;
-                reader = next;
-            }
-            None => return,
-        }
-    }
-}
-
-/// Reads a request's SSE answer into `tx`. On a legacy session a stream that
-/// ends early (after naming an event id) is resumed on a GET stream.
-async fn read_request_stream(
-    resp: reqwest::Response,
-    tx: ReplyTx,
-    mut reader: SseReader,
-    legacy: Option<Weak<Shared>>,
-    version: String,
-) {
-    let mut body = resp.bytes_stream();
-    loop {
-        let chunk = tokio::select! {
-            c = body.next() => c,
-            () = tx.closed() => return,
-        };
-        let Some(Ok(chunk)) = chunk else { break };
-        let events = match reader.feed(&chunk) {
-            Ok(events) => events,
-            Err(why) => {
-                tx.fail(why);
-                return;
-            }
-        };
-        for data in events {
-            if data.trim().is_empty() {
-                continue;
-            }
-            let Ok(msg) = parse(data.as_bytes()) else {
-                tracing::debug!("skipping an unreadable SSE event");
-                continue;
-            };
-            let done = matches!(msg, Incoming::Response(_));
-            if let (true, Some(w), Incoming::Response(r)) = (done, &legacy, &msg)
-                && let (Some(s), Some(id)) = (w.upgrade(), r.id.as_ref())
-            {
-                s.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
-            }
-            if tx.send(msg).is_err() || done {
-                return;
-            }
-        }
-    }
-    // Closed before the response: resume where it stopped (legacy only).
-    let (Some(w), Some(last)) = (legacy, reader.last_id.clone()) else { return };
-    tokio::time::sleep(reader.retry_ms.map_or(DEFAULT_RETRY, Duration::from_millis)).await;
-    let Some(s) = w.upgrade() else { return };
-    if let Some((resp, mut next)) = get_stream(&s, &version, Some(&last)).await {
-        next.retry_ms = reader.retry_ms;
-        next.last_id = Some(last);
-        drop(s);
-        tokio::spawn(events(w, resp, next, version));
     }
 }
