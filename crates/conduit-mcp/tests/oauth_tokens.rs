@@ -5,6 +5,7 @@
 //! cache — and no token in any log line.
 
 mod common;
+mod legacy_common;
 mod oauth_support;
 
 use common::call;
@@ -219,4 +220,104 @@ async fn opaque_tokens_are_introspected_and_cached_briefly() {
     let before = auth.stats().await.introspection;
     assert_refused(&whoami(&rs, "no-such-token").await, "inactive again");
     assert_eq!(auth.stats().await.introspection, before + 1, "an inactive answer is not cached");
+}
+
+/// A `subscriptions/listen` stream asking for list changes, opened with `token` and past
+/// its acknowledgment.
+async fn listen_with(rs: &Rs, token: &str) -> common::SseStream {
+    let body = common::req("l", "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }));
+    let mut h = common::std_headers(&body);
+    common::set(&mut h, "authorization", &format!("Bearer {token}"));
+    let sent = reqwest::Client::new().post(&rs.url).headers(h).body(body.to_string()).send();
+    let mut s = common::SseStream::new(common::guard("the listen stream", sent).await.expect("sent"));
+    assert_eq!(s.status, 200);
+    assert_eq!(s.next().await.expect("the acknowledgment")["method"], "notifications/subscriptions/acknowledged");
+    s
+}
+
+/// A 2025-11-25 session's GET stream, opened with `token` and past its priming event.
+async fn get_with(rs: &Rs, token: &str) -> legacy_common::Events {
+    let mut c = legacy_common::Legacy::new(&rs.url).with_token(token);
+    c.initialize(json!({})).await;
+    c.get_stream().await
+}
+
+/// A JWT for `rs` of `sub` that expires `secs` from the resource server's now.
+async fn expiring(auth: &AuthorizationServer, rs: &Rs, sub: &str, secs: u64) -> String {
+    let now = rs.clock.now_ms() / 1000;
+    let claims =
+        json!({ "iss": auth.issuer(), "sub": sub, "aud": rs.url, "scope": READ, "iat": now, "exp": now + secs });
+    auth.mint(claims, Key::Current).await
+}
+
+/// Reads a listen stream to its end; fails if a list change comes first.
+async fn ends_without_a_list_change(s: &mut common::SseStream, why: &str) {
+    while let Some(m) = common::guard("the stream to end", s.next()).await {
+        assert_ne!(m["method"], "notifications/tools/list_changed", "{why}: delivered after the token expired");
+    }
+}
+
+/// Finding 8 of issue 34: a listen stream and a legacy GET stream opened with a JWT end at
+/// its `exp` (plus the leeway): the next event they would carry is not delivered.
+#[tokio::test]
+async fn streams_end_when_their_token_expires() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    // The default keep-alive (15 s) never fires here: only the event can show the expiry.
+    let rs = start(&[auth.issuer()], |c| c).await;
+    let token = expiring(&auth, &rs, "alice", 60).await;
+    let mut listen = listen_with(&rs, &token).await;
+    let mut get = get_with(&rs, &token).await;
+    rs.server.notify_tools_list_changed();
+    assert_eq!(listen.next().await.expect("carried")["method"], "notifications/tools/list_changed");
+    assert_eq!(get.next_msg().await.expect("carried").1["method"], "notifications/tools/list_changed");
+    // Past `exp` and the default leeway of 60 s.
+    rs.clock.advance(121_000);
+    assert_refused(&whoami(&rs, &token).await, "expired");
+    rs.server.notify_tools_list_changed();
+    ends_without_a_list_change(&mut listen, "listen").await;
+    let after = common::guard("the GET stream to end", get.next_msg()).await;
+    assert!(after.is_none(), "the GET stream carried {after:?} after the token expired");
+}
+
+/// Finding 8 of issue 34: a silent stream ends too, at the first keep-alive past its
+/// token's limit (the test's keep-alive is 50 ms; its clock moves only when told).
+#[tokio::test]
+async fn silent_streams_end_when_their_token_expires() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let http = conduit_mcp::transport::http::HttpConfig::default().keep_alive(Duration::from_millis(50));
+    let rs = oauth_support::start_http(&[auth.issuer()], |c| c, http).await;
+    let token = expiring(&auth, &rs, "alice", 60).await;
+    let mut listen = listen_with(&rs, &token).await;
+    let mut get = get_with(&rs, &token).await;
+    rs.clock.advance(121_000);
+    ends_without_a_list_change(&mut listen, "listen").await;
+    assert!(common::guard("the GET stream to end", get.next_msg()).await.is_none(), "the GET stream ends");
+}
+
+/// Finding 8 of issue 34: at the end of an introspection answer's reuse limit the stream's
+/// token is checked again: still active, the stream carries on; when it can no longer be
+/// checked, the stream ends.
+#[tokio::test]
+async fn an_introspected_stream_is_checked_again_at_its_limit() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let rs = start(&[auth.issuer()], |c| {
+        c.introspection_client("rs", "rs-secret").introspection_ttl(Duration::from_secs(60))
+    })
+    .await;
+    auth.set_resource(&rs.url, ResourceSettings::opaque()).await;
+    let token = auth.login(&Login::new(&APP, &rs.url).scope(READ).account("olga")).await.unwrap().access_token;
+    let mut listen = listen_with(&rs, &token).await;
+    let mut get = get_with(&rs, &token).await;
+    auth.reset_stats().await;
+    rs.clock.advance(61_000);
+    rs.server.notify_tools_list_changed();
+    assert_eq!(listen.next().await.expect("carried")["method"], "notifications/tools/list_changed");
+    assert_eq!(get.next_msg().await.expect("carried").1["method"], "notifications/tools/list_changed");
+    let asked = auth.stats().await.introspection;
+    assert!((1..=2).contains(&asked), "the token was checked again ({asked} introspections)");
+    auth.set_faults(Faults::none().introspection(Fault::Down)).await;
+    rs.clock.advance(61_000);
+    rs.server.notify_tools_list_changed();
+    ends_without_a_list_change(&mut listen, "listen").await;
+    assert!(common::guard("the GET stream to end", get.next_msg()).await.is_none(), "the GET stream ends");
 }
