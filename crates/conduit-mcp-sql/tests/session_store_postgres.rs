@@ -94,3 +94,13 @@ async fn the_cap_holds_under_concurrent_creates_on_two_nodes() {
     assert_eq!((ok, full), (5, 35), "exactly the cap's worth of sessions, across both nodes");
     assert_eq!(a.count().await.expect("count"), 5);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sessions_in_use_are_not_evicted_and_a_client_gets_a_quarter() {
+    let Some(url) = support::pg_url("postgres_sessions_in_use_are_not_evicted_and_a_client_gets_a_quarter") else {
+        return;
+    };
+    let schemas = support::Schemas::new(&url);
+    let store = PostgresStore::with_schema(&url, &schemas.fresh(), Arc::new(SystemClock)).await.expect("connect");
+    support::in_use::an_open_stream_keeps_its_session(store.sessions()).await;
+}
