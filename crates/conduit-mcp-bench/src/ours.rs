@@ -228,10 +228,12 @@ pub fn tasks_on(opened: OpenedStore, clock: Arc<dyn Clock>) -> Result<Tasks, Str
 
 /// The bench server: the conformance fixture's `greet` and `slow_compute`
 /// (from `conduit_mcp_conformance::tasks_tools`) on `tasks`. Every load comes from
-/// one address, so the per-client session cap is lifted to the total cap (W9 opens
-/// 10 000 sessions from one client).
+/// one address, so the per-client session cap is lifted to the default total cap (W9
+/// opens 10 000 sessions from one client), and the total to four times that (a client
+/// holds at most a quarter of it).
 pub fn server(tasks: &Tasks) -> Result<Server, String> {
-    let sessions = SessionConfig::default().max_sessions_per_client(SessionLimits::default().max_sessions);
+    let one_client = SessionLimits::default().max_sessions;
+    let sessions = SessionConfig::default().max_sessions(4 * one_client).max_sessions_per_client(one_client);
     Server::builder("conduit-mcp-bench", env!("CARGO_PKG_VERSION"))
         .sessions(sessions)
         .extension(tasks.clone())

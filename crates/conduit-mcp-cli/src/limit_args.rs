@@ -1,4 +1,4 @@
-//! `serve`'s per-client limits: listen streams, the request rate and
+//! `serve`'s per-client limits: long-lived streams, the request rate and
 //! `Mcp-Name` on `tasks/*` (HTTP; the `[http]` table of `--config` sets them
 //! too), and the task-creation rate (both transports; `[ext_tasks]
 //! create_rate`). A flag wins over the file.
@@ -12,14 +12,15 @@ use std::time::Duration;
 /// The flags of the HTTP endpoint's per-client limits.
 #[derive(Debug, Clone, Default, Args)]
 pub(crate) struct LimitArgs {
-    /// HTTP: listen streams open at once [default: 256; always below --max-connections].
+    /// HTTP: long-lived streams (listen streams and 2025-11-25 GET streams) open at once [default: 256;
+    /// always below --max-connections].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_listen_streams: Option<u32>,
-    /// HTTP: listen streams one client (its principal, or without authentication its address) holds at once
-    /// [default: 16].
+    /// HTTP: long-lived streams (listen and GET) one client (its principal, or without authentication its
+    /// address) holds at once [default: 16].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) max_listen_streams_per_client: Option<u32>,
-    /// HTTP: seconds a listen stream may carry no notification before it is ended [default: 600].
+    /// HTTP: seconds a listen or GET stream may carry nothing before it is ended [default: 600].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) listen_idle_timeout_s: Option<u64>,
     /// HTTP: refuse tasks/get, tasks/update and tasks/cancel without an Mcp-Name header (by default the

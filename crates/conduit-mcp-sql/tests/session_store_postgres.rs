@@ -46,7 +46,8 @@ async fn any_node_serves_a_session_another_opened_and_ids_are_not_stored() {
     assert!(matches!(sb.touch(&id, Some("mallory"), t0 + 3, idle).await, Err(SessionError::NotFound)));
     // The cap is shared: one more on b fills it, a third (nobody idle 10 s) is refused on a.
     sb.create(SessionRecord::new(new_session_id(), None, "2025-11-25", t0 + 3), limits).await.expect("second");
-    let third = SessionRecord::new(new_session_id(), None, "2025-11-25", t0 + 4);
+    let mut third = SessionRecord::new(new_session_id(), None, "2025-11-25", t0 + 4);
+    third.client_key = "ip:192.0.2.3".into(); // another client: the total cap refuses it
     assert!(matches!(sa.create(third, limits).await, Err(SessionError::LimitReached)));
     // The table holds no usable id: only its hash.
     use sqlx::Connection;
@@ -76,7 +77,10 @@ async fn the_cap_holds_under_concurrent_creates_on_two_nodes() {
     for i in 0..40u64 {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };
         set.spawn(async move {
-            store.create(SessionRecord::new(new_session_id(), None, "2025-11-25", 1_800_000_000_000 + i), limits).await
+            // Forty clients: the total cap is what refuses (each client's share is one).
+            let mut r = SessionRecord::new(new_session_id(), None, "2025-11-25", 1_800_000_000_000 + i);
+            r.client_key = format!("ip:192.0.2.{i}");
+            store.create(r, limits).await
         });
     }
     let (mut ok, mut full) = (0, 0);
@@ -89,4 +93,14 @@ async fn the_cap_holds_under_concurrent_creates_on_two_nodes() {
     }
     assert_eq!((ok, full), (5, 35), "exactly the cap's worth of sessions, across both nodes");
     assert_eq!(a.count().await.expect("count"), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sessions_in_use_are_not_evicted_and_a_client_gets_a_quarter() {
+    let Some(url) = support::pg_url("postgres_sessions_in_use_are_not_evicted_and_a_client_gets_a_quarter") else {
+        return;
+    };
+    let schemas = support::Schemas::new(&url);
+    let store = PostgresStore::with_schema(&url, &schemas.fresh(), Arc::new(SystemClock)).await.expect("connect");
+    support::in_use::an_open_stream_keeps_its_session(store.sessions()).await;
 }

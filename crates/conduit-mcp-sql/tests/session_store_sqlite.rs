@@ -48,3 +48,10 @@ async fn a_session_outlives_a_reopen_and_its_id_is_not_in_the_file() {
     let info: serde_json::Value = serde_json::from_str(&got.client_info).expect("clientInfo is JSON");
     assert_eq!(info["name"], "probe");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sessions_in_use_are_not_evicted_and_a_client_gets_a_quarter() {
+    let db = support::TempDb::new("sessions-in-use");
+    let store = SqliteStore::open(db.path(), Arc::new(SystemClock)).await.expect("open");
+    support::in_use::an_open_stream_keeps_its_session(store.sessions()).await;
+}

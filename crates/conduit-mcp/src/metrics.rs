@@ -15,7 +15,7 @@
 //! | `conduit_tasks_recovered_total` | counter | `how` (`resumed`, `failed`) |
 //! | `conduit_store_errors_total` | counter | `op` |
 //! | `conduit_listen_streams` | gauge | |
-//! | `conduit_limited_total` | counter | `what` (`listen_streams`: a cap refused a stream; `requests`, `task_creates`: a rate limit refused one) |
+//! | `conduit_limited_total` | counter | `what` (`listen_streams`: a cap refused a listen or GET stream; `requests`, `task_creates`: a rate limit refused one; `session_bytes`: the node's ceiling on retained bytes refused a session) |
 
 #![allow(unused_variables)]
 

@@ -1,13 +1,18 @@
-//! Listen streams cannot fill the server (issue 20, finding 10), over real
-//! sockets on `Bound::serve`: a client (without authentication, an address)
-//! holds at most `max_listen_streams_per_client` streams, all clients together
-//! at most `max_listen_streams` (below the connection limit), a refused stream
-//! is answered `-32000` (HTTP 429) and its connection closed, and a stream that
-//! carries nothing for `listen_idle_timeout` is ended with its closing result.
+//! Long-lived streams cannot fill the server (issue 20, finding 10; issue 34,
+//! finding 4), over real sockets on `Bound::serve`: a client (its principal;
+//! without authentication, an address) holds at most
+//! `max_listen_streams_per_client` streams, all clients together at most
+//! `max_listen_streams` (below the connection limit), 2026-07-28 listen streams
+//! and 2025-11-25 GET streams alike; a refused stream is answered `-32000`
+//! (HTTP 429 with `Retry-After`) and its connection closed, and a stream that
+//! carries nothing for `listen_idle_timeout` is ended (a listen stream with its
+//! closing result).
 
 mod common;
+mod legacy_common;
 
 use common::*;
+use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::prelude::*;
 use serde_json::{Value, json};
 use std::net::{IpAddr, SocketAddr};
@@ -123,7 +128,7 @@ async fn the_total_cap_refuses_everyone_and_a_closed_stream_frees_its_slot() {
     assert_eq!(s, 200, "another client has its own slots: {text}");
     let (_, s, text) = open_raw(local(3), h.addr, "c1").await;
     assert_eq!(s, 429, "{text}");
-    assert!(text.contains("Too many listen streams; try again later"), "{text}");
+    assert!(text.contains("Too many open streams; try again later"), "{text}");
     assert!(text.contains("\"id\":\"c1\""), "the refusal answers the request: {text}");
     // The first client closes one stream. The server drops a response stream as soon as it
     // sees its connection close, before it closes its side; the client waits for that.
@@ -169,4 +174,103 @@ async fn an_idle_listen_stream_is_ended_with_its_closing_result() {
     let mut again = h2.open(&listen_body("two")).await;
     assert_eq!(again.status, 200);
     again.next().await.expect("ack");
+}
+
+/// A legacy client of `h` authenticated with `token`, on connections that are not kept
+/// for reuse (an idle pooled connection would hold one of the server's slots).
+fn legacy(h: &Harness, token: &str) -> legacy_common::Legacy {
+    let mut c = legacy_common::Legacy::new(&h.url).with_token(token);
+    c.client = reqwest::Client::builder().pool_max_idle_per_host(0).build().expect("client");
+    c
+}
+
+/// Finding 4 of issue 34: 2025-11-25 GET streams count against the same caps as listen
+/// streams. One principal with twenty sessions gets sixteen GET streams, every further
+/// GET (and a listen stream) is refused with 429 and `Retry-After`, and another
+/// principal's `tools/list` is answered, with a connection limit of twenty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_principals_get_streams_cannot_take_every_connection() {
+    let tokens = BearerTokens::new().token("alice", Principal::new("alice")).token("bob", Principal::new("bob"));
+    let h = serve_with(server(), HttpConfig::default().auth(tokens).max_connections(20)).await;
+    let mut sessions = Vec::new();
+    for _ in 0..20 {
+        let mut c = legacy(&h, "alice");
+        c.initialize(json!({})).await;
+        sessions.push(c);
+    }
+    let (mut held, mut refused) = (Vec::new(), 0);
+    for c in &sessions {
+        let r = c.get(None).await;
+        match r.status().as_u16() {
+            200 => held.push(legacy_common::Events::new(r)),
+            429 => {
+                let retry = r.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                assert!(retry.is_some_and(|s| s.parse::<u64>().is_ok_and(|n| n > 0)), "a Retry-After in seconds");
+                let body: Value = guard("the refusal", r.json()).await.expect("a JSON body");
+                assert_eq!(body["error"]["code"], -32000, "{body}");
+                assert!(body["error"]["message"].as_str().unwrap_or_default().contains("for this client"), "{body}");
+                refused += 1;
+            }
+            other => panic!("GET: status {other}"),
+        }
+    }
+    assert_eq!((held.len(), refused), (16, 4), "the per-client cap holds GET streams");
+    // A listen stream of the same principal draws on the same cap.
+    let listen = h.post_with(&listen_body("l"), |hd| set(hd, "authorization", "Bearer alice"));
+    let r = read(listen).await;
+    r.assert_error(429, -32000, &json!("l"));
+    assert!(r.text.contains("for this client"), "{}", r.text);
+    // Another principal is served: its tools/list, its own GET stream and listen stream.
+    let mut bob = legacy(&h, "bob");
+    bob.initialize(json!({})).await;
+    let tools = guard("bob's tools/list", bob.result(1, "tools/list", json!({}))).await;
+    assert_eq!(tools["tools"][0]["name"], "echo", "{tools}");
+    let _bob_get = bob.get_stream().await;
+    let mut bob_listen = SseStream::new(
+        guard("bob's listen", h.post_with(&listen_body("b"), |hd| set(hd, "authorization", "Bearer bob")).send())
+            .await
+            .expect("sent"),
+    );
+    assert_eq!(bob_listen.status, 200);
+    assert_eq!(
+        bob_listen.next().await.expect("the acknowledgment")["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    // A GET stream that ends gives its slot back.
+    drop(held.pop());
+    let again = guard("a GET once a slot is free", async {
+        loop {
+            let r = sessions[19].get(None).await;
+            if r.status() == 200 {
+                return r;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert_eq!(again.status(), 200);
+}
+
+/// Finding 4 of issue 34: a GET stream that carries nothing for `listen_idle_timeout`
+/// (keep-alive comments do not count) is ended, and its slot is free again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_get_stream_ends_and_frees_its_slot() {
+    let idle = Duration::from_millis(300);
+    let config = HttpConfig::default()
+        .listen_idle_timeout(idle)
+        .keep_alive(Duration::from_millis(50))
+        .max_listen_streams_per_client(1);
+    let h = serve_with(server(), config).await;
+    let mut c = legacy_common::Legacy::new(&h.url);
+    c.initialize(json!({})).await;
+    let mut get = c.get_stream().await;
+    let started = tokio::time::Instant::now();
+    h.server.notify_tools_list_changed();
+    let (_, m) = get.next_msg().await.expect("the list change");
+    assert_eq!(m["method"], "notifications/tools/list_changed");
+    assert!(guard("the idle GET stream to end", get.next()).await.is_none(), "the stream ended once idle");
+    assert!(started.elapsed() >= idle, "not before its idle timeout");
+    let mut again = c.get_stream().await;
+    h.server.notify_tools_list_changed();
+    assert_eq!(again.next_msg().await.expect("carried").1["method"], "notifications/tools/list_changed");
 }

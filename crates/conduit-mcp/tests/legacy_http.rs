@@ -242,11 +242,16 @@ async fn the_cap_refuses_clearly_then_evicts_the_oldest_idle_session() {
     let sig = Arc::new(Signals::default());
     let clock = ManualClock::new(T0);
     let sessions = SessionConfig::default().max_sessions(2).evict_idle_after(Duration::from_secs(60));
-    let h = start(server_with(&sig, clock.clone(), sessions)).await;
-    let mut first = Legacy::new(&h.url);
+    // Three principals: each holds its one session (a quarter of two, at least one).
+    let mut tokens = BearerTokens::new();
+    for p in ["first", "second", "third"] {
+        tokens = tokens.token(p, Principal::new(p));
+    }
+    let h = start_with(server_with(&sig, clock.clone(), sessions), HttpConfig::default().auth(tokens)).await;
+    let mut first = Legacy::new(&h.url).with_token("first");
     first.initialize(json!({})).await;
     clock.advance(1_000);
-    let mut second = Legacy::new(&h.url);
+    let mut second = Legacy::new(&h.url).with_token("second");
     second.initialize(json!({})).await;
     let body = rpc(
         0,
@@ -254,7 +259,7 @@ async fn the_cap_refuses_clearly_then_evicts_the_oldest_idle_session() {
         json!({ "protocolVersion": LV, "capabilities": {},
         "clientInfo": { "name": "third", "version": "1" } }),
     );
-    let r = Legacy::new(&h.url).post(&body).await;
+    let r = Legacy::new(&h.url).with_token("third").post(&body).await;
     assert!(r.headers().get("mcp-session-id").is_none(), "no session over the cap");
     let m: Value = r.json().await.expect("JSON");
     assert_message(&m);
@@ -262,7 +267,7 @@ async fn the_cap_refuses_clearly_then_evicts_the_oldest_idle_session() {
     clock.advance(120_000);
     assert_eq!(second.result(1, "ping", json!({})).await, json!({}));
     clock.advance(61_000);
-    let mut third = Legacy::new(&h.url);
+    let mut third = Legacy::new(&h.url).with_token("third");
     third.initialize(json!({})).await;
     assert_eq!(first.post(&rpc(2, "ping", json!({}))).await.status(), StatusCode::NOT_FOUND, "oldest idle evicted");
     assert_eq!(second.result(3, "ping", json!({})).await, json!({}), "the recently used one is kept");

@@ -127,3 +127,66 @@ async fn a_clients_large_answers_share_one_replay_pool() {
     assert_eq!(sessions[0].delete().await.status(), reqwest::StatusCode::NO_CONTENT);
     assert_eq!(call_then_replay(&sessions[3], 1).await, Some(ANSWER), "the ended session's place is free again");
 }
+
+/// Finding 10 of issue 34: what all sessions of a node retain together (replay buffers,
+/// large answers, waiting requests) stays under `[sessions] max_retained_bytes`: clients
+/// from many addresses, each within its own caps, cannot add up past it; once a new
+/// session would not fit, `initialize` is refused with `-32000`, and a session that ends
+/// makes room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_addresses_cannot_add_up_past_the_nodes_byte_ceiling() {
+    const ANSWER: usize = 48 * 1024;
+    const BUDGET: usize = 128 * 1024;
+    const CEILING: usize = 4 * BUDGET;
+    let big = Tool::new("big", "Answers 48 KiB").handle(|ctx, _args| async move {
+        ctx.progress(1.0, None, Some("starting")); // so the answer comes on a stream
+        Ok(CallToolResult::text("b".repeat(ANSWER)))
+    });
+    let doc = format!("[sessions]\nreplay_bytes = {BUDGET}\nmax_retained_bytes = {CEILING}\n");
+    let sessions = SessionConfig::from_toml(&doc).expect("a valid [sessions] table");
+    let server = Server::builder("replay", "1").tool(big).sessions(sessions).build().expect("server");
+    let h = common::serve_with(server, HttpConfig::default()).await;
+    let (mut admitted, mut refusal) = (Vec::new(), None);
+    for n in 2..=13u8 {
+        // Each address is another client, far inside its own per-client caps.
+        let mut c = Legacy::new(&h.url);
+        c.client =
+            reqwest::Client::builder().local_address(std::net::IpAddr::from([127, 0, 0, n])).build().expect("client");
+        let init = rpc(
+            0,
+            "initialize",
+            json!({ "protocolVersion": LV, "capabilities": {},
+            "clientInfo": { "name": "t", "version": "1" } }),
+        );
+        let r = c.post(&init).await;
+        let Some(sid) = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned) else {
+            let m: Value = r.json().await.expect("JSON");
+            assert_message(&m);
+            refusal = Some(m["error"].clone());
+            break;
+        };
+        c.session = Some(sid);
+        for id in 1..=2 {
+            let msgs = c
+                .open(id, "tools/call", json!({ "name": "big", "_meta": { "progressToken": "p" } }))
+                .await
+                .until_response(&json!(id))
+                .await;
+            assert_eq!(
+                msgs.last().expect("the answer")["result"]["content"][0]["text"].as_str().map(str::len),
+                Some(ANSWER)
+            );
+        }
+        let stats = h.server.session_stats();
+        let held = stats.replay_bytes + stats.waiting_bytes;
+        assert!(held <= CEILING, "{} sessions retain {held} bytes, past the ceiling of {CEILING}", admitted.len() + 1);
+        admitted.push(c);
+    }
+    let e = refusal.expect("an initialize is refused once the node's sessions retain their ceiling");
+    assert_eq!(e["code"], -32000, "{e}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("try again later"), "{e}");
+    assert!(admitted.len() >= 4, "{} sessions admitted before the ceiling", admitted.len());
+    // A session that ends gives its bytes back: a new one is admitted.
+    assert_eq!(admitted[0].delete().await.status(), reqwest::StatusCode::NO_CONTENT);
+    Legacy::new(&h.url).initialize(json!({})).await;
+}

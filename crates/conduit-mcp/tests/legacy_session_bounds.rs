@@ -111,20 +111,24 @@ async fn refused_initialize(c: &Legacy) -> Value {
 async fn an_evicted_session_leaves_the_node_at_once() {
     let clock = ManualClock::new(T0);
     let sessions = SessionConfig::default().max_sessions(2).evict_idle_after(Duration::from_secs(60));
-    let h = start(server_on(&clock, sessions)).await;
-    let mut first = Legacy::new(&h.url);
+    let mut tokens = BearerTokens::new();
+    for p in ["first", "second", "third"] {
+        tokens = tokens.token(p, Principal::new(p));
+    }
+    let h = start_with(server_on(&clock, sessions), HttpConfig::default().auth(tokens)).await;
+    let mut first = Legacy::new(&h.url).with_token("first");
     first.initialize(json!({})).await;
     // Something in its replay buffer.
     let (before, _) =
         first.request(1, "tools/call", json!({ "name": "chatty", "_meta": { "progressToken": 1 } })).await;
     assert_eq!(before.len(), 8, "the progress went on the request's stream");
     clock.advance(1_000);
-    let mut second = Legacy::new(&h.url);
+    let mut second = Legacy::new(&h.url).with_token("second");
     second.initialize(json!({})).await;
     assert_eq!(h.server.session_stats().held, 2);
     clock.advance(120_000);
     assert_eq!(second.result(2, "ping", json!({})).await, json!({}));
-    let mut third = Legacy::new(&h.url);
+    let mut third = Legacy::new(&h.url).with_token("third");
     third.initialize(json!({})).await;
     // Before the evicted session's client comes back (which would also drop it here).
     assert_eq!(h.server.session_stats().held, 2, "the evicted session is no longer held by the node");
@@ -136,7 +140,7 @@ async fn an_evicted_session_leaves_the_node_at_once() {
 #[tokio::test]
 async fn one_client_cannot_take_every_session() {
     let clock = ManualClock::new(T0);
-    let sessions = SessionConfig::default().max_sessions(4).max_sessions_per_client(2);
+    let sessions = SessionConfig::default().max_sessions(8).max_sessions_per_client(2);
     let tokens = BearerTokens::new().token("alice", Principal::new("alice")).token("bob", Principal::new("bob"));
     let h = start_with(server_on(&clock, sessions), HttpConfig::default().auth(tokens)).await;
     for _ in 0..2 {
@@ -179,13 +183,18 @@ async fn without_authentication_the_cap_counts_per_address() {
 async fn an_open_stream_keeps_its_session_from_eviction() {
     let clock = ManualClock::new(T0);
     let sessions = SessionConfig::default().max_sessions(3).evict_idle_after(Duration::from_secs(60));
-    let h = start(server_on(&clock, sessions)).await;
-    let mut listener = Legacy::new(&h.url);
+    // Four principals, one session each (a quarter of three, at least one).
+    let mut tokens = BearerTokens::new();
+    for p in ["listener", "a", "b", "c"] {
+        tokens = tokens.token(p, Principal::new(p));
+    }
+    let h = start_with(server_on(&clock, sessions), HttpConfig::default().auth(tokens)).await;
+    let mut listener = Legacy::new(&h.url).with_token("listener");
     listener.initialize(json!({})).await;
     let mut get = listener.get_stream().await;
     clock.advance(1_000);
-    for _ in 0..2 {
-        Legacy::new(&h.url).initialize(json!({})).await;
+    for p in ["a", "b"] {
+        Legacy::new(&h.url).with_token(p).initialize(json!({})).await;
     }
     // Every session is idle past the eviction window; the listener's stream is open. Whatever
     // the stream carries after that (here a list change) marks the session as used before it
@@ -194,6 +203,71 @@ async fn an_open_stream_keeps_its_session_from_eviction() {
     h.server.notify_tools_list_changed();
     let (_, m) = get.next_msg().await.expect("the list change");
     assert_eq!(m["method"], "notifications/tools/list_changed");
-    Legacy::new(&h.url).initialize(json!({})).await;
+    Legacy::new(&h.url).with_token("c").initialize(json!({})).await;
     assert_eq!(listener.result(1, "ping", json!({})).await, json!({}), "the session with an open stream is kept");
+}
+
+/// Finding 9 of issue 34: the per-client cap is at most a quarter of `max_sessions`,
+/// whatever `max_sessions_per_client` says (its default is 64): with eight sessions in
+/// all, one principal gets two and the others still get in.
+#[tokio::test]
+async fn the_per_client_cap_stays_a_quarter_of_the_total() {
+    let clock = ManualClock::new(T0);
+    let sessions = SessionConfig::default().max_sessions(8);
+    let mut tokens = BearerTokens::new();
+    for p in ["alice", "bob", "carol", "dave"] {
+        tokens = tokens.token(p, Principal::new(p));
+    }
+    let h = start_with(server_on(&clock, sessions), HttpConfig::default().auth(tokens)).await;
+    for _ in 0..2 {
+        Legacy::new(&h.url).with_token("alice").initialize(json!({})).await;
+    }
+    let e = refused_initialize(&Legacy::new(&h.url).with_token("alice")).await;
+    assert_eq!(e["code"], -32000, "{e}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("for this client"), "{e}");
+    for p in ["bob", "carol", "dave"] {
+        for _ in 0..2 {
+            let mut c = Legacy::new(&h.url).with_token(p);
+            c.initialize(json!({})).await;
+            assert_eq!(c.result(1, "ping", json!({})).await, json!({}), "{p} gets its share");
+        }
+    }
+}
+
+/// Finding 9 of issue 34: a session whose GET stream is open is in use even when nothing
+/// crossed the stream since its last request: another client's `initialize` at the cap
+/// evicts an idle session, never that one; with every session in use it is refused. A
+/// session that ends (DELETE) ends its open stream.
+#[tokio::test]
+async fn another_clients_initialize_never_evicts_a_session_with_an_open_stream() {
+    let clock = ManualClock::new(T0);
+    let sessions = SessionConfig::default().max_sessions(2).evict_idle_after(Duration::from_secs(60));
+    let tokens = BearerTokens::new()
+        .token("alice", Principal::new("alice"))
+        .token("bob", Principal::new("bob"))
+        .token("carol", Principal::new("carol"));
+    let h = start_with(server_on(&clock, sessions), HttpConfig::default().auth(tokens)).await;
+    let mut alice = Legacy::new(&h.url).with_token("alice");
+    alice.initialize(json!({})).await;
+    let mut alice_get = alice.get_stream().await;
+    clock.advance(1_000);
+    let mut bob = Legacy::new(&h.url).with_token("bob");
+    bob.initialize(json!({})).await;
+    // Both idle past the eviction window; only alice's stream is open, and silent.
+    clock.advance(120_000);
+    let mut carol = Legacy::new(&h.url).with_token("carol");
+    carol.initialize(json!({})).await;
+    assert_eq!(alice.result(1, "ping", json!({})).await, json!({}), "the session with an open stream is kept");
+    assert_eq!(bob.post(&rpc(1, "ping", json!({}))).await.status(), StatusCode::NOT_FOUND, "the idle one went");
+    // Carol's stream is open too: nothing is idle, so the next initialize is refused.
+    let _carol_get = carol.get_stream().await;
+    clock.advance(120_000);
+    let e = refused_initialize(&Legacy::new(&h.url).with_token("bob")).await;
+    assert_eq!(e["code"], -32000, "{e}");
+    assert_eq!(alice.result(2, "ping", json!({})).await, json!({}));
+    // Its stream still carries what the session is sent, and ends with the session.
+    h.server.notify_tools_list_changed();
+    assert_eq!(alice_get.next_msg().await.expect("carried").1["method"], "notifications/tools/list_changed");
+    assert_eq!(alice.delete().await.status(), StatusCode::NO_CONTENT);
+    assert!(guard("the stream to end", alice_get.next()).await.is_none(), "the ended session's stream ends");
 }

@@ -152,3 +152,33 @@ async fn a_cancelled_waiting_call_frees_its_place_in_the_session() {
     waiting_settles(&h.server, 0).await;
     let (_e2, _) = asked(&a, 2).await;
 }
+
+/// Finding 10 of issue 34: requests waiting on clients count against the node's ceiling
+/// on what all sessions retain, each with its call's share (64 KiB): past it one more is
+/// refused with `-32000`, whoever asks, and an answered one makes room again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_requests_count_against_the_nodes_byte_ceiling() {
+    let kib = 1024;
+    let doc = format!("[sessions]\nreplay_bytes = {}\nmax_retained_bytes = {}\n", 16 * kib, 4 * 64 * kib + 32 * kib);
+    let sessions = SessionConfig::from_toml(&doc).expect("a valid [sessions] table");
+    let server = Server::builder("waits", "1").tool(ask_tool()).sessions(sessions).build().expect("server");
+    let h = start_with(server, HttpConfig::default()).await;
+    let mut a = Legacy::new(&h.url);
+    a.initialize(json!({ "elicitation": {} })).await;
+    let mut waiting = Vec::new();
+    for id in 1..=4 {
+        waiting.push(asked(&a, id).await);
+    }
+    let e = a.error(5, "tools/call", json!({ "name": "ask" })).await;
+    assert_eq!(e["code"], -32000, "{e}");
+    assert!(e["message"].as_str().unwrap_or_default().contains("retain all the bytes"), "{e}");
+    assert!(h.server.session_stats().retained_bytes <= 4 * 64 * kib + 32 * kib);
+    // One answered: its place in the node's account is free for the next.
+    let (mut ev, q) = waiting.remove(0);
+    let answer =
+        json!({ "jsonrpc": "2.0", "id": q["id"], "result": { "action": "accept", "content": { "name": "Ada" } } });
+    assert_eq!(a.post(&answer).await.status(), reqwest::StatusCode::ACCEPTED);
+    ev.until_response(&json!(1)).await;
+    waiting_settles(&h.server, 3).await;
+    let (_again, _) = asked(&a, 6).await;
+}

@@ -5,11 +5,13 @@
 //! cache — and no token in any log line.
 
 mod common;
+mod legacy_common;
 mod oauth_support;
 
 use common::call;
 use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
 use conduit_mcp::clock::Clock;
+use conduit_mcp::transport::http::HttpConfig;
 use conduit_mcp_test_oauth::{APP, AuthorizationServer, Fault, Faults, Key, Login, Options, ResourceSettings};
 use oauth_support::introspection_as::{Answer, IntrospectionAs, active, basic};
 use oauth_support::*;
@@ -71,8 +73,12 @@ async fn keys_rotate_refetches_are_rate_limited_and_bad_tokens_are_refused() {
     let Some(auth) = AuthorizationServer::start().await else { return };
     // Some 45 refusals from one address follow: past its budget of failed authentications they
     // would be 429s, so this server has none (the budget is checked in `made_up_opaque_tokens_…`).
-    let rs =
-        start_with(&[auth.issuer()], |c| c.keys_ttl(Duration::from_secs(600)), |h| h.auth_failure_rate(None)).await;
+    let rs = start_http(
+        &[auth.issuer()],
+        |c| c.keys_ttl(Duration::from_secs(600)),
+        HttpConfig::default().auth_failure_rate(None),
+    )
+    .await;
     let mut tokens = Vec::new();
     let login = Login::new(&APP, &rs.url).scope(READ);
     let first = auth.login(&login).await.unwrap().access_token;
@@ -256,8 +262,12 @@ async fn made_up_opaque_tokens_cost_the_authorization_server_little() {
     // The same made-up token 50 times at once, then once more: one introspection (without the
     // address's budget, to count what the cache and the single flight save on their own).
     let auth = IntrospectionAs::start().await;
-    let rs =
-        start_with(&[&auth.issuer], |c| c.introspection_client("rs", "rs-secret"), |h| h.auth_failure_rate(None)).await;
+    let rs = start_http(
+        &[&auth.issuer],
+        |c| c.introspection_client("rs", "rs-secret"),
+        HttpConfig::default().auth_failure_rate(None),
+    )
+    .await;
     let same = futures_util::future::join_all((0..50).map(|_| whoami(&rs, "the-same-made-up-token"))).await;
     for r in same.iter().chain(&[whoami(&rs, "the-same-made-up-token").await]) {
         assert_refused(r, "inactive");
@@ -278,10 +288,10 @@ async fn made_up_opaque_tokens_cost_the_authorization_server_little() {
 #[tokio::test]
 async fn a_hung_introspection_endpoint_fails_fast_and_cached_tokens_never_wait() {
     let auth = IntrospectionAs::start().await;
-    let rs = start_with(
+    let rs = start_http(
         &[&auth.issuer],
         |c| c.introspection_client("rs", "rs-secret").fetch_timeout(Duration::from_secs(60)),
-        |h| h.max_connections(12),
+        HttpConfig::default().max_connections(12),
     )
     .await;
     let (issuer, resource) = (auth.issuer.clone(), rs.url.clone());
@@ -383,4 +393,104 @@ async fn a_refresh_token_is_not_an_access_token() {
     });
     whoami(&rs, "access").await.assert_ok(&json!(1));
     assert_refused(&whoami(&rs, "refresh").await, "a refresh token");
+}
+
+/// A `subscriptions/listen` stream asking for list changes, opened with `token` and past
+/// its acknowledgment.
+async fn listen_with(rs: &Rs, token: &str) -> common::SseStream {
+    let body = common::req("l", "subscriptions/listen", json!({ "notifications": { "toolsListChanged": true } }));
+    let mut h = common::std_headers(&body);
+    common::set(&mut h, "authorization", &format!("Bearer {token}"));
+    let sent = reqwest::Client::new().post(&rs.url).headers(h).body(body.to_string()).send();
+    let mut s = common::SseStream::new(common::guard("the listen stream", sent).await.expect("sent"));
+    assert_eq!(s.status, 200);
+    assert_eq!(s.next().await.expect("the acknowledgment")["method"], "notifications/subscriptions/acknowledged");
+    s
+}
+
+/// A 2025-11-25 session's GET stream, opened with `token` and past its priming event.
+async fn get_with(rs: &Rs, token: &str) -> legacy_common::Events {
+    let mut c = legacy_common::Legacy::new(&rs.url).with_token(token);
+    c.initialize(json!({})).await;
+    c.get_stream().await
+}
+
+/// A JWT for `rs` of `sub` that expires `secs` from the resource server's now.
+async fn expiring(auth: &AuthorizationServer, rs: &Rs, sub: &str, secs: u64) -> String {
+    let now = rs.clock.now_ms() / 1000;
+    let claims =
+        json!({ "iss": auth.issuer(), "sub": sub, "aud": rs.url, "scope": READ, "iat": now, "exp": now + secs });
+    auth.mint(claims, Key::Current).await
+}
+
+/// Reads a listen stream to its end; fails if a list change comes first.
+async fn ends_without_a_list_change(s: &mut common::SseStream, why: &str) {
+    while let Some(m) = common::guard("the stream to end", s.next()).await {
+        assert_ne!(m["method"], "notifications/tools/list_changed", "{why}: delivered after the token expired");
+    }
+}
+
+/// Finding 8 of issue 34: a listen stream and a legacy GET stream opened with a JWT end at
+/// its `exp` (plus the leeway): the next event they would carry is not delivered.
+#[tokio::test]
+async fn streams_end_when_their_token_expires() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    // The default keep-alive (15 s) never fires here: only the event can show the expiry.
+    let rs = start(&[auth.issuer()], |c| c).await;
+    let token = expiring(&auth, &rs, "alice", 60).await;
+    let mut listen = listen_with(&rs, &token).await;
+    let mut get = get_with(&rs, &token).await;
+    rs.server.notify_tools_list_changed();
+    assert_eq!(listen.next().await.expect("carried")["method"], "notifications/tools/list_changed");
+    assert_eq!(get.next_msg().await.expect("carried").1["method"], "notifications/tools/list_changed");
+    // Past `exp` and the default leeway of 60 s.
+    rs.clock.advance(121_000);
+    assert_refused(&whoami(&rs, &token).await, "expired");
+    rs.server.notify_tools_list_changed();
+    ends_without_a_list_change(&mut listen, "listen").await;
+    let after = common::guard("the GET stream to end", get.next_msg()).await;
+    assert!(after.is_none(), "the GET stream carried {after:?} after the token expired");
+}
+
+/// Finding 8 of issue 34: a silent stream ends too, at the first keep-alive past its
+/// token's limit (the test's keep-alive is 50 ms; its clock moves only when told).
+#[tokio::test]
+async fn silent_streams_end_when_their_token_expires() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let http = HttpConfig::default().keep_alive(Duration::from_millis(50));
+    let rs = oauth_support::start_http(&[auth.issuer()], |c| c, http).await;
+    let token = expiring(&auth, &rs, "alice", 60).await;
+    let mut listen = listen_with(&rs, &token).await;
+    let mut get = get_with(&rs, &token).await;
+    rs.clock.advance(121_000);
+    ends_without_a_list_change(&mut listen, "listen").await;
+    assert!(common::guard("the GET stream to end", get.next_msg()).await.is_none(), "the GET stream ends");
+}
+
+/// Finding 8 of issue 34: at the end of an introspection answer's reuse limit the stream's
+/// token is checked again: still active, the stream carries on; when it can no longer be
+/// checked, the stream ends.
+#[tokio::test]
+async fn an_introspected_stream_is_checked_again_at_its_limit() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let rs = start(&[auth.issuer()], |c| {
+        c.introspection_client("rs", "rs-secret").introspection_ttl(Duration::from_secs(60))
+    })
+    .await;
+    auth.set_resource(&rs.url, ResourceSettings::opaque()).await;
+    let token = auth.login(&Login::new(&APP, &rs.url).scope(READ).account("olga")).await.unwrap().access_token;
+    let mut listen = listen_with(&rs, &token).await;
+    let mut get = get_with(&rs, &token).await;
+    auth.reset_stats().await;
+    rs.clock.advance(61_000);
+    rs.server.notify_tools_list_changed();
+    assert_eq!(listen.next().await.expect("carried")["method"], "notifications/tools/list_changed");
+    assert_eq!(get.next_msg().await.expect("carried").1["method"], "notifications/tools/list_changed");
+    let asked = auth.stats().await.introspection;
+    assert!((1..=2).contains(&asked), "the token was checked again ({asked} introspections)");
+    auth.set_faults(Faults::none().introspection(Fault::Down)).await;
+    rs.clock.advance(61_000);
+    rs.server.notify_tools_list_changed();
+    ends_without_a_list_change(&mut listen, "listen").await;
+    assert!(common::guard("the GET stream to end", get.next_msg()).await.is_none(), "the GET stream ends");
 }

@@ -122,7 +122,7 @@ impl SessionStore for PostgresSessionStore {
         let now = ms(record.last_seen_ms);
         let expired_bound = now.saturating_sub(ms(limits.idle_ms));
         let evict_bound = now.saturating_sub(ms(limits.evict_idle_ms));
-        let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.max_per_client));
+        let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.per_client()));
         let mut c = self.store.engine().conn().await.map_err(|e| SessionError::backend(ENGINE, e))?;
         let done: Result<Created, sqlx::Error> = bounded(c.deadline(), async {
             use sqlx::Connection;

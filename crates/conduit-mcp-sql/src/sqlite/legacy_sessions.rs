@@ -64,7 +64,7 @@ impl SessionStore for SqliteSessionStore {
         let now = common::ms(record.last_seen_ms);
         let expired_bound = now.saturating_sub(common::ms(limits.idle_ms));
         let evict_bound = now.saturating_sub(common::ms(limits.evict_idle_ms));
-        let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.max_per_client));
+        let (max, max_client) = (common::limit(limits.max_sessions), common::limit(limits.per_client()));
         let hash = common::id_hash(&record.id);
         let mut c = self.store.engine().writer().await.map_err(connect)?;
         let done: Result<Created, sqlx::Error> = bounded(c.deadline(), async {

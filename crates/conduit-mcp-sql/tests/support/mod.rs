@@ -120,5 +120,6 @@ pub fn assert_legacy_schema(def: &str, value: &serde_json::Value) {
     let errors: Vec<String> = v.iter_errors(value).map(|e| format!("{e} at {}", e.instance_path())).collect();
     assert!(errors.is_empty(), "not a valid {def}: {errors:?}\n{value}");
 }
+pub mod in_use;
 pub mod legacy_session;
 pub mod stall;

@@ -144,6 +144,14 @@ pub trait Authenticate: Send + Sync + 'static {
     fn credentials_header(&self) -> http::HeaderName {
         http::header::AUTHORIZATION
     }
+
+    /// Now, in milliseconds since the Unix epoch, by the clock the principals'
+    /// [`valid_until_ms`](Principal::valid_until_ms) are read against (default: the
+    /// system clock). An authenticator with an injected clock returns its reading, so
+    /// a long-lived stream ends when that clock says its credentials lapsed.
+    fn now_ms(&self) -> u64 {
+        crate::clock::Clock::now_ms(&crate::clock::SystemClock)
+    }
 }
 
 /// Reads `Authorization: Bearer <token>`; `None` when absent, an error when malformed.

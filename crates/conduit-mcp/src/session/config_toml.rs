@@ -15,6 +15,7 @@
 //! max_waiting_bytes_per_session = 4194304 # bytes those requests keep (params, _meta), per session
 //! max_waiting_bytes_per_client = 16777216 # ... per client, over its sessions on this node
 //! abandon_after_ms = 30000     # a waiting request's stream left unconnected this long gives up
+//! max_retained_bytes = 268435456 # bytes all sessions on this node retain together (replay, waits)
 //! ```
 
 use super::manager::SessionConfig;
@@ -56,15 +57,19 @@ impl SessionConfig {
                 "max_waiting_bytes_per_session" => cfg.max_waiting_bytes_per_session = n as usize,
                 "max_waiting_bytes_per_client" => cfg.max_waiting_bytes_per_client = n as usize,
                 "abandon_after_ms" => cfg.abandon_after = std::time::Duration::from_millis(n),
+                "max_retained_bytes" => cfg.max_retained_bytes = n as usize,
                 _ => {
                     return Err(err(
                         k,
                         "unknown key (expected idle_timeout_ms, max_sessions, max_sessions_per_client, evict_idle_ms, \
                          replay_events, replay_bytes, oversize_replay_bytes_per_client, max_waiting_per_session, max_waiting_per_client, \
-                         max_waiting_bytes_per_session, max_waiting_bytes_per_client, abandon_after_ms)",
+                         max_waiting_bytes_per_session, max_waiting_bytes_per_client, abandon_after_ms, max_retained_bytes)",
                     ));
                 }
             }
+        }
+        if cfg.max_retained_bytes < cfg.replay_bytes {
+            return Err(err("max_retained_bytes", "must be at least replay_bytes (room for one session)"));
         }
         Ok(cfg)
     }
@@ -84,5 +89,9 @@ mod tests {
         assert!(e.to_string().contains("[sessions] max_sessions"), "{e}");
         assert_eq!(SessionConfig::from_toml("[sessions]\nbogus = 1\n").expect_err("unknown").key, "bogus");
         assert_eq!(SessionConfig::from_toml("sessions = 1\n").expect_err("not a table").key, "sessions");
+        let c = SessionConfig::from_toml("[sessions]\nmax_retained_bytes = 1048576\n").expect("valid");
+        assert_eq!(c.max_retained_bytes, 1024 * 1024);
+        let small = "[sessions]\nreplay_bytes = 2048\nmax_retained_bytes = 1024\n";
+        assert_eq!(SessionConfig::from_toml(small).expect_err("no room for a session").key, "max_retained_bytes");
     }
 }

@@ -15,7 +15,11 @@
 //! replayable), but such a message counts against its client's [`OversizePool`],
 //! shared by the client's sessions on the node: when the pool is full, the
 //! message still goes to the stream's connection but is not kept for replay.
+//! What every buffer of the node keeps also counts against the node's ceiling
+//! ([`Retained`]): what does not fit under it goes, oldest first, the newest
+//! message too when it alone does not fit (it still reaches its connection).
 
+use super::retained::Retained;
 use crate::protocol::jsonrpc::{Message, RequestId};
 use crate::quota::{Counts, Held};
 use std::collections::{HashMap, VecDeque};
@@ -69,6 +73,8 @@ pub(crate) struct ReplayBounds {
     pub(crate) bytes: usize,
     /// Where such a message is counted, and for which client (`None`: it is always kept).
     pub(crate) oversize: Option<(Arc<OversizePool>, u64)>,
+    /// The node's account every buffer draws on (`None`: no ceiling).
+    pub(crate) retained: Option<Arc<Retained>>,
 }
 
 #[derive(Debug)]
@@ -94,6 +100,8 @@ struct Inner {
     /// The place in the client's pool of a newest message larger than the budget (boxed:
     /// most sessions never have one, and an idle session's size counts).
     oversize: Option<Box<Held<u64>>>,
+    /// The bytes the node's account holds for this buffer (`bytes`, once settled).
+    charged: usize,
 }
 
 /// The streams of one session.
@@ -103,6 +111,15 @@ pub struct EventLog {
     cap: usize,
     budget: usize,
     oversize: Option<(Arc<OversizePool>, u64)>,
+    retained: Option<Arc<Retained>>,
+}
+
+impl Drop for EventLog {
+    fn drop(&mut self) {
+        if let Some(node) = &self.retained {
+            node.give(self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).charged);
+        }
+    }
 }
 
 /// Forgets `stream` when it has finished and none of its events is left in the buffer.
@@ -125,13 +142,13 @@ impl EventLog {
     /// An empty log keeping at most `cap` events and `budget` bytes for replay (and the
     /// newest message whatever its size).
     pub fn new(cap: usize, budget: usize) -> Self {
-        Self::bounded(ReplayBounds { events: cap, bytes: budget, oversize: None })
+        Self::bounded(ReplayBounds { events: cap, bytes: budget, oversize: None, retained: None })
     }
 
     /// An empty log within `bounds`.
     pub(crate) fn bounded(bounds: ReplayBounds) -> Self {
-        let ReplayBounds { events, bytes, oversize } = bounds;
-        Self { inner: Mutex::new(Inner::default()), cap: events.max(1), budget: bytes, oversize }
+        let ReplayBounds { events, bytes, oversize, retained } = bounds;
+        Self { inner: Mutex::new(Inner::default()), cap: events.max(1), budget: bytes, oversize, retained }
     }
 
     /// The bytes of messages kept for replay.
@@ -214,6 +231,38 @@ impl EventLog {
                 }
             }
         }
+        self.settle(&mut g);
+    }
+
+    /// Charges the node's account for what the buffer keeps now; what does not fit goes,
+    /// oldest first (the newest too, when it alone does not fit).
+    fn settle(&self, g: &mut Inner) {
+        let Some(node) = &self.retained else { return };
+        while g.bytes > g.charged && !node.take(g.bytes - g.charged) {
+            let Some((old, _, _, len)) = g.buffer.pop_front() else { break };
+            g.bytes -= len;
+            forget_if_done(g, old);
+        }
+        if g.bytes < g.charged {
+            node.give(g.charged - g.bytes);
+        }
+        g.charged = g.bytes;
+        if g.bytes <= self.budget {
+            g.oversize = None;
+        }
+    }
+
+    /// The session ended: every connection closes, nothing more is sent, and nothing is
+    /// kept for replay (nobody can resume it).
+    pub(crate) fn close(&self) {
+        let mut g = self.lock();
+        for s in g.streams.values_mut() {
+            s.ended = true;
+            s.conn = None;
+        }
+        g.buffer.clear();
+        g.bytes = 0;
+        self.settle(&mut g);
     }
 
     /// Ends `stream` without a response (a cancelled request): nothing more is sent on it,
@@ -336,7 +385,14 @@ mod tests {
         let one = crate::bounds::json_len(&big());
         let pool = Arc::new(OversizePool::new(2 * one));
         let alice = pool.client("alice");
-        let log = || EventLog::bounded(ReplayBounds { events: 16, bytes: 100, oversize: Some((pool.clone(), alice)) });
+        let log = || {
+            EventLog::bounded(ReplayBounds {
+                events: 16,
+                bytes: 100,
+                oversize: Some((pool.clone(), alice)),
+                retained: None,
+            })
+        };
         let replayed = |log: &EventLog, s: u64| {
             let mut rx = log.resume(&format!("{s}-0"));
             rx.as_mut().and_then(|rx| rx.try_recv().ok()).and_then(|e| e.1)
@@ -364,6 +420,37 @@ mod tests {
         third.send(s, note(1));
         assert!(third.bytes() <= 100);
         assert_eq!(pool.held.total(), one, "a message that fits the budget frees the place");
+    }
+
+    #[test]
+    fn every_buffer_of_a_node_fits_under_its_ceiling() {
+        let one = crate::bounds::json_len(&note(0));
+        let node = Arc::new(Retained::new(5 * one));
+        let log = || {
+            EventLog::bounded(ReplayBounds { events: 16, bytes: 4 * one, oversize: None, retained: Some(node.clone()) })
+        };
+        let (a, b) = (log(), log());
+        let (sa, _ra) = a.open_request_stream();
+        let (sb, _rb) = b.open_request_stream();
+        for n in 0..3 {
+            a.send(sa, note(n));
+        }
+        assert_eq!((a.bytes(), node.used()), (3 * one, 3 * one));
+        for n in 0..3 {
+            b.send(sb, note(n));
+        }
+        // The third of b's did not fit: b's oldest went to make room for its newest.
+        assert_eq!((b.bytes(), node.used()), (2 * one, 5 * one));
+        let mut again = b.resume(&format!("{sb}-0")).expect("known");
+        assert_eq!(again.try_recv().expect("kept").1, Some(note(1)));
+        let big = Message::notification("notifications/progress", json!({ "message": "x".repeat(6 * one) }));
+        b.send(sb, big);
+        assert_eq!((b.bytes(), node.used()), (0, 3 * one), "a message larger than the room left is not kept");
+        a.close();
+        assert_eq!(node.used(), 0, "an ended session keeps nothing");
+        b.send(sb, note(7));
+        drop(b);
+        assert_eq!(node.used(), 0, "a dropped log gives its bytes back");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::protocol::meta::ClientCapabilities;
 use crate::subscriptions::Registration;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
@@ -37,6 +37,8 @@ pub struct LegacySession {
     /// The SHA-256 of the id (how a forwarded response names the session); zeros on stdio.
     key: [u8; 32],
     next_request: AtomicU64,
+    /// SSE responses of this session open on this node (its GET stream, requests' streams).
+    open_streams: AtomicUsize,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     pub(crate) changes: Mutex<Option<Registration>>,
     /// The URIs of `resources/subscribe`.
@@ -91,7 +93,7 @@ impl LegacySession {
 
     /// A session bound to one stdio process: everything goes to `out`.
     pub(crate) fn local(record: SessionRecord, out: UnboundedSender<Message>) -> Self {
-        let replay = ReplayBounds { events: 1, bytes: 0, oversize: None };
+        let replay = ReplayBounds { events: 1, bytes: 0, oversize: None, retained: None };
         Self::build(record, false, Some(out), replay, Arc::new(WaitPolicy::local()), Arc::from("local"), [0; 32])
     }
 
@@ -114,6 +116,7 @@ impl LegacySession {
             node,
             key,
             next_request: AtomicU64::new(1),
+            open_streams: AtomicUsize::new(0),
             in_flight: Mutex::default(),
             changes: Mutex::new(None),
             uris: Mutex::default(),
@@ -268,11 +271,37 @@ impl LegacySession {
         }
     }
 
-    /// The session ends: in-flight requests stop, waiters are released.
+    /// Whether the session is in use on this node: a stream of it is open, or a request of
+    /// it is in flight. Such a session is not idle, however long since its last request.
+    pub(crate) fn in_use(&self) -> bool {
+        self.open_streams.load(Ordering::Acquire) > 0 || !lock(&self.in_flight).is_empty()
+    }
+
+    /// The session ends: in-flight requests stop, waiters are released, its open streams
+    /// close and nothing is kept for replay.
     pub(crate) fn end(&self) {
         lock(&self.in_flight).values().for_each(CancellationToken::cancel);
         lock(&self.waiting).by_id.clear();
         lock(&self.changes).take();
+        self.events.close();
+    }
+}
+
+/// Marks a session in use while one of its SSE responses is open (see
+/// [`LegacySession::in_use`]).
+pub(crate) struct StreamOpen(Arc<LegacySession>);
+
+impl StreamOpen {
+    /// An open response of `session`, until this is dropped.
+    pub(crate) fn new(session: &Arc<LegacySession>) -> Self {
+        session.open_streams.fetch_add(1, Ordering::AcqRel);
+        Self(session.clone())
+    }
+}
+
+impl Drop for StreamOpen {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, Ordering::AcqRel);
     }
 }
 

@@ -6,6 +6,7 @@ use super::events::{
 };
 use super::live::LegacySession;
 use super::relay::ResponseRelay;
+use super::retained::{DEFAULT_RETAINED_BYTES, Retained};
 use super::store::{SessionError, SessionLimits, SessionRecord, SessionStore};
 use super::waits::{
     DEFAULT_ABANDON_AFTER, DEFAULT_WAITING_BYTES_PER_CLIENT, DEFAULT_WAITING_BYTES_PER_SESSION,
@@ -50,6 +51,13 @@ pub struct SessionConfig {
     /// A request waiting on the client's answer whose stream has had no connection this
     /// long (the client left and did not resume) stops waiting.
     pub abandon_after: std::time::Duration,
+    /// Bytes all sessions on this node retain together at most: their replay buffers (large
+    /// messages included) and the requests waiting on their clients, each counted with 64 KiB
+    /// for its call and stream (default 256 MiB, 1 024 sessions' default replay budgets). What would pass it is not kept (a message still
+    /// reaches its open connection; a request that would wait on its client is refused),
+    /// and `initialize` is refused with `-32000` unless one more session's
+    /// [`replay_bytes`](Self::replay_bytes) fits under it.
+    pub max_retained_bytes: usize,
 }
 
 impl Default for SessionConfig {
@@ -66,6 +74,7 @@ impl Default for SessionConfig {
             max_waiting_bytes_per_session: DEFAULT_WAITING_BYTES_PER_SESSION,
             max_waiting_bytes_per_client: DEFAULT_WAITING_BYTES_PER_CLIENT,
             abandon_after: DEFAULT_ABANDON_AFTER,
+            max_retained_bytes: DEFAULT_RETAINED_BYTES,
         }
     }
 }
@@ -84,6 +93,7 @@ impl std::fmt::Debug for SessionConfig {
             .field("max_waiting_bytes_per_session", &self.max_waiting_bytes_per_session)
             .field("max_waiting_bytes_per_client", &self.max_waiting_bytes_per_client)
             .field("abandon_after", &self.abandon_after)
+            .field("max_retained_bytes", &self.max_retained_bytes)
             .finish()
     }
 }
@@ -167,6 +177,13 @@ impl SessionConfig {
         self.oversize_replay_bytes_per_client = n;
         self
     }
+
+    /// Sets the bytes all sessions on this node retain together at most (see
+    /// [`max_retained_bytes`](Self::max_retained_bytes)).
+    pub fn max_retained_bytes(mut self, n: usize) -> Self {
+        self.max_retained_bytes = n;
+        self
+    }
 }
 
 /// What a node holds for the legacy sessions it serves ([`Server::session_stats`](crate::Server::session_stats)).
@@ -181,6 +198,9 @@ pub struct SessionStats {
     pub waiting: usize,
     /// Bytes their callers keep meanwhile (params and `_meta`, as JSON).
     pub waiting_bytes: usize,
+    /// Bytes counted against [`SessionConfig::max_retained_bytes`]: the replay buffers',
+    /// and the waiting requests' (each also counts 64 KiB for its call and stream).
+    pub retained_bytes: usize,
 }
 
 /// The sessions of one server: the store is the truth (existence, owner,
@@ -195,11 +215,14 @@ pub(crate) struct Sessions {
     waits: Arc<WaitPolicy>,
     /// The clients' messages kept for replay beyond their sessions' budgets.
     oversize: Arc<OversizePool>,
+    /// What all sessions here retain, under `config.max_retained_bytes`.
+    retained: Arc<Retained>,
 }
 
 impl Sessions {
     pub(crate) fn new(config: SessionConfig, clock: Arc<dyn Clock>) -> Self {
         let node = Arc::from(format!("{:016x}", rand::random::<u64>()));
+        let retained = Arc::new(Retained::new(config.max_retained_bytes));
         let waits = Arc::new(WaitPolicy {
             per_session: config.max_waiting_per_session,
             per_client: config.max_waiting_per_client,
@@ -208,9 +231,10 @@ impl Sessions {
             bytes_per_client: config.max_waiting_bytes_per_client,
             counts: Default::default(),
             bytes: Default::default(),
+            retained: Some(retained.clone()),
         });
         let oversize = Arc::new(OversizePool::new(config.oversize_replay_bytes_per_client));
-        Self { config, clock, node, live: Mutex::default(), waits, oversize }
+        Self { config, clock, node, live: Mutex::default(), waits, oversize, retained }
     }
 
     pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
@@ -223,6 +247,7 @@ impl Sessions {
             events: self.config.replay_events,
             bytes: self.config.replay_bytes,
             oversize: Some((self.oversize.clone(), self.oversize.client(&record.client_key))),
+            retained: Some(self.retained.clone()),
         }
     }
 
@@ -231,8 +256,15 @@ impl Sessions {
     }
 
     /// Stores a new HTTP session (the caps apply) and serves it here. What the store
-    /// removed to make room, and what expired, leaves this node at once.
+    /// removed to make room, and what expired, leaves this node at once. Refused while the
+    /// node's sessions retain so much that one more session's replay budget would not fit.
+    /// The sessions in use here are marked seen first, so none of them is evicted for it.
     pub(crate) async fn open(&self, record: SessionRecord) -> Result<Arc<LegacySession>, SessionError> {
+        if !self.retained.has_room(self.config.replay_bytes) {
+            crate::metrics::limited("session_bytes");
+            return Err(SessionError::RetainedBytesReached);
+        }
+        self.keep_in_use_seen().await;
         let created = self.config.store.create(record.clone(), self.config.limits).await?;
         let now = self.now();
         let idle = self.config.limits.idle_ms;
@@ -258,16 +290,41 @@ impl Sessions {
     /// move, so a session with a stream open is never idle long enough to be evicted or
     /// expire, while keep-alives cost the store one write per window, not one each.
     pub(crate) async fn stream_alive(&self, s: &LegacySession) {
-        let (now, limits) = (self.now(), self.config.limits);
-        let due = limits.evict_idle_ms.min(limits.idle_ms) / 4;
-        if !s.persisted || now.saturating_sub(s.last_seen_ms()) < due {
-            return;
+        if self.seen_due(s, self.now()) {
+            self.mark_seen(s).await;
         }
+    }
+
+    /// How often an open stream wakes to keep its session seen (real time): a quarter of the
+    /// shorter of the eviction and idle windows, at least 250 ms.
+    pub(crate) fn seen_every(&self) -> std::time::Duration {
+        let limits = self.config.limits;
+        std::time::Duration::from_millis((limits.evict_idle_ms.min(limits.idle_ms) / 4).max(250))
+    }
+
+    /// Whether session `s`'s last-seen time is due to move (a quarter window old).
+    fn seen_due(&self, s: &LegacySession, now: u64) -> bool {
+        let limits = self.config.limits;
+        s.persisted && now.saturating_sub(s.last_seen_ms()) >= limits.evict_idle_ms.min(limits.idle_ms) / 4
+    }
+
+    /// Moves session `s`'s last-seen time to now, in the store too.
+    async fn mark_seen(&self, s: &LegacySession) {
         let r = s.record();
-        match self.config.store.touch_seen(&r.id, r.owner.as_deref(), now, limits.idle_ms).await {
+        match self.config.store.touch_seen(&r.id, r.owner.as_deref(), self.now(), self.config.limits.idle_ms).await {
             Ok(seen) => s.edit(|r| r.last_seen_ms = seen),
-            Err(e) => tracing::debug!(error = %e, "an open stream could not mark its session as used"),
+            Err(e) => tracing::debug!(error = %e, "a session in use could not be marked as used"),
         }
+    }
+
+    /// Marks every session in use here (a stream open, a request in flight) as seen when it
+    /// is due, before a decision that evicts or expires idle sessions: a session in use is
+    /// not idle, however long since its last request or frame.
+    async fn keep_in_use_seen(&self) {
+        let now = self.now();
+        let due: Vec<Arc<LegacySession>> =
+            self.live().values().filter(|s| s.in_use() && self.seen_due(s, now)).cloned().collect();
+        futures_util::future::join_all(due.iter().map(|s| self.mark_seen(s))).await;
     }
 
     /// What this node holds for the sessions it serves.
@@ -279,6 +336,7 @@ impl Sessions {
             replay_bytes,
             waiting: self.waits.counts.total(),
             waiting_bytes: self.waits.bytes.total(),
+            retained_bytes: self.retained.used(),
         }
     }
 
@@ -320,6 +378,7 @@ impl Sessions {
     /// at least the eviction window) is looked up, and dropped here when it is gone.
     /// Returns how many the store removed.
     pub(crate) async fn sweep(&self) -> Result<usize, SessionError> {
+        self.keep_in_use_seen().await;
         let (now, limits) = (self.now(), self.config.limits);
         let removed = self.config.store.sweep(now, limits.idle_ms).await?;
         let (mut gone, evictable): (Vec<_>, Vec<_>) = {

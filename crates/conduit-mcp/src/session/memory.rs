@@ -99,9 +99,10 @@ impl SessionStore for MemorySessionStore {
         let (key, idle, evict_idle) = (record.client_key.as_str(), limits.idle_ms, limits.evict_idle_ms);
         let mut removed = Vec::new();
         let mut evict: Vec<String> = Vec::new();
-        if m.held_by(key) >= limits.max_per_client {
+        let per_client = limits.per_client();
+        if m.held_by(key) >= per_client {
             removed.extend(m.remove_where(|s| s.client_key == key && !s.is_live(now, idle)));
-            if m.held_by(key) >= limits.max_per_client {
+            if m.held_by(key) >= per_client {
                 let Some(id) = m.oldest_idle(now, evict_idle, |s| s.client_key == key) else {
                     return Err(SessionError::ClientLimitReached);
                 };

@@ -9,8 +9,11 @@
 //! presenting its id is answered exactly like an unknown id. Idle sessions
 //! expire (default 30 minutes, measured on the server's injected clock), and
 //! the number of live sessions is capped, in all and per client (the principal,
-//! or without authentication the address: [`ClientKey`](crate::quota::ClientKey)).
-//! A session with an open stream is in use: it is not idle.
+//! or without authentication the address: [`ClientKey`](crate::quota::ClientKey);
+//! a client's cap is at most a quarter of the total). A session with an open
+//! stream or a request in flight is in use: it is not idle, and is not evicted.
+//! What all sessions of a node retain (replay buffers, waiting requests) stays
+//! under one ceiling in bytes.
 //!
 // The guide to both eras on one endpoint (docs/eras.md).
 #![doc = include_str!("../../guides/eras.md")]
@@ -22,6 +25,7 @@ mod live;
 mod manager;
 mod memory;
 mod relay;
+mod retained;
 mod store;
 mod waits;
 
@@ -29,13 +33,14 @@ pub use config_toml::SessionConfigError;
 pub use events::{DEFAULT_OVERSIZE_REPLAY_BYTES_PER_CLIENT, DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES, Event, EventLog};
 pub(crate) use forward::Routed;
 pub use live::LegacySession;
-pub(crate) use live::{UnsolicitedSink, lock_changes, lock_uris};
+pub(crate) use live::{StreamOpen, UnsolicitedSink, lock_changes, lock_uris};
 pub(crate) use manager::Sessions;
 pub use manager::{SessionConfig, SessionStats};
 pub use memory::MemorySessionStore;
 #[cfg(feature = "testing")]
 pub(crate) use relay::session_digest;
 pub use relay::{ForwardedResponse, RelayError, RelaySink, ResponseRelay, session_key};
+pub use retained::DEFAULT_RETAINED_BYTES;
 pub use store::{Created, SessionError, SessionLimits, SessionRecord, SessionStore};
 pub(crate) use waits::Asking;
 pub use waits::{

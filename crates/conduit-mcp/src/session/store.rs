@@ -89,7 +89,8 @@ impl SessionRecord {
 pub struct SessionLimits {
     /// Live sessions at most.
     pub max_sessions: usize,
-    /// Live sessions of one client (one [`client_key`](SessionRecord::client_key)) at most.
+    /// Live sessions of one client (one [`client_key`](SessionRecord::client_key)) at most,
+    /// and never more than a quarter of `max_sessions` (see [`per_client`](Self::per_client)).
     pub max_per_client: usize,
     /// A session idle this long is expired (ms).
     pub idle_ms: u64,
@@ -101,6 +102,16 @@ pub struct SessionLimits {
 impl Default for SessionLimits {
     fn default() -> Self {
         Self { max_sessions: 10_000, max_per_client: 64, idle_ms: 30 * 60 * 1000, evict_idle_ms: 60 * 1000 }
+    }
+}
+
+impl SessionLimits {
+    /// The cap a store applies per client: `max_per_client`, and at most a quarter of
+    /// `max_sessions` (at least one), as tasks are capped per principal at a quarter of the
+    /// row cap: whatever the per-client setting, one client never holds more than a
+    /// quarter of the node's sessions, so at least four clients always fit.
+    pub fn per_client(&self) -> usize {
+        self.max_per_client.min((self.max_sessions / 4).max(1))
     }
 }
 
@@ -117,6 +128,11 @@ pub enum SessionError {
     /// The client holds its cap of live sessions and none of them is idle long enough to evict.
     #[error("too many live sessions for this client")]
     ClientLimitReached,
+    /// The node's sessions retain their ceiling of bytes
+    /// ([`SessionConfig::max_retained_bytes`](super::SessionConfig::max_retained_bytes)): no new
+    /// session until some give theirs back. Returned by the node, never by a store.
+    #[error("the sessions on this node retain all the bytes it allows")]
+    RetainedBytesReached,
     /// A session with this id exists already.
     #[error("session id already exists")]
     Duplicate,
@@ -163,7 +179,7 @@ impl Created {
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// Stores a new session and says which sessions it removed to make room.
     ///
-    /// When the record's client holds `limits.max_per_client` live sessions, that
+    /// When the record's client holds [`limits.per_client()`](SessionLimits::per_client) live sessions, that
     /// client's least recently seen session idle at least `limits.evict_idle_ms` is
     /// evicted; if none qualifies it fails with `ClientLimitReached`. Then, at
     /// `limits.max_sessions` live sessions, it drops expired ones, then evicts the least
@@ -200,6 +216,22 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
 
     /// How many sessions are stored (live or not yet swept).
     async fn count(&self) -> Result<usize, SessionError>;
+}
+
+#[cfg(test)]
+mod limits_tests {
+    use super::SessionLimits;
+
+    #[test]
+    fn the_per_client_cap_is_at_most_a_quarter_of_the_total() {
+        let of = |max_sessions, max_per_client| {
+            SessionLimits { max_sessions, max_per_client, ..SessionLimits::default() }.per_client()
+        };
+        assert_eq!(SessionLimits::default().per_client(), 64, "the default stands under the default total");
+        assert_eq!(of(8, 64), 2);
+        assert_eq!(of(8, 1), 1, "a smaller setting stays");
+        assert_eq!(of(3, 64), 1, "at least one");
+    }
 }
 
 #[cfg(test)]

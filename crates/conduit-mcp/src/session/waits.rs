@@ -12,13 +12,16 @@
 //!
 //! Counts alone do not bound memory: a waiting request keeps what it needs to
 //! resume (its params and `_meta`, up to the body limit each), so the bytes it
-//! keeps count too, against `bytes_per_session` and `bytes_per_client`.
+//! keeps count too, against `bytes_per_session` and `bytes_per_client`, and
+//! against the node's ceiling on what all sessions retain ([`Retained`]).
 
 use super::events::EventLog;
+use super::retained::{Retained, Taken};
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{ErrorCode, RequestId};
 use crate::quota::{Counts, Held};
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -33,6 +36,11 @@ pub const DEFAULT_ABANDON_AFTER: Duration = Duration::from_secs(30);
 pub const DEFAULT_WAITING_BYTES_PER_SESSION: usize = 4 * 1024 * 1024;
 /// Default cap on the bytes one client's waiting requests keep, over its sessions on a node.
 pub const DEFAULT_WAITING_BYTES_PER_CLIENT: usize = 16 * 1024 * 1024;
+
+/// What a waiting request holds besides the bytes it keeps to resume (its call, its
+/// stream; about 70 KB measured by the soak), counted against the node's ceiling so that
+/// the number of requests waiting on clients is bounded node-wide too.
+pub(crate) const WAITING_OVERHEAD_BYTES: usize = 64 * 1024;
 
 /// What a request that asks its client keeps while it waits: how long each answer is
 /// awaited, and the bytes of the request it holds to resume (params and `_meta`, as JSON).
@@ -56,7 +64,13 @@ pub(crate) struct WaitPolicy {
     pub(crate) counts: Counts<String>,
     /// Bytes kept by waiting requests, per client key.
     pub(crate) bytes: Counts<String>,
+    /// The node's account of what all sessions retain (`None`: no ceiling).
+    pub(crate) retained: Option<Arc<Retained>>,
 }
+
+/// A waiting request's place: one of its client's count, its bytes, and its bytes in the
+/// node's account; all given back when it is dropped.
+pub(crate) type Admitted = (Held<String>, Held<String>, Option<Taken>);
 
 impl WaitPolicy {
     /// A stdio session's: one client, the session cap only.
@@ -69,16 +83,30 @@ impl WaitPolicy {
             bytes_per_client: usize::MAX,
             counts: Counts::default(),
             bytes: Counts::default(),
+            retained: None,
         }
     }
 
     /// A place for one more of `client`'s waiting requests, keeping `bytes`, or the refusal.
-    pub(crate) fn admit(&self, client: &String, bytes: usize) -> Result<(Held<String>, Held<String>), RpcError> {
+    pub(crate) fn admit(&self, client: &String, bytes: usize) -> Result<Admitted, RpcError> {
         let one = self.counts.hold(client, self.per_client, usize::MAX).map_err(|_| too_many("client"))?;
         let kept =
             self.bytes.hold_n(client, bytes, self.bytes_per_client, usize::MAX).map_err(|_| too_large("client"))?;
-        Ok((one, kept))
+        let node = match &self.retained {
+            Some(r) => Some(Taken::new(r, bytes.saturating_add(WAITING_OVERHEAD_BYTES)).ok_or_else(node_full)?),
+            None => None,
+        };
+        Ok((one, kept, node))
     }
+}
+
+/// The refusal of a waiting request past the node's ceiling on retained bytes.
+fn node_full() -> RpcError {
+    RpcError::new(
+        ErrorCode::Other(-32000),
+        "This server's sessions retain all the bytes it allows (replay buffers, requests waiting \
+         for clients' answers); try again later",
+    )
 }
 
 /// The refusal of a waiting request whose bytes would pass the `whose` budget.

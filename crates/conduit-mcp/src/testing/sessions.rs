@@ -34,6 +34,7 @@ where
     delete_ends_it(&make().await).await;
     cap_evicts_oldest_idle(&make().await).await;
     per_client_cap_evicts_only_the_clients_own(&make().await).await;
+    per_client_cap_is_at_most_a_quarter_of_the_total(&make().await).await;
     sweep_removes_idle(&make().await).await;
 }
 
@@ -108,19 +109,21 @@ async fn delete_ends_it<S: SessionStore>(s: &S) {
 }
 
 async fn cap_evicts_oldest_idle<S: SessionStore>(s: &S) {
+    // Three clients (one session each is their share of three).
     let ids: Vec<String> = (0..3).map(|_| new_session_id()).collect();
     for (i, id) in ids.iter().enumerate() {
-        let r = SessionRecord::new(id.clone(), None, "2025-11-25", T0 + i as u64);
+        let mut r = SessionRecord::new(id.clone(), None, "2025-11-25", T0 + i as u64);
+        r.client_key = format!("ip:192.0.2.{i}");
         s.create(r, limits(3)).await.expect("under the cap");
     }
     // Nobody idle long enough: a clear refusal.
-    let extra = SessionRecord::new(new_session_id(), None, "2025-11-25", T0 + 10);
+    let extra = of("ip:192.0.2.9", T0 + 10);
     assert!(matches!(s.create(extra, limits(3)).await, Err(SessionError::LimitReached)));
     // The second and third were used recently; the first is the oldest idle.
     let later = T0 + 120_000;
     s.touch(&ids[1], None, later, IDLE).await.expect("touch");
     s.touch(&ids[2], None, later, IDLE).await.expect("touch");
-    let newcomer = SessionRecord::new(new_session_id(), None, "2025-11-25", later + 70_000);
+    let newcomer = of("ip:192.0.2.9", later + 70_000);
     let created = s.create(newcomer.clone(), limits(3)).await.expect("room made by eviction");
     assert_eq!(created.removed, vec![session_digest(&ids[0])], "the create names what it evicted");
     assert!(
@@ -173,4 +176,19 @@ async fn per_client_cap_evicts_only_the_clients_own<S: SessionStore>(s: &S) {
     s.create(c1, cap).await.expect("create");
     s.create(c2, cap).await.expect("create");
     s.create(of("ip:198.51.100.9", now + IDLE + 1), cap).await.expect("the expired two are not counted");
+}
+
+/// Whatever `max_per_client` says, one client holds at most a quarter of `max_sessions`
+/// (at least one): its default of 64 cannot let one client fill a cap of 8.
+async fn per_client_cap_is_at_most_a_quarter_of_the_total<S: SessionStore>(s: &S) {
+    let eight = SessionLimits { max_per_client: 64, ..limits(8) };
+    for i in 0..2 {
+        s.create(of("principal:alice", T0 + i), eight).await.expect("alice's share");
+    }
+    let third = of("principal:alice", T0 + 2);
+    assert!(matches!(s.create(third, eight).await, Err(SessionError::ClientLimitReached)), "past her share");
+    for i in 0..2 {
+        s.create(of("principal:bob", T0 + 3 + i), eight).await.expect("bob's share is still there");
+    }
+    assert_eq!(s.count().await.expect("len"), 4);
 }

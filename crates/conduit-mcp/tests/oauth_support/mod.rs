@@ -25,6 +25,7 @@ pub struct Rs {
     pub url: String,
     pub clock: Arc<ManualClock>,
     pub tasks: Tasks,
+    pub server: Server,
     stop: Option<oneshot::Sender<()>>,
     served: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -68,15 +69,11 @@ pub fn now_ms() -> u64 {
 
 /// Binds, builds the OAuth config for `issuers` with `edit`, and serves.
 pub async fn start(issuers: &[&str], edit: impl FnOnce(OAuthConfig) -> OAuthConfig) -> Rs {
-    start_with(issuers, edit, |h| h).await
+    start_http(issuers, edit, HttpConfig::default()).await
 }
 
-/// [`start`], with the HTTP configuration edited by `http_edit` too.
-pub async fn start_with(
-    issuers: &[&str],
-    edit: impl FnOnce(OAuthConfig) -> OAuthConfig,
-    http_edit: impl FnOnce(HttpConfig) -> HttpConfig,
-) -> Rs {
+/// [`start`] with the HTTP settings of `http` (its authentication is the OAuth config's).
+pub async fn start_http(issuers: &[&str], edit: impl FnOnce(OAuthConfig) -> OAuthConfig, http: HttpConfig) -> Rs {
     let bound = http::bind("127.0.0.1:0".parse().expect("address")).await.expect("bind");
     let url = format!("http://{}/mcp", bound.local_addr());
     let clock = Arc::new(ManualClock::new(now_ms()));
@@ -92,10 +89,10 @@ pub async fn start_with(
     let tasks = Tasks::new(TasksConfig::enabled()).expect("tasks");
     let server = server(&tasks);
     let (stop, stopped) = oneshot::channel::<()>();
-    let served = tokio::spawn(bound.serve(server, http_edit(HttpConfig::default().oauth(oauth)), async move {
+    let served = tokio::spawn(bound.serve(server.clone(), http.oauth(oauth), async move {
         let _ = stopped.await;
     }));
-    Rs { url, clock, tasks, stop: Some(stop), served: Some(served) }
+    Rs { url, clock, tasks, server, stop: Some(stop), served: Some(served) }
 }
 
 /// A JSON-RPC POST of `body` to `url` with the standard headers and `token`, read to the end.

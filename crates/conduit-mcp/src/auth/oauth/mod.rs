@@ -172,4 +172,8 @@ impl Authenticate for OAuth {
         }
         Ok(principal)
     }
+
+    fn now_ms(&self) -> u64 {
+        self.shared.cfg.clock.now_ms()
+    }
 }

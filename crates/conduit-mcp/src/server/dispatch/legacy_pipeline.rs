@@ -113,6 +113,11 @@ async fn initialize(server: &Server, mut params: Map<String, Value>, env: &Reque
                 ErrorCode::Other(-32000),
                 "Too many live sessions for this client; end one (DELETE) or try again later",
             ),
+            SessionError::RetainedBytesReached => RpcError::new(
+                ErrorCode::Other(-32000),
+                "This server's sessions retain all the bytes it allows (replay buffers, requests waiting \
+                 for clients' answers); try again later",
+            ),
             e => RpcError::internal(e.to_string()),
         })?,
     };

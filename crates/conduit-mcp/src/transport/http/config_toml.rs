@@ -3,9 +3,9 @@
 //!
 //! ```toml
 //! [http]
-//! max_listen_streams = 256            # listen streams open at once (kept below max_connections)
+//! max_listen_streams = 256            # listen and GET streams open at once (kept below max_connections)
 //! max_listen_streams_per_client = 16  # ... of one principal (without authentication: one address)
-//! listen_idle_timeout_ms = 600000     # a listen stream carrying nothing this long is ended
+//! listen_idle_timeout_ms = 600000     # a listen or GET stream carrying nothing this long is ended
 //! require_task_name = false           # tasks/* without Mcp-Name: accepted (false) or refused (true)
 //! request_rate = "50/s,burst=100"     # JSON-RPC requests per client (default: no rate)
 //! auth_failure_rate = "30/min,burst=20"  # failed authentications per address ("off": none)

@@ -7,11 +7,14 @@
 //! event ids on everything, replay after `Last-Event-ID`. Unlike the modern
 //! lane, a request keeps running when its connection drops (only
 //! `notifications/cancelled` stops it), and its answer waits in the buffer.
+//! The streams' responses, and what ends a GET stream, are in `legacy_stream`.
 
 use super::AppState;
 use super::admit::admit;
 use super::headers::McpHeaders;
+use super::legacy_stream::{GetStream, get_sse, sse};
 use super::status::json_body;
+use super::stream_auth::StreamCredentials;
 use crate::auth::Principal;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{ErrorClass, ErrorCode, Message, Request, Response as RpcResponse};
@@ -19,19 +22,14 @@ use crate::protocol::legacy_session::SESSION_ID_HEADER;
 use crate::protocol::version::Era;
 use crate::server::{RequestEnv, SessionSlot};
 use crate::session::{Event as LogEvent, LegacySession, Routed, SessionError};
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::{FutureExt, stream};
-use std::convert::Infallible;
+use futures_util::FutureExt;
+use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
-
-/// How long a client waits before reconnecting to a closed stream (the SSE `retry` field).
-const RETRY: Duration = Duration::from_millis(500);
 
 /// A 4xx with a JSON-RPC error body and no id.
 fn refuse(status: StatusCode, code: ErrorCode, message: &str) -> Response {
@@ -109,7 +107,7 @@ pub(super) async fn legacy_request(
     st: &Arc<AppState>,
     session: Arc<LegacySession>,
     principal: Option<Principal>,
-    peer: Option<std::net::IpAddr>,
+    peer: Option<IpAddr>,
     headers: &HeaderMap,
     req: Request,
 ) -> Response {
@@ -214,64 +212,47 @@ async fn json_answer(cfg: &super::HttpConfig, mut conn: UnboundedReceiver<LogEve
     StatusCode::ACCEPTED.into_response()
 }
 
-/// An SSE response from a stream's connection: events with ids, the priming one
-/// (`id`, `retry`, empty `data`) first; a comment every `keep_alive` while idle.
-/// Framed here because the priming event needs its empty `data:` line. While the
-/// connection is open the session is in use: every frame may mark it seen.
-fn sse(st: &Arc<AppState>, session: &Arc<LegacySession>, conn: UnboundedReceiver<LogEvent>) -> Response {
-    let keep_alive = st.config.keep_alive;
-    let state = (conn, st.clone(), session.clone());
-    let frames = stream::unfold(state, move |(mut conn, st, session)| async move {
-        let frame = match tokio::time::timeout(keep_alive, conn.recv()).await {
-            Err(_) => ":\n\n".to_owned(),
-            Ok(None) => return None,
-            Ok(Some((id, None))) => format!("id: {id}\nretry: {}\ndata: \n\n", RETRY.as_millis()),
-            Ok(Some((id, Some(m)))) => format!("event: message\nid: {id}\ndata: {}\n\n", m.to_json()),
-        };
-        st.server.inner.sessions.stream_alive(&session).await;
-        Some((Ok::<_, Infallible>(frame), (conn, st, session)))
-    });
-    let mut r = Response::new(Body::from_stream(frames));
-    let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    r
-}
+/// A request admitted for GET or DELETE: its session, headers, principal and address.
+type SessionRequest = (Arc<LegacySession>, HeaderMap, Option<Principal>, Option<IpAddr>);
 
 /// What GET and DELETE both need first: the request admitted (authentication, Host) and its
 /// legacy session resolved for that principal; outside a legacy session, 405 (the modern lane
 /// has neither method).
-async fn session_request(
-    st: &AppState,
-    request: axum::extract::Request,
-) -> Result<(Arc<LegacySession>, HeaderMap, Option<Principal>), Response> {
+async fn session_request(st: &AppState, request: axum::extract::Request) -> Result<SessionRequest, Response> {
     let parts = request.into_parts().0;
+    let peer = super::peer::peer(&parts.extensions);
     let principal = admit(st, &parts).await?;
     match session_of(st, &parts.headers, principal.as_ref()).await? {
-        Some(session) => Ok((session, parts.headers, principal)),
+        Some(session) => Ok((session, parts.headers, principal, peer)),
         None => Err(super::method_not_allowed().await),
     }
 }
 
 /// GET: the session's stand-alone stream, or with `Last-Event-ID` the rest of an earlier stream.
-/// Outside a legacy session: 405 (the modern lane has no GET).
+/// Outside a legacy session: 405 (the modern lane has no GET). Either counts against its
+/// client's stream caps (429 with `Retry-After` past them), ends once it has carried nothing
+/// for the idle timeout, and ends when its credentials stop proving its principal.
 pub(super) async fn handle_get(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let (session, headers, _) = match session_request(&st, request).await {
+    let (session, headers, principal, peer) = match session_request(&st, request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     if !accepts_sse(&headers) {
         return refuse(StatusCode::NOT_ACCEPTABLE, ErrorCode::InvalidRequest, "GET needs Accept: text/event-stream");
     }
+    let slot = match super::stream_cap::hold(&st, principal.as_ref(), peer) {
+        Ok(slot) => slot,
+        Err(e) => return super::stream_cap::refused(&st.config, None, e),
+    };
+    let credentials = StreamCredentials::of(&st.config, &headers, principal.as_ref());
     let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|id| session.events.resume(id));
     let conn = resumed.unwrap_or_else(|| session.events.open_standalone());
-    sse(&st, &session, conn)
+    get_sse(&st, &session, conn, GetStream::new(slot, credentials, st.config.listen_idle_timeout))
 }
 
 /// DELETE: ends the session (204); 404 when it is unknown. Outside a legacy session: 405.
 pub(super) async fn handle_delete(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let (session, _, principal) = match session_request(&st, request).await {
+    let (session, _, principal, _) = match session_request(&st, request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };

@@ -34,12 +34,14 @@ mod conn;
 mod guard;
 mod headers;
 mod legacy_lane;
-mod listen_cap;
+mod legacy_stream;
 mod peer;
 mod post;
 mod route;
 mod serve;
 mod status;
+mod stream_auth;
+mod stream_cap;
 mod throttle;
 #[cfg(feature = "tls")]
 mod tls;
@@ -82,7 +84,9 @@ pub struct HttpConfig {
     /// scopes named in challenges (set by [`HttpConfig::oauth`]).
     #[cfg(feature = "oauth")]
     pub protected_resource: Option<Arc<crate::auth::oauth::ProtectedResource>>,
-    /// Interval of SSE keep-alive comments on long streams.
+    /// Interval of SSE keep-alive comments on long streams (default 15 s). A listen
+    /// or GET stream also checks its credentials at each one once their clock says
+    /// they lapsed (see [`Principal::valid_until_ms`](crate::auth::Principal::valid_until_ms)).
     pub keep_alive: Duration,
     /// How long a connection may take to send a request head, from the
     /// accept or from its first byte after idling (default 10 s). Applied by
@@ -97,17 +101,19 @@ pub struct HttpConfig {
     /// Connections served at once (default 512); more wait in the listen
     /// backlog. Keep it below the process's file-descriptor limit.
     pub max_connections: usize,
-    /// `subscriptions/listen` streams open at once on this endpoint (default 256),
-    /// kept below [`max_connections`](Self::max_connections) whatever is set here;
-    /// one more is refused with `-32000` (HTTP 429).
+    /// Long-lived streams open at once on this endpoint (default 256):
+    /// `subscriptions/listen` streams and 2025-11-25 GET streams together, kept
+    /// below [`max_connections`](Self::max_connections) whatever is set here; one
+    /// more is refused with `-32000` (HTTP 429 with `Retry-After`).
     pub max_listen_streams: usize,
-    /// `subscriptions/listen` streams one client holds at once (default 16): a
-    /// client is its principal, or without authentication its address (IPv6 by
-    /// its /64). One more is refused with `-32000` (HTTP 429).
+    /// Long-lived streams (listen and GET streams together) one client holds at
+    /// once (default 16): a client is its principal, or without authentication its
+    /// address (IPv6 by its /64). One more is refused with `-32000` (HTTP 429 with
+    /// `Retry-After`).
     pub max_listen_streams_per_client: usize,
-    /// How long a listen stream may carry no notification (keep-alive comments
-    /// do not count) before the server ends it with its closing result
-    /// (default 10 min); the client opens a new one if it still wants one.
+    /// How long a listen or GET stream may carry nothing (keep-alive comments do
+    /// not count) before the server ends it (default 10 min): a listen stream with
+    /// its closing result; the client opens a new one if it still wants one.
     pub listen_idle_timeout: Duration,
     /// How many JSON-RPC requests one client (its principal; without
     /// authentication its address) may POST, per node, of either era (default
@@ -317,8 +323,8 @@ pub(super) fn base_scope(cfg: &HttpConfig) -> Option<&str> {
 pub(super) struct AppState {
     pub(super) server: Server,
     pub(super) config: HttpConfig,
-    /// The listen streams each client holds (`listen_cap`).
-    pub(super) listen_streams: crate::quota::Counts<crate::quota::ClientKey>,
+    /// The long-lived streams (listen and GET) each client holds (`stream_cap`).
+    pub(super) streams: crate::quota::Counts<crate::quota::ClientKey>,
     /// Each client's request rate (`throttle`), when one is configured.
     pub(super) request_rates: Option<crate::quota::Rates>,
     /// Each address's failed authentications (`admit`), with an authenticator and a budget.
@@ -346,7 +352,7 @@ fn started(server: Server, config: HttpConfig) -> Arc<AppState> {
     server.start();
     let request_rates = config.request_rate.map(crate::quota::Rates::new);
     let auth_failures = config.auth_failure_rate.filter(|_| config.auth.is_some()).map(crate::quota::Rates::new);
-    Arc::new(AppState { server, config, listen_streams: Default::default(), request_rates, auth_failures })
+    Arc::new(AppState { server, config, streams: Default::default(), request_rates, auth_failures })
 }
 
 async fn method_not_allowed() -> Response {

@@ -6,6 +6,7 @@ use super::admit::admit;
 use super::headers::McpHeaders;
 use super::legacy_lane::{legacy_request, legacy_response, session_of};
 use super::status::{error_response, json_body};
+use super::stream_auth::StreamCredentials;
 use crate::protocol::jsonrpc::{Incoming, Message, RpcError, parse_incoming};
 use crate::protocol::legacy_session::SESSION_ID_HEADER;
 use crate::protocol::methods::LISTEN;
@@ -89,20 +90,19 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
         }
         (Err((id, e)), _) => return error_response(cfg, id, e),
     };
-    // A listen stream holds one of its client's slots until it ends, and ends once idle.
-    let (slot_held, idle) = if req.method == LISTEN {
-        match super::listen_cap::hold(&st, principal.as_ref(), peer) {
-            Ok(held) => (Some(held), Some(cfg.listen_idle_timeout)),
-            Err(e) => {
-                let mut r = error_response(cfg, Some(req.id), e);
-                // The refused client's connection is not kept for its next attempt.
-                r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
-                return r;
+    // A listen stream holds one of its client's slots until it ends, ends once idle, and
+    // ends when its credentials stop proving its principal.
+    let (slot_held, idle, mut credentials) = if req.method == LISTEN {
+        match super::stream_cap::hold(&st, principal.as_ref(), peer) {
+            Ok(held) => {
+                (Some(held), Some(cfg.listen_idle_timeout), StreamCredentials::of(cfg, &headers, principal.as_ref()))
             }
+            Err(e) => return super::stream_cap::refused(cfg, Some(req.id), e),
         }
     } else {
-        (None, None)
+        (None, None, None)
     };
+    let keep_alive = cfg.keep_alive;
     let server = st.server.clone();
     let cancel = CancellationToken::new();
     let (tx, mut rx) = unbounded_channel::<Message>();
@@ -149,7 +149,11 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                 let far = Duration::from_secs(365 * 24 * 3600);
                 let idle_for = idle.unwrap_or(far);
                 let quiet = tokio::time::sleep(idle_for);
-                tokio::pin!(quiet);
+                // Its credentials are checked at their limit, and at every keep-alive after.
+                let recheck = tokio::time::sleep(credentials.as_ref().map_or(far, |c| c.check_in(keep_alive)));
+                tokio::pin!(quiet, recheck);
+                // Once they no longer hold, nothing but the closing result goes out.
+                let mut lapsed = false;
                 // Forward what the handler sends until it answers, then the answer.
                 // (Anything sent after the answer is dropped: nothing follows a response.)
                 loop {
@@ -157,6 +161,11 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                         biased;
                         m = rx_old.recv() => match m {
                             Some(m) => {
+                                if lapsed || !still_held(&mut credentials).await {
+                                    lapsed = true;
+                                    idle_cancel.cancel();
+                                    continue;
+                                }
                                 if tx2.send(m).is_err() {
                                     return; // the client went away: drop the handler
                                 }
@@ -168,8 +177,10 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                             }
                         },
                         answer = &mut handler => {
-                            while let Ok(m) = rx_old.try_recv() {
-                                let _ = tx2.send(m);
+                            if !lapsed && still_held(&mut credentials).await {
+                                while let Ok(m) = rx_old.try_recv() {
+                                    let _ = tx2.send(m);
+                                }
                             }
                             let _ = tx2.send(answer);
                             return;
@@ -178,6 +189,15 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                             tracing::debug!("ending a listen stream that carried nothing for its idle timeout");
                             idle_cancel.cancel();
                             quiet.as_mut().reset(tokio::time::Instant::now() + far);
+                        }
+                        () = &mut recheck, if credentials.is_some() && !lapsed => {
+                            if still_held(&mut credentials).await {
+                                let next = credentials.as_ref().map_or(far, |c| c.check_in(keep_alive));
+                                recheck.as_mut().reset(tokio::time::Instant::now() + next);
+                            } else {
+                                lapsed = true;
+                                idle_cancel.cancel();
+                            }
                         }
                     }
                 }
@@ -218,4 +238,12 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     r.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
+}
+
+/// Whether a stream's credentials (if it has any that end) still prove its principal.
+async fn still_held(credentials: &mut Option<StreamCredentials>) -> bool {
+    match credentials {
+        Some(c) => c.hold().await,
+        None => true,
+    }
 }
