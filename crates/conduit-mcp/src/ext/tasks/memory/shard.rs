@@ -66,6 +66,12 @@ impl Stored {
         self.ttl_ms.is_some_and(|t| now_ms > self.created_at_ms.saturating_add(t))
     }
 
+    /// Where it sorts among terminal tasks: `(terminal_at_ms, id)`, or
+    /// `None` while it is live.
+    pub(super) fn ended_key(&self, id: &Id) -> Option<(u64, Id)> {
+        self.is_terminal().then(|| (self.terminal_at_ms.unwrap_or(self.last_updated_at_ms), id.clone()))
+    }
+
     pub(super) fn allows(&self, owner: Owner<'_>) -> bool {
         match owner {
             Owner::Any => true,
@@ -111,6 +117,8 @@ pub(super) struct Shard {
     pub(super) expiry: BTreeSet<(u64, Id)>,
     /// `(terminal_at_ms, id)` of terminal tasks with unlimited TTL.
     pub(super) terminal_unlimited: BTreeSet<(u64, Id)>,
+    /// `(terminal_at_ms, id)` of every terminal task (the oldest make room under the row cap).
+    pub(super) ended: BTreeSet<(u64, Id)>,
     /// Live (non-terminal) tasks whose work holds a lease (only `spawn`ed work).
     pub(super) leased: HashSet<Id, IdBuild>,
 }
@@ -177,6 +185,9 @@ impl Shard {
         if let Some(at) = stored.terminal_at_ms {
             self.terminal_unlimited.remove(&(at, key.clone()));
         }
+        if let Some(ended) = stored.ended_key(&key) {
+            self.ended.remove(&ended);
+        }
         self.leased.remove(&key);
         Some((key, stored))
     }
@@ -200,6 +211,9 @@ impl Shard {
                 let Some((_, id)) = index.pop_first() else { break };
                 self.leased.remove(&id);
                 if let Some(r) = self.map.remove(&id) {
+                    if let Some(ended) = r.ended_key(&id) {
+                        self.ended.remove(&ended);
+                    }
                     out.push((id, r));
                 }
             }
