@@ -242,28 +242,37 @@ async fn a_principals_ended_tasks_are_bounded_in_bytes() {
     }
 }
 
-/// Ended tasks never lock a server out either (issue 34): at the row cap, a
-/// create takes the place of the oldest ended task, and only live tasks fill
-/// the cap for good.
+/// A principal's own ended tasks never stand in its way at the row cap either
+/// (issue 34): its create takes the place of its oldest ended task. Nobody
+/// else's results go for it: another principal with none of its own is
+/// refused, as before, and so is a principal whose tasks are all live.
 #[tokio::test]
-async fn at_the_row_cap_a_create_takes_an_ended_tasks_place() {
-    let tasks = Tasks::new(TasksConfig::enabled().max_rows(Some(4))).unwrap();
-    let h = start(server(&tasks)).await;
+async fn at_the_row_cap_a_create_takes_its_principals_oldest_ended_task() {
+    use conduit_mcp::auth::{BearerTokens, Principal};
+    let tasks = Tasks::new(TasksConfig::enabled().max_rows(Some(4)).max_rows_per_principal(Some(5))).unwrap();
+    let auth = BearerTokens::new().token("a-token", Principal::new("alice")).token("b-token", Principal::new("bob"));
+    let h = start_with(server(&tasks), HttpConfig::default().auth(auth)).await;
+    let with = |token: &'static str| {
+        move |hd: &mut reqwest::header::HeaderMap| set(hd, "authorization", &format!("Bearer {token}"))
+    };
     let mut ids = Vec::new();
     for _ in 0..4 {
-        let id = h.send(&create(1, padded_caps(0), "job")).await.assert_ok(&json!(1))["taskId"].clone();
-        let id = id.as_str().expect("an id").to_owned();
+        let created = h.send_with(&create(1, padded_caps(0), "job"), with("a-token")).await;
+        let id = created.assert_ok(&json!(1))["taskId"].as_str().expect("an id").to_owned();
         tasks.complete(&id, CallToolResult::text("done"), None).await.expect("complete");
         ids.push(id);
     }
+    let bob = h.send_with(&create(1, padded_caps(0), "job"), with("b-token")).await;
+    bob.assert_error(200, -32603, &json!(1));
+    assert_eq!(bob.response()["error"]["data"]["cap"], "server", "alice's results do not go for bob");
     for _ in 0..4 {
-        h.send(&create(1, padded_caps(0), "job")).await.assert_ok(&json!(1));
+        h.send_with(&create(1, padded_caps(0), "job"), with("a-token")).await.assert_ok(&json!(1));
     }
     for (n, id) in ids.iter().enumerate() {
         let get = req(n as i64, "tasks/get", json!({ "taskId": id, "_meta": meta_with(padded_caps(0)) }));
-        h.send(&get).await.assert_error(200, -32602, &json!(n));
+        h.send_with(&get, with("a-token")).await.assert_error(200, -32602, &json!(n));
     }
-    let full = h.send(&create(1, padded_caps(0), "job")).await;
+    let full = h.send_with(&create(1, padded_caps(0), "job"), with("a-token")).await;
     full.assert_error(200, -32603, &json!(1));
-    assert_eq!(full.response()["error"]["data"]["cap"], "server", "four live tasks");
+    assert_eq!(full.response()["error"]["data"]["cap"], "server", "four live tasks of hers");
 }

@@ -6,8 +6,8 @@
 -- owner's live rows (`terminal_at_ms IS NULL`) by `*_owner_live`; a
 -- principal's terminal rows are trimmed oldest first, found by `*_owner_ended`
 -- (`doc_bytes` stays out of every index, so a write that changes a document
--- can still be a heap-only update); a create at the row cap takes the place of
--- the oldest terminal row found by `*_ended`.
+-- can still be a heap-only update), which also finds the oldest terminal row of
+-- a principal whose create takes its place at the row cap.
 ALTER TABLE conduit_tasks ADD COLUMN doc_bytes INTEGER GENERATED ALWAYS AS (octet_length(doc::text)) STORED;
 ALTER TABLE conduit_legacy_tasks ADD COLUMN doc_bytes INTEGER GENERATED ALWAYS AS (octet_length(doc::text)) STORED;
 
@@ -20,7 +20,3 @@ CREATE INDEX conduit_tasks_owner_ended ON conduit_tasks (owner, terminal_at_ms, 
     WHERE owner IS NOT NULL AND terminal_at_ms IS NOT NULL;
 CREATE INDEX conduit_legacy_tasks_owner_ended ON conduit_legacy_tasks (owner, terminal_at_ms, task_id)
     WHERE owner IS NOT NULL AND terminal_at_ms IS NOT NULL;
-
-CREATE INDEX conduit_tasks_ended ON conduit_tasks (terminal_at_ms, task_id) WHERE terminal_at_ms IS NOT NULL;
-CREATE INDEX conduit_legacy_tasks_ended ON conduit_legacy_tasks (terminal_at_ms, task_id)
-    WHERE terminal_at_ms IS NOT NULL;

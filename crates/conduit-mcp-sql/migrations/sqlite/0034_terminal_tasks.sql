@@ -5,8 +5,8 @@
 -- row counts for under its owner's byte bound. The per-principal cap counts an
 -- owner's live rows (`terminal_at_ms IS NULL`) by `*_owner_live`; a
 -- principal's terminal rows are trimmed oldest first, summing `doc_bytes` from
--- `*_owner_ended` alone; a create at the row cap takes the place of the oldest
--- terminal row found by `*_ended`.
+-- `*_owner_ended`, which also finds the oldest terminal row of a principal
+-- whose create takes its place at the row cap.
 ALTER TABLE conduit_tasks ADD COLUMN doc_bytes INTEGER GENERATED ALWAYS AS (length(CAST(doc AS BLOB))) VIRTUAL;
 ALTER TABLE conduit_legacy_tasks ADD COLUMN doc_bytes INTEGER GENERATED ALWAYS AS (length(CAST(doc AS BLOB))) VIRTUAL;
 
@@ -19,7 +19,3 @@ CREATE INDEX conduit_tasks_owner_ended ON conduit_tasks (owner, terminal_at_ms, 
     WHERE owner IS NOT NULL AND terminal_at_ms IS NOT NULL;
 CREATE INDEX conduit_legacy_tasks_owner_ended ON conduit_legacy_tasks (owner, terminal_at_ms, task_id, doc_bytes)
     WHERE owner IS NOT NULL AND terminal_at_ms IS NOT NULL;
-
-CREATE INDEX conduit_tasks_ended ON conduit_tasks (terminal_at_ms, task_id) WHERE terminal_at_ms IS NOT NULL;
-CREATE INDEX conduit_legacy_tasks_ended ON conduit_legacy_tasks (terminal_at_ms, task_id)
-    WHERE terminal_at_ms IS NOT NULL;

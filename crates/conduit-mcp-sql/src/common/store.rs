@@ -54,7 +54,7 @@ pub trait Engine: std::fmt::Debug + Send + Sync + 'static {
     async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError>;
 
     /// [`TaskStore::evict_oldest_terminal`].
-    async fn evict_oldest_terminal(&self, owner: Option<&str>) -> Result<bool, StoreError>;
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError>;
 
     /// [`TaskStore::renew_leases`].
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError>;
@@ -148,7 +148,7 @@ rows_task_store! {
             self.inner.engine.trim_terminal(owner, bound).await
         }
 
-        async fn evict_oldest_terminal(&self, owner: Option<&str>) -> Result<bool, StoreError> {
+        async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
             self.inner.engine.evict_oldest_terminal(owner).await
         }
 

@@ -228,7 +228,7 @@ rows_task_store! {
             self.store().engine().trim_terminal_in(&super::terminal::LEGACY_TASKS, owner, bound).await
         }
 
-        async fn evict_oldest_terminal(&self, owner: Option<&str>) -> Result<bool, StoreError> {
+        async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
             self.store().engine().evict_oldest_terminal_in(&super::terminal::LEGACY_TASKS, owner).await
         }
 

@@ -1,7 +1,6 @@
 //! The terminal bounds on PostgreSQL (issue 34), for both task tables: a
-//! principal's oldest terminal rows trimmed to its bound, and the oldest
-//! terminal row (of a principal, or of the table) making room under the row
-//! cap. Each is one transaction: the delete, and the room it gives back (the
+//! principal's oldest terminal rows trimmed to its bound, and its oldest
+//! terminal row making room for its create under the row cap. Each is one transaction: the delete, and the room it gives back (the
 //! shards' counts for the extension's table, the counter row for the legacy
 //! one), so the caps stay exact on every node.
 
@@ -16,8 +15,7 @@ use std::sync::LazyLock;
 pub(super) struct TerminalSql {
     sharded: bool,
     trim: String,
-    evict_of: String,
-    evict_any: String,
+    evict: String,
 }
 
 /// The extension's tasks (their room is counted on shards).
@@ -39,13 +37,11 @@ impl TerminalSql {
                  WINDOW w AS (ORDER BY terminal_at_ms DESC, task_id DESC)) v \
              WHERE n > 1 AND (n > $2::bigint OR kept > $3::bigint)"
         );
-        // Another node making room at once takes the next one (SKIP LOCKED).
-        let oldest = |scope: &str| {
-            format!(
-                "SELECT task_id FROM {t} WHERE {scope}terminal_at_ms IS NOT NULL \
-                 ORDER BY terminal_at_ms, task_id LIMIT 1 FOR UPDATE SKIP LOCKED"
-            )
-        };
+        // Another create of the owner making room at once takes the next one (SKIP LOCKED).
+        let oldest = format!(
+            "SELECT task_id FROM {t} WHERE owner = $1 AND terminal_at_ms IS NOT NULL \
+             ORDER BY terminal_at_ms, task_id LIMIT 1 FOR UPDATE SKIP LOCKED"
+        );
         let delete = |victims: String| {
             let gone = format!(
                 "WITH v AS ({victims}), gone AS (DELETE FROM {t} \
@@ -62,7 +58,7 @@ impl TerminalSql {
                 )
             }
         };
-        Self { sharded, trim: delete(trim), evict_of: delete(oldest("owner = $1 AND ")), evict_any: delete(oldest("")) }
+        Self { sharded, trim: delete(trim), evict: delete(oldest) }
     }
 }
 
@@ -109,12 +105,9 @@ impl PgEngine {
     pub(super) async fn evict_oldest_terminal_in(
         &self,
         sql: &'static TerminalSql,
-        owner: Option<&str>,
+        owner: &str,
     ) -> Result<bool, StoreError> {
-        let q = match owner {
-            Some(owner) => sqlx::query_as(sql.evict_of.as_str()).bind(owner.to_owned()),
-            None => sqlx::query_as(sql.evict_any.as_str()),
-        };
-        Ok(self.delete_terminal(sql, "remove the oldest terminal task", q).await? > 0)
+        let q = sqlx::query_as(sql.evict.as_str()).bind(owner.to_owned());
+        Ok(self.delete_terminal(sql, "remove a principal's oldest terminal task", q).await? > 0)
     }
 }

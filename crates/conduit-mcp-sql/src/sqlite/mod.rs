@@ -238,7 +238,7 @@ impl Engine for SqliteEngine {
         self.trim_terminal_in(&terminal::TASKS, owner, bound).await
     }
 
-    async fn evict_oldest_terminal(&self, owner: Option<&str>) -> Result<bool, StoreError> {
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
         self.evict_oldest_terminal_in(&terminal::TASKS, owner).await
     }
 

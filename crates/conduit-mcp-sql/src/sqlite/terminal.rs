@@ -1,7 +1,6 @@
 //! The terminal bounds on SQLite (issue 34), for both task tables: a
-//! principal's oldest terminal rows trimmed to its bound, and the oldest
-//! terminal row (of a principal, or of the table) making room under the row
-//! cap. Each is one `DELETE` on the writer connection, which orders every
+//! principal's oldest terminal rows trimmed to its bound, and its oldest
+//! terminal row making room for its create under the row cap. Each is one `DELETE` on the writer connection, which orders every
 //! write on the file; the delete trigger lowers the row counter with it.
 
 use super::SqliteEngine;
@@ -11,8 +10,7 @@ use std::sync::LazyLock;
 /// One task table's terminal statements.
 pub(super) struct TerminalSql {
     trim: String,
-    evict_of: String,
-    evict_any: String,
+    evict: String,
 }
 
 /// The extension's tasks.
@@ -33,13 +31,11 @@ impl TerminalSql {
                  WINDOW w AS (ORDER BY terminal_at_ms DESC, task_id DESC)) \
              WHERE n > 1 AND (n > ?2 OR kept > ?3))"
         );
-        let oldest = |scope: &str| {
-            format!(
-                "DELETE FROM {t} WHERE task_id = (SELECT task_id FROM {t} \
-                 WHERE {scope}terminal_at_ms IS NOT NULL ORDER BY terminal_at_ms, task_id LIMIT 1)"
-            )
-        };
-        Self { trim, evict_of: oldest("owner = ?1 AND "), evict_any: oldest("") }
+        let evict = format!(
+            "DELETE FROM {t} WHERE task_id = (SELECT task_id FROM {t} \
+             WHERE owner = ?1 AND terminal_at_ms IS NOT NULL ORDER BY terminal_at_ms, task_id LIMIT 1)"
+        );
+        Self { trim, evict }
     }
 }
 
@@ -64,12 +60,9 @@ impl SqliteEngine {
     pub(super) async fn evict_oldest_terminal_in(
         &self,
         sql: &'static TerminalSql,
-        owner: Option<&str>,
+        owner: &str,
     ) -> Result<bool, StoreError> {
-        let q = match owner {
-            Some(owner) => sqlx::query(sql.evict_of.as_str()).bind(owner.to_owned()),
-            None => sqlx::query(sql.evict_any.as_str()),
-        };
-        Ok(self.write("remove the oldest terminal task", q).await? > 0)
+        let q = sqlx::query(sql.evict.as_str()).bind(owner.to_owned());
+        Ok(self.write("remove a principal's oldest terminal task", q).await? > 0)
     }
 }

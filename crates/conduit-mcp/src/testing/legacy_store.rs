@@ -58,7 +58,7 @@ pub async fn removed_terminal_tasks_are_not_listed(store: &dyn LegacyTaskStore, 
     let statuses: Vec<TaskStatus> = listed.tasks.iter().map(|t| t.status).collect();
     assert_eq!(ids(&listed.tasks), all, "cancelled tasks are listed until their TTL");
     assert_eq!(statuses[..3], [TaskStatus::Cancelled; 3]);
-    assert!(store.evict_oldest_terminal(Some("alice")).await.expect("evict"));
+    assert!(store.evict_oldest_terminal("alice").await.expect("evict"));
     assert_eq!(ids(&store.list(Some("alice"), None, 50).await.expect("list").tasks), all[1..].to_vec());
     let trimmed = store.trim_terminal("alice", TerminalBound::new(Some(1), None)).await.expect("trim");
     assert_eq!(trimmed, 1, "one of the two terminal tasks left");

@@ -71,8 +71,8 @@ pub async fn trim_keeps_the_newest_terminal_tasks_within_the_bound(store: &dyn T
 }
 
 /// At the row cap, `evict_oldest_terminal` frees a slot by removing the
-/// oldest terminal task of the owner named (or of the store): the next
-/// create fits, and only live tasks fill the cap for good.
+/// oldest terminal task of the owner named, never anyone else's: the next
+/// create fits, and only that owner's live tasks stay for good.
 pub async fn a_terminal_task_makes_room_under_the_row_cap(store: &dyn TaskStore, clock: &ManualClock) {
     let caps = crate::ext::tasks::CreateCaps::new(Some(4), Some(10));
     let theirs = ended_task(store, clock, Some("bob"), 10).await;
@@ -82,17 +82,14 @@ pub async fn a_terminal_task_makes_room_under_the_row_cap(store: &dyn TaskStore,
     let mine_new = ended_task(store, clock, Some("alice"), 10).await;
     let next = || record(Some("alice"), Some(3_600_000), clock.now_ms());
     assert_eq!(store.create_capped(next(), caps).await, Err(StoreError::TaskLimitReached), "four rows");
-    assert!(store.evict_oldest_terminal(Some("alice")).await.expect("evict"), "alice has terminal tasks");
+    assert!(store.evict_oldest_terminal("alice").await.expect("evict"), "alice has terminal tasks");
     assert_eq!(present(store, &[&mine_old, &mine_new, &theirs]).await, [false, true, true], "her oldest went");
     store.create_capped(next(), caps).await.expect("the room it made");
     assert_eq!(store.create_capped(next(), caps).await, Err(StoreError::TaskLimitReached));
-    assert!(store.evict_oldest_terminal(None).await.expect("evict"), "the store's oldest");
-    assert_eq!(present(store, &[&mine_new, &theirs]).await, [true, false], "bob's ended first");
+    assert!(store.evict_oldest_terminal("alice").await.expect("evict"), "her newest terminal task");
     store.create_capped(next(), caps).await.expect("the room it made");
-    assert!(store.evict_oldest_terminal(Some("alice")).await.expect("evict"));
-    store.create_capped(next(), caps).await.expect("the room it made");
-    assert!(!store.evict_oldest_terminal(Some("alice")).await.expect("evict"), "only live tasks of hers are left");
-    assert!(!store.evict_oldest_terminal(None).await.expect("evict"), "only live tasks at all");
-    assert_eq!(store.create_capped(next(), caps).await, Err(StoreError::TaskLimitReached), "four live rows");
-    assert!(store.get(&live.task_id, Owner::Any).await.is_ok(), "a live task is never evicted");
+    assert!(!store.evict_oldest_terminal("alice").await.expect("evict"), "only live tasks of hers are left");
+    assert!(!store.evict_oldest_terminal("carol").await.expect("evict"), "carol has nothing");
+    assert_eq!(store.create_capped(next(), caps).await, Err(StoreError::TaskLimitReached), "three live rows of hers");
+    assert_eq!(present(store, &[&theirs, &live]).await, [true, true], "never another's, never a live one");
 }

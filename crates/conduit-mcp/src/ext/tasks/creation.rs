@@ -117,7 +117,7 @@ pub(crate) async fn create_task(
     // Only the declarations its input requests are judged by (not the whole,
     // client-sized capabilities).
     rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
-    // The caps, and at the row cap a terminal task's place (see `terminal`). The
+    // The caps, and at the row cap its owner's oldest terminal task's place (see `terminal`). The
     // hook's rows (a job, an outbox entry) commit with the task or not at all.
     super::terminal::store_new(tasks, &rec, hook.as_deref()).await.map_err(store_error)?;
     rec.version = 1;

@@ -32,8 +32,8 @@ pub use crate::tool::StoreError;
 #[non_exhaustive]
 pub struct CreateCaps {
     /// At most this many tasks in the store, live and terminal (`None`: no
-    /// cap). A create the cap refuses may take the place of a terminal task:
-    /// see [`TaskStore::evict_oldest_terminal`].
+    /// cap). A create the cap refuses may take the place of one of its
+    /// owner's terminal tasks: see [`TaskStore::evict_oldest_terminal`].
     pub max_rows: Option<usize>,
     /// At most this many *live* tasks (`working`, `input_required`) of the
     /// new task's owner (`None`: no cap): its terminal tasks do not count, so
@@ -106,8 +106,9 @@ pub struct StatusFields {
 ///   fails with `TaskLimitReached` when `max_rows` records exist (checked atomically).
 /// - `create_capped` counts only the owner's live tasks against
 ///   `max_rows_per_owner`; [`trim_terminal`](Self::trim_terminal) and
-///   [`evict_oldest_terminal`](Self::evict_oldest_terminal) remove terminal
-///   tasks oldest first (by `terminal_at_ms`, then id), before their TTL.
+///   [`evict_oldest_terminal`](Self::evict_oldest_terminal) remove one
+///   owner's terminal tasks oldest first (by `terminal_at_ms`, then id),
+///   before their TTL, and nothing else.
 /// - `get`, `update`, `cancel` answer `NotFound` for a missing id, another owner's
 ///   task, and an expired task alike (expired by [`now_ms`](Self::now_ms)).
 /// - `update` is an atomic read-modify-write (compare-and-swap on `version`, or
@@ -241,14 +242,14 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(0)
     }
 
-    /// Removes one terminal task before its TTL, to make room under the row
-    /// cap: the oldest (by `terminal_at_ms`, then id) of `owner`'s, or of
-    /// the whole store's when `owner` is `None`. Whether one went (`false`:
-    /// there is none, every task in scope is live).
+    /// Removes `owner`'s oldest terminal task (by `terminal_at_ms`, then
+    /// id) before its TTL, to make room under the row cap; whether one went
+    /// (`false`: every task of `owner` is live). Never another owner's.
     ///
-    /// The runtime calls it when a create finds the row cap full, then
-    /// creates again: terminal tasks never stop a create. Default: none.
-    async fn evict_oldest_terminal(&self, owner: Option<&str>) -> Result<bool, StoreError> {
+    /// The runtime calls it when a create of `owner` finds the row cap full,
+    /// then creates again: a principal's own terminal tasks never stop its
+    /// creates. Default: none go.
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
         let _ = owner;
         Ok(false)
     }

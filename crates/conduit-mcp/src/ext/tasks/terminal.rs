@@ -1,14 +1,16 @@
-//! Terminal tasks never lock anyone out, and what they hold is bounded
+//! A principal's terminal tasks never lock it out, and what they hold is bounded
 //! (issue 34): one rule for both eras, applied on the path they share.
 //!
 //! A terminal (`completed`, `failed`, `cancelled`) task stays readable until
-//! its TTL, as both revisions ask — so it must not hold a slot someone needs:
+//! its TTL, as both revisions ask — so it must not hold the slots its
+//! principal (its owner) needs:
 //!
 //! - the per-principal cap counts live tasks only (the stores'
 //!   [`CreateCaps::max_rows_per_owner`](super::CreateCaps::max_rows_per_owner));
-//! - a create the row cap refuses takes the place of a terminal task — its
-//!   owner's oldest, else the store's oldest — and is refused only when every
-//!   task in scope is live ([`store_new`]);
+//! - a create the row cap refuses takes the place of its principal's oldest
+//!   terminal task, and is refused only when that principal has none left
+//!   ([`store_new`]): its own ended tasks never stand in its way, and nobody
+//!   else's results are removed for it (without a principal, nothing is);
 //! - when a principal's task ends, its oldest terminal tasks go early until it
 //!   keeps at most its live cap of them, within
 //!   [`TasksConfig::max_terminal_bytes_per_principal`](super::TasksConfig::max_terminal_bytes_per_principal)
@@ -24,9 +26,10 @@ use crate::tool::TransactionHook;
 const MAX_EVICTIONS: usize = 8;
 
 /// Stores new task `record` under the configured caps (with `hook` in its
-/// transaction, if any). At the row cap, it takes the place of a terminal
-/// task and tries again: `TaskLimitReached` only when no terminal task is
-/// left to displace (or, under a burst, after [`MAX_EVICTIONS`] of them).
+/// transaction, if any). At the row cap, a principal's create takes the place
+/// of that principal's oldest terminal task and tries again:
+/// `TaskLimitReached` only when it has none left to displace (or, under a
+/// burst, after [`MAX_EVICTIONS`] of them).
 pub(crate) async fn store_new(
     tasks: &Tasks,
     record: &TaskRecord,
@@ -41,28 +44,18 @@ pub(crate) async fn store_new(
         };
         match stored {
             Err(StoreError::TaskLimitReached) if evicted < MAX_EVICTIONS => {
-                if !make_room(tasks, record.owner.as_deref()).await? {
+                let Some(owner) = record.owner.as_deref() else { return Err(StoreError::TaskLimitReached) };
+                if !tasks.store().evict_oldest_terminal(owner).await? {
                     return Err(StoreError::TaskLimitReached);
                 }
+                tracing::debug!(
+                    "a principal's oldest terminal task went before its TTL, to make room under the row cap"
+                );
                 evicted += 1;
             }
             done => return done,
         }
     }
-}
-
-/// Removes one terminal task to make room under the row cap: `owner`'s
-/// oldest, else the store's oldest. Whether one went.
-async fn make_room(tasks: &Tasks, owner: Option<&str>) -> Result<bool, StoreError> {
-    let store = tasks.store();
-    let room = match owner {
-        Some(owner) if store.evict_oldest_terminal(Some(owner)).await? => true,
-        _ => store.evict_oldest_terminal(None).await?,
-    };
-    if room {
-        tracing::debug!("a terminal task went before its TTL to make room under the row cap");
-    }
-    Ok(room)
 }
 
 /// After `record` was written terminal: its owner's oldest terminal tasks

@@ -189,7 +189,7 @@ impl TaskStore for MemoryLegacyStore {
         Ok(gone.len())
     }
 
-    async fn evict_oldest_terminal(&self, owner: Option<&str>) -> Result<bool, StoreError> {
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
         let gone: Vec<Gone> = self.records.evict_oldest(owner).into_iter().collect();
         self.forget(&gone);
         Ok(!gone.is_empty())

@@ -156,7 +156,6 @@ impl MemoryStore {
             if stored.ttl_ms.is_none() {
                 shard.terminal_unlimited.insert(key.clone());
             }
-            shard.ended.insert(key.clone());
             if let Some(o) = &owner {
                 lock(&self.owners).ended(o, key, bytes, false);
             }
@@ -188,12 +187,9 @@ impl MemoryStore {
     }
 
     /// [`TaskStore::evict_oldest_terminal`], saying which task went.
-    pub(crate) fn evict_oldest(&self, owner: Option<&str>) -> Option<Gone> {
+    pub(crate) fn evict_oldest(&self, owner: &str) -> Option<Gone> {
         for _ in 0..EVICT_RACES {
-            let oldest = match owner {
-                Some(o) => lock(&self.owners).oldest_ended(o),
-                None => self.shards.iter().filter_map(|s| lock(s).ended.first().cloned()).min().map(|(_, id)| id),
-            };
+            let oldest = lock(&self.owners).oldest_ended(owner);
             // Another remover may have taken it meanwhile: then look again.
             if let Some(gone) = self.take(&oldest?) {
                 return Some(gone);
@@ -234,7 +230,6 @@ impl MemoryStore {
             if out.ttl_ms.is_none() {
                 shard.terminal_unlimited.insert(key.clone());
             }
-            shard.ended.insert(key.clone());
             if let Some(owner) = out.owner.as_deref() {
                 lock(&self.owners).ended(owner, key, out.stored_len(), true);
             }
@@ -348,7 +343,7 @@ impl TaskStore for MemoryStore {
         Ok(self.trim(owner, bound).len())
     }
 
-    async fn evict_oldest_terminal(&self, owner: Option<&str>) -> Result<bool, StoreError> {
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
         Ok(self.evict_oldest(owner).is_some())
     }
 

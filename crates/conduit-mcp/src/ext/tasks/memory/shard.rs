@@ -117,8 +117,6 @@ pub(super) struct Shard {
     pub(super) expiry: BTreeSet<(u64, Id)>,
     /// `(terminal_at_ms, id)` of terminal tasks with unlimited TTL.
     pub(super) terminal_unlimited: BTreeSet<(u64, Id)>,
-    /// `(terminal_at_ms, id)` of every terminal task (the oldest make room under the row cap).
-    pub(super) ended: BTreeSet<(u64, Id)>,
     /// Live (non-terminal) tasks whose work holds a lease (only `spawn`ed work).
     pub(super) leased: HashSet<Id, IdBuild>,
 }
@@ -185,9 +183,6 @@ impl Shard {
         if let Some(at) = stored.terminal_at_ms {
             self.terminal_unlimited.remove(&(at, key.clone()));
         }
-        if let Some(ended) = stored.ended_key(&key) {
-            self.ended.remove(&ended);
-        }
         self.leased.remove(&key);
         Some((key, stored))
     }
@@ -211,9 +206,6 @@ impl Shard {
                 let Some((_, id)) = index.pop_first() else { break };
                 self.leased.remove(&id);
                 if let Some(r) = self.map.remove(&id) {
-                    if let Some(ended) = r.ended_key(&id) {
-                        self.ended.remove(&ended);
-                    }
                     out.push((id, r));
                 }
             }
