@@ -221,7 +221,7 @@ impl MemoryStore {
         let leased = next.lease.is_some() && !next.is_terminal();
         let out = next.clone();
         let new = shard.store(next);
-        let ended = shard.key(id).and_then(|key| new.ended_key(&key));
+        let ended = if new.is_terminal() { shard.key(id).and_then(|key| new.ended_key(&key)) } else { None };
         if let Some(slot) = shard.map.get_mut(id) {
             **slot = new;
         }
