@@ -119,7 +119,8 @@ impl LegacyTasks {
         Ok(record)
     }
 
-    /// One page of `owner`'s live tasks (see [`LegacyTaskStore::list`]).
+    /// One page of `owner`'s tasks, terminal ones included until their TTL
+    /// (see [`LegacyTaskStore::list`]).
     pub async fn list(&self, owner: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<TaskPage, StoreError> {
         self.store.list(owner, cursor, limit).await
     }
