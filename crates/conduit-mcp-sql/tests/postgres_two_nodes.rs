@@ -8,7 +8,9 @@ mod support;
 
 use async_trait::async_trait;
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, UpdateFn, new_task_id};
+use conduit_mcp::ext::tasks::{
+    CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TerminalBound, UpdateFn, new_task_id,
+};
 use conduit_mcp::testing::{ContractOptions, store_contract};
 use conduit_mcp_sql::PostgresStore;
 use futures_util::future::join_all;
@@ -65,6 +67,14 @@ impl TaskStore for TwoNodes {
 
     async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
         self.node().cleanup(terminal_ttl_ms).await
+    }
+
+    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+        self.node().trim_terminal(owner, bound).await
+    }
+
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+        self.node().evict_oldest_terminal(owner).await
     }
 
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {

@@ -75,24 +75,72 @@ async fn one_principal_cannot_fill_the_legacy_row_cap() {
     let h = start_with(server, HttpConfig::default().auth(tokens())).await;
     let mut alice = Legacy::new(&h.url).with_token("alice");
     alice.initialize(json!({})).await;
-    let mut ids = Vec::new();
     for i in 0..2 {
-        ids.push(task_id(&alice.result(i, "tools/call", json!({ "name": "wait", "task": {} })).await));
+        task_id(&alice.result(i, "tools/call", json!({ "name": "wait", "task": {} })).await);
     }
     let refused = alice.error(3, "tools/call", json!({ "name": "wait", "task": {} })).await;
     assert_eq!(refused["code"], -32603, "{refused}");
     assert_eq!(refused["message"], "Task limit reached");
     assert_eq!(refused["data"]["cap"], "principal", "{refused}");
-    // Cancelling frees the slot at once, not at the sweep (no time passes here).
-    let cancelled = alice.result(5, "tasks/cancel", json!({ "taskId": ids[0] })).await;
-    assert_eq!(cancelled["status"], "cancelled");
-    assert_eq!(alice.error(6, "tasks/get", json!({ "taskId": ids[0] })).await["code"], -32602, "it is gone");
-    let again = alice.result(7, "tools/call", json!({ "name": "wait", "task": {} })).await;
-    assert_schema("CreateTaskResult", &again);
     let mut bob = Legacy::new(&h.url).with_token("bob");
     bob.initialize(json!({})).await;
     let created = bob.result(4, "tools/call", json!({ "name": "wait", "task": {} })).await;
     assert_schema("CreateTaskResult", &created);
+}
+
+/// The 2025-11-25 rule the TypeScript SDK 1.x and mcp-remote rely on (issue 34):
+/// `tasks/cancel` answers the task `cancelled`, and it stays `cancelled` —
+/// read by `tasks/get`, listed by `tasks/list`, answered by `tasks/result` —
+/// until its TTL. It no longer holds its principal's live slot, so cancelling
+/// still lets a principal at its cap create again at once.
+#[tokio::test]
+async fn a_cancelled_task_stays_readable_until_its_ttl_and_frees_its_live_slot() {
+    let clock = ManualClock::new(T0);
+    let (server, _legacy) = server(&clock);
+    let h = start_with(server, HttpConfig::default().auth(tokens())).await;
+    let mut alice = Legacy::new(&h.url).with_token("alice");
+    alice.initialize(json!({})).await;
+    let mut ids = Vec::new();
+    for i in 0..2 {
+        let created = alice.result(i, "tools/call", json!({ "name": "wait", "task": { "ttl": 60_000 } })).await;
+        ids.push(task_id(&created));
+        clock.advance(1);
+    }
+    let refused = alice.error(2, "tools/call", json!({ "name": "wait", "task": {} })).await;
+    assert_eq!(refused["data"]["cap"], "principal", "alice is at her cap: {refused}");
+    let cancelled = alice.result(3, "tasks/cancel", json!({ "taskId": ids[0] })).await;
+    assert_schema("CancelTaskResult", &cancelled);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    clock.advance(1_000);
+    let got = alice.result(4, "tasks/get", json!({ "taskId": ids[0] })).await;
+    assert_schema("GetTaskResult", &got);
+    assert_eq!((got["taskId"].as_str(), got["status"].as_str()), (Some(ids[0].as_str()), Some("cancelled")), "{got}");
+    assert_eq!(got["ttl"], 60_000, "{got}");
+    let listed = alice.result(5, "tasks/list", json!({})).await;
+    let statuses: Vec<(&str, &str)> = listed["tasks"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|t| (t["taskId"].as_str().unwrap_or(""), t["status"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(statuses, vec![(ids[0].as_str(), "cancelled"), (ids[1].as_str(), "working")], "{listed}");
+    // What the cancelled call gives: a JSON-RPC error, as a cancelled request would have.
+    let outcome = alice.error(6, "tasks/result", json!({ "taskId": ids[0] })).await;
+    assert_eq!((outcome["code"].as_i64(), outcome["message"].as_str()), (Some(-32603), Some("Task was cancelled")));
+    // A terminal task stays terminal: cancelling it again is -32602, and it still reads cancelled.
+    let again = alice.error(7, "tasks/cancel", json!({ "taskId": ids[0] })).await;
+    assert_eq!(again["code"], -32602, "{again}");
+    // Cancelled, it no longer holds one of alice's live slots: no time needs to pass.
+    let next = alice.result(8, "tools/call", json!({ "name": "wait", "task": {} })).await;
+    assert_schema("CreateTaskResult", &next);
+    // Until its TTL (counted from its creation, 1 002 ms ago), and not a millisecond longer.
+    clock.advance(58_998);
+    assert_eq!(alice.result(9, "tasks/get", json!({ "taskId": ids[0] })).await["status"], "cancelled");
+    clock.advance(1);
+    let gone = alice.error(10, "tasks/get", json!({ "taskId": ids[0] })).await;
+    assert_eq!(gone["code"], -32602, "past its TTL it is gone: {gone}");
+    let listed = alice.result(11, "tasks/list", json!({})).await;
+    assert!(!listed.to_string().contains(&ids[0]), "nor listed: {listed}");
 }
 
 #[tokio::test]

@@ -160,3 +160,119 @@ fn the_default_per_principal_cap_is_a_quarter_of_the_row_cap() {
     let unlimited = TasksConfig::enabled().max_rows(None).create_caps();
     assert_eq!((unlimited.max_rows, unlimited.max_rows_per_owner), (None, None));
 }
+
+/// A principal that ends its tasks is never locked out by them (issue 34): the
+/// per-principal cap counts live tasks, so ten rounds of filling it and then
+/// cancelling or completing every task all create. What it keeps of its
+/// ended tasks is bounded apart: at most its cap of them (here 3), the
+/// newest, each readable as it ended; older ones went before their TTL.
+#[tokio::test]
+async fn ended_tasks_do_not_hold_a_principals_live_slots() {
+    use conduit_mcp::auth::{BearerTokens, Principal};
+    let tasks = Tasks::new(TasksConfig::enabled().max_rows(Some(100)).max_rows_per_principal(Some(3))).unwrap();
+    let auth = BearerTokens::new().token("a-token", Principal::new("alice"));
+    let h = start_with(server(&tasks), HttpConfig::default().auth(auth)).await;
+    let bearer = |hd: &mut reqwest::header::HeaderMap| set(hd, "authorization", "Bearer a-token");
+    let mut ended = Vec::new();
+    for round in 0..10 {
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            let created = h.send_with(&create(1, padded_caps(0), "job"), bearer).await;
+            ids.push(created.assert_ok(&json!(1))["taskId"].as_str().expect("an id").to_owned());
+        }
+        let refused = h.send_with(&create(1, padded_caps(0), "job"), bearer).await;
+        assert_eq!(refused.response()["error"]["data"]["cap"], "principal", "round {round}: at the cap");
+        for (i, id) in ids.iter().enumerate() {
+            if i == 0 {
+                tasks.complete(id, CallToolResult::text("done"), None).await.expect("complete");
+            } else {
+                let cancel = req(2, "tasks/cancel", json!({ "taskId": id, "_meta": meta_with(padded_caps(0)) }));
+                h.send_with(&cancel, bearer).await.assert_ok(&json!(2));
+            }
+        }
+        ended.extend(ids);
+    }
+    let (gone, kept) = ended.split_at(ended.len() - 3);
+    for (id, status) in kept.iter().zip(["completed", "cancelled", "cancelled"]) {
+        let get = req(3, "tasks/get", json!({ "taskId": id, "_meta": meta_with(padded_caps(0)) }));
+        assert_eq!(h.send_with(&get, bearer).await.assert_ok(&json!(3))["status"], status);
+    }
+    for id in gone {
+        let get = req(4, "tasks/get", json!({ "taskId": id, "_meta": meta_with(padded_caps(0)) }));
+        h.send_with(&get, bearer).await.assert_error(200, -32602, &json!(4));
+    }
+}
+
+/// What a principal's ended tasks hold is bounded in bytes (issue 34): past
+/// `max_terminal_bytes_per_principal` (records as JSON), its oldest ended
+/// tasks go as the next one ends; the newest stay readable with their results.
+#[tokio::test]
+async fn a_principals_ended_tasks_are_bounded_in_bytes() {
+    use conduit_mcp::auth::{BearerTokens, Principal};
+    let config = TasksConfig::enabled().max_rows(Some(100)).max_terminal_bytes_per_principal(Some(8 * 1024));
+    let tasks = Tasks::new(config).unwrap();
+    let auth = BearerTokens::new().token("a-token", Principal::new("alice")).token("b-token", Principal::new("bob"));
+    let h = start_with(server(&tasks), HttpConfig::default().auth(auth)).await;
+    let with = |token: &'static str| {
+        move |hd: &mut reqwest::header::HeaderMap| set(hd, "authorization", &format!("Bearer {token}"))
+    };
+    let mut ids = Vec::new();
+    for (i, token) in ["b-token", "a-token", "a-token", "a-token", "a-token", "a-token"].into_iter().enumerate() {
+        let created = h.send_with(&create(1, padded_caps(0), "job"), with(token)).await;
+        let id = created.assert_ok(&json!(1))["taskId"].as_str().expect("an id").to_owned();
+        let text = format!("{i}{}", "r".repeat(3_000));
+        tasks.complete(&id, CallToolResult::text(text), None).await.expect("complete");
+        ids.push((token, id));
+    }
+    // Each of alice's records is about 3.5 KB: two fit in 8 KiB, three do not.
+    let sizes: Vec<usize> = futures_util::future::join_all(ids[4..].iter().map(|(_, id)| tasks.status(id)))
+        .await
+        .into_iter()
+        .map(|r| stored_bytes(&r.expect("kept")))
+        .collect();
+    assert!(sizes.iter().all(|s| (3_000..4_096).contains(s)), "{sizes:?}");
+    for (n, (token, id)) in ids.iter().enumerate() {
+        let get = req(n as i64, "tasks/get", json!({ "taskId": id, "_meta": meta_with(padded_caps(0)) }));
+        let got = h.send_with(&get, with(token)).await;
+        if (1..4).contains(&n) {
+            got.assert_error(200, -32602, &json!(n));
+        } else {
+            assert_eq!(got.assert_ok(&json!(n))["status"], "completed", "task {n}: bob's, or alice's two newest");
+        }
+    }
+}
+
+/// A principal's own ended tasks never stand in its way at the row cap either
+/// (issue 34): its create takes the place of its oldest ended task. Nobody
+/// else's results go for it: another principal with none of its own is
+/// refused, as before, and so is a principal whose tasks are all live.
+#[tokio::test]
+async fn at_the_row_cap_a_create_takes_its_principals_oldest_ended_task() {
+    use conduit_mcp::auth::{BearerTokens, Principal};
+    let tasks = Tasks::new(TasksConfig::enabled().max_rows(Some(4)).max_rows_per_principal(Some(5))).unwrap();
+    let auth = BearerTokens::new().token("a-token", Principal::new("alice")).token("b-token", Principal::new("bob"));
+    let h = start_with(server(&tasks), HttpConfig::default().auth(auth)).await;
+    let with = |token: &'static str| {
+        move |hd: &mut reqwest::header::HeaderMap| set(hd, "authorization", &format!("Bearer {token}"))
+    };
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        let created = h.send_with(&create(1, padded_caps(0), "job"), with("a-token")).await;
+        let id = created.assert_ok(&json!(1))["taskId"].as_str().expect("an id").to_owned();
+        tasks.complete(&id, CallToolResult::text("done"), None).await.expect("complete");
+        ids.push(id);
+    }
+    let bob = h.send_with(&create(1, padded_caps(0), "job"), with("b-token")).await;
+    bob.assert_error(200, -32603, &json!(1));
+    assert_eq!(bob.response()["error"]["data"]["cap"], "server", "alice's results do not go for bob");
+    for _ in 0..4 {
+        h.send_with(&create(1, padded_caps(0), "job"), with("a-token")).await.assert_ok(&json!(1));
+    }
+    for (n, id) in ids.iter().enumerate() {
+        let get = req(n as i64, "tasks/get", json!({ "taskId": id, "_meta": meta_with(padded_caps(0)) }));
+        h.send_with(&get, with("a-token")).await.assert_error(200, -32602, &json!(n));
+    }
+    let full = h.send_with(&create(1, padded_caps(0), "job"), with("a-token")).await;
+    full.assert_error(200, -32603, &json!(1));
+    assert_eq!(full.response()["error"]["data"]["cap"], "server", "four live tasks of hers");
+}

@@ -5,7 +5,9 @@
 use super::{CLEANUP_BATCH, ms, rows_task_store};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TransactionHook, UpdateFn};
+use conduit_mcp::ext::tasks::{
+    CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TerminalBound, TransactionHook, UpdateFn,
+};
 use std::sync::Arc;
 
 /// The row operations of one database engine (SQLite, PostgreSQL): all a
@@ -47,6 +49,12 @@ pub trait Engine: std::fmt::Debug + Send + Sync + 'static {
     /// Deletes up to [`CLEANUP_BATCH`] rows of `sweep` below `bound` (epoch
     /// milliseconds), lowering the row counter with them; returns how many.
     async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError>;
+
+    /// [`TaskStore::trim_terminal`].
+    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError>;
+
+    /// [`TaskStore::evict_oldest_terminal`].
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError>;
 
     /// [`TaskStore::renew_leases`].
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError>;
@@ -134,6 +142,14 @@ rows_task_store! {
         ) -> Result<(), StoreError> {
             record.version = 1;
             self.inner.engine.insert_with(record, caps, hook).await
+        }
+
+        async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+            self.inner.engine.trim_terminal(owner, bound).await
+        }
+
+        async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+            self.inner.engine.evict_oldest_terminal(owner).await
         }
 
         async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {

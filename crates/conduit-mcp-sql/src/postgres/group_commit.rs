@@ -131,8 +131,9 @@ const OWNER_LOCK_CLASS: i32 = 0x636f_6e64;
 
 /// Creates under a per-owner cap: in one transaction, lock each owner of the
 /// run (in sorted order, so batches never deadlock; creates of those owners
-/// on every node wait), count their tasks, refuse the rows past their
-/// owner's cap, and write the rest as [`write_run`] does.
+/// on every node wait), count their live tasks (terminal ones do not count),
+/// refuse the rows past their owner's cap, and write the rest as
+/// [`write_run`] does.
 async fn write_owned_run(
     conn: &mut PgConnection,
     rows: &[&NewRow],
@@ -148,11 +149,13 @@ async fn write_owned_run(
         .bind(&owners)
         .execute(&mut *tx)
         .await?;
-    let counts: Vec<(String, i64)> =
-        sqlx::query_as("SELECT o, (SELECT count(*) FROM conduit_tasks WHERE owner = o) FROM unnest($1::text[]) AS o")
-            .bind(&owners)
-            .fetch_all(&mut *tx)
-            .await?;
+    let counts: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT o, (SELECT count(*) FROM conduit_tasks WHERE owner = o AND terminal_at_ms IS NULL) \
+             FROM unnest($1::text[]) AS o",
+    )
+    .bind(&owners)
+    .fetch_all(&mut *tx)
+    .await?;
     let mut counts: std::collections::HashMap<String, i64> = counts.into_iter().collect();
     let mut results: Vec<Option<Result<(), StoreError>>> = vec![None; rows.len()];
     let mut kept = Vec::with_capacity(rows.len());

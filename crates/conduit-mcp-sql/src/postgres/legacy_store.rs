@@ -10,7 +10,7 @@ use crate::common::{
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy_store::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TaskStore, TransactionHook};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TaskStore, TerminalBound, TransactionHook};
 use sqlx::{AssertSqlSafe, PgConnection, SqlSafeStr};
 use std::sync::Arc;
 
@@ -20,7 +20,8 @@ const LEGACY_OWNER_LOCK_CLASS: i32 = 0x6c67_6379;
 
 /// The insert of a new legacy task under the row cap (one statement claims
 /// a slot, the counter row's lock ordering concurrent creates on every
-/// node, then inserts) and, inside a transaction, the per-owner cap.
+/// node, then inserts) and, inside a transaction, the per-owner cap on its
+/// live tasks.
 impl LegacyInsert {
     fn statement(&self) -> super::PgQuery<'static> {
         let q = sqlx::query(
@@ -48,10 +49,12 @@ impl LegacyInsert {
                 .bind(self.list_owner.as_str())
                 .execute(&mut *tx)
                 .await?;
-            let held: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = $1")
-                .bind(self.list_owner.as_str())
-                .fetch_one(&mut *tx)
-                .await?;
+            let held: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM conduit_legacy_tasks WHERE owner = $1 AND terminal_at_ms IS NULL",
+            )
+            .bind(self.columns.owner.clone())
+            .fetch_one(&mut *tx)
+            .await?;
             if held >= max {
                 return Ok(Some(StoreError::OwnerLimitReached));
             }
@@ -221,6 +224,14 @@ rows_task_store! {
             done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
         }
 
+        async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+            self.store().engine().trim_terminal_in(&super::terminal::LEGACY_TASKS, owner, bound).await
+        }
+
+        async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+            self.store().engine().evict_oldest_terminal_in(&super::terminal::LEGACY_TASKS, owner).await
+        }
+
         async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
             let sql = format!(
                 "UPDATE conduit_legacy_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), \
@@ -262,17 +273,6 @@ rows_task_store! {
 impl LegacyTaskStore for PostgresLegacyStore {
     fn cursor_key(&self) -> &CursorKey {
         &self.inner.key
-    }
-
-    async fn remove(&self, task_id: &str) -> Result<(), StoreError> {
-        // The row and its slot under the cap go in one statement.
-        let q = sqlx::query(
-            "WITH gone AS (DELETE FROM conduit_legacy_tasks WHERE task_id = $1 RETURNING 1) \
-             UPDATE conduit_legacy_task_count SET n = GREATEST(n - (SELECT count(*) FROM gone), 0) \
-             WHERE id = 1 AND EXISTS (SELECT 1 FROM gone)",
-        )
-        .bind(task_id.to_owned());
-        self.store().engine().write("remove a legacy task", q).await.map(drop)
     }
 
     async fn list_after(

@@ -12,6 +12,7 @@ mod open;
 mod options;
 mod shards;
 mod table_sql;
+mod terminal;
 
 pub use legacy_sessions::PostgresSessionStore;
 pub use legacy_store::PostgresLegacyStore;
@@ -24,7 +25,7 @@ use crate::common::{
 use crate::pool::{Checkout, ConnPool, bounded, is_timeout};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TransactionHook};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TerminalBound, TransactionHook};
 use sqlx::postgres::{PgConnection, PgRow};
 use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr};
 use std::sync::Arc;
@@ -300,6 +301,14 @@ impl Engine for PgEngine {
 
     async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
         self.commits.insert(record, caps).await
+    }
+
+    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+        self.trim_terminal_in(&terminal::TASKS, owner, bound).await
+    }
+
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+        self.evict_oldest_terminal_in(&terminal::TASKS, owner).await
     }
 
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {

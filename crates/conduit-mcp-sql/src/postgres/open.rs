@@ -39,6 +39,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "conduit_legacy_sessions.client_key, for the per-client session cap",
         sql: include_str!("../../migrations/postgres/0020_session_client_key.sql"),
     },
+    Migration {
+        version: 34,
+        description: "terminal tasks outside the per-principal cap: conduit_tasks.doc_bytes and indexes on live and terminal rows (both task tables)",
+        sql: include_str!("../../migrations/postgres/0034_terminal_tasks.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").

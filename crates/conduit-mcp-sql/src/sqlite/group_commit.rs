@@ -161,8 +161,9 @@ async fn insert_batch(
     Ok(results.into_iter().map(|r| r.unwrap_or(Err(StoreError::TaskLimitReached))).collect())
 }
 
-/// The tasks each owner of a batch's owner-capped rows holds, read inside
-/// the batch's transaction (the write lock keeps them still).
+/// The live tasks each owner of a batch's owner-capped rows holds (its
+/// terminal ones do not count), read inside the batch's transaction (the
+/// write lock keeps them still).
 struct OwnerCounts<'a>(std::collections::HashMap<&'a str, i64>);
 
 impl<'a> OwnerCounts<'a> {
@@ -198,10 +199,11 @@ async fn owner_counts<'a>(conn: &mut SqliteConnection, batch: &[&'a NewRow]) -> 
         if counts.contains_key(owner) {
             continue;
         }
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_tasks WHERE owner = ?1")
-            .bind(owner)
-            .fetch_one(&mut *conn)
-            .await?;
+        let n: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM conduit_tasks WHERE owner = ?1 AND terminal_at_ms IS NULL")
+                .bind(owner)
+                .fetch_one(&mut *conn)
+                .await?;
         counts.insert(owner, n);
     }
     Ok(OwnerCounts(counts))

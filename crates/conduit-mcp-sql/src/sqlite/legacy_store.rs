@@ -10,14 +10,14 @@ use crate::common::{
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy_store::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TaskStore, TransactionHook};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TaskStore, TerminalBound, TransactionHook};
 use sqlx::{AssertSqlSafe, SqliteConnection};
 use std::sync::Arc;
 
 /// The insert of a new legacy task: one statement under both caps (the
 /// writer connection orders every create on the file): the row counter, and
-/// the owner's rows counted by the list index; a refusal is then told apart
-/// by that count.
+/// the owner's live rows (its terminal ones do not count); a refusal is then
+/// told apart by that count.
 #[async_trait]
 impl RowWrite<SqliteConnection> for LegacyInsert {
     async fn write(&self, conn: &mut SqliteConnection) -> Hooked<bool> {
@@ -26,7 +26,8 @@ impl RowWrite<SqliteConnection> for LegacyInsert {
              terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
              SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
              WHERE (?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12) \
-             AND (?13 IS NULL OR (SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?11) < ?13)",
+             AND (?13 IS NULL OR (SELECT count(*) FROM conduit_legacy_tasks \
+                                  WHERE owner = ?2 AND terminal_at_ms IS NULL) < ?13)",
         )
         .bind(self.task_id.as_str());
         let q = self.columns.bind(q).bind(self.list_owner.as_str()).bind(self.max_rows).bind(self.per_owner);
@@ -34,10 +35,12 @@ impl RowWrite<SqliteConnection> for LegacyInsert {
             Ok(r) if r.rows_affected() == 1 => Ok(Ok(true)),
             Ok(_) => {
                 let Some(max) = self.per_owner else { return Ok(Err(StoreError::TaskLimitReached)) };
-                let held: i64 = sqlx::query_scalar("SELECT count(*) FROM conduit_legacy_tasks WHERE list_owner = ?1")
-                    .bind(self.list_owner.as_str())
-                    .fetch_one(conn)
-                    .await?;
+                let held: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM conduit_legacy_tasks WHERE owner = ?1 AND terminal_at_ms IS NULL",
+                )
+                .bind(self.columns.owner.as_deref())
+                .fetch_one(conn)
+                .await?;
                 Ok(Err(if held >= max { StoreError::OwnerLimitReached } else { StoreError::TaskLimitReached }))
             }
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(Err(StoreError::Duplicate)),
@@ -158,6 +161,14 @@ rows_task_store! {
             done.map_err(|e| backend("insert a legacy task", e))?.map(|_| ())
         }
 
+        async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+            self.store().engine().trim_terminal_in(&super::terminal::LEGACY_TASKS, owner, bound).await
+        }
+
+        async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+            self.store().engine().evict_oldest_terminal_in(&super::terminal::LEGACY_TASKS, owner).await
+        }
+
         async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
             let sql = format!(
                 "UPDATE conduit_legacy_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
@@ -200,12 +211,6 @@ rows_task_store! {
 impl LegacyTaskStore for SqliteLegacyStore {
     fn cursor_key(&self) -> &CursorKey {
         &self.inner.key
-    }
-
-    async fn remove(&self, task_id: &str) -> Result<(), StoreError> {
-        // The delete trigger lowers the legacy row counter in the same statement.
-        let q = sqlx::query("DELETE FROM conduit_legacy_tasks WHERE task_id = ?1").bind(task_id.to_owned());
-        self.store().engine().write("remove a legacy task", q).await.map(drop)
     }
 
     async fn list_after(

@@ -12,6 +12,7 @@ mod node;
 mod open;
 mod options;
 mod table_sql;
+mod terminal;
 
 pub use legacy_sessions::SqliteSessionStore;
 pub use legacy_store::SqliteLegacyStore;
@@ -24,7 +25,7 @@ use crate::common::{
 use crate::pool::{Checkout, ConnPool, bounded};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TransactionHook};
+use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TerminalBound, TransactionHook};
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{AssertSqlSafe, SqlSafeStr, Sqlite};
 use std::sync::Arc;
@@ -231,6 +232,14 @@ impl Engine for SqliteEngine {
         let sql = TASKS.delete(sweep);
         // The delete trigger lowers the row counter in the same statement.
         self.write("delete expired tasks", sqlx::query(sql).bind(bound).bind(CLEANUP_BATCH)).await
+    }
+
+    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+        self.trim_terminal_in(&terminal::TASKS, owner, bound).await
+    }
+
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+        self.evict_oldest_terminal_in(&terminal::TASKS, owner).await
     }
 
     async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {

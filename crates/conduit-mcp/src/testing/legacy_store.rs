@@ -1,6 +1,6 @@
 //! The `LegacyTaskStore` contract suite: the whole `TaskStore` suite (both
-//! caps included), then
-//! the listing checks (owner scoping, order, paging, cursors, clamping).
+//! caps and the terminal bounds included), then the listing checks (owner
+//! scoping, order, paging, cursors, clamping, removed terminal tasks).
 
 use super::{ContractOptions, START, store_contract};
 use crate::clock::{Clock, ManualClock};
@@ -41,25 +41,32 @@ where
     cursors_are_tamper_evident(&fresh().await, &clock).await;
     expired_tasks_are_not_listed(&fresh().await, &clock).await;
     page_size_is_clamped(&fresh().await, &clock).await;
-    remove_frees_the_slot_at_once(&fresh().await, &clock).await;
+    removed_terminal_tasks_are_not_listed(&fresh().await, &clock).await;
 }
 
-/// `remove` takes a task out at once: it reads and lists as missing, and its
-/// slot under the row cap and its owner's cap is free for the next create.
-pub async fn remove_frees_the_slot_at_once(store: &dyn LegacyTaskStore, clock: &ManualClock) {
-    let caps = crate::ext::tasks::CreateCaps::new(Some(2), Some(1));
-    let new = |owner: &str| TaskRecord::new(new_task_id(), Some(owner.into()), clock.now_ms(), Some(3_600_000));
-    let first = new("alice");
-    store.create_capped(first.clone(), caps).await.expect("alice's first");
-    assert_eq!(store.create_capped(new("alice"), caps).await, Err(StoreError::OwnerLimitReached));
-    store.create_capped(new("bob"), caps).await.expect("bob's");
-    assert_eq!(store.create_capped(new("carol"), caps).await, Err(StoreError::TaskLimitReached));
-    store.remove(&first.task_id).await.expect("remove");
-    assert_eq!(store.get(&first.task_id, Owner::Any).await, Err(StoreError::NotFound));
-    assert!(store.list(Some("alice"), None, 10).await.expect("list").tasks.is_empty());
-    store.create_capped(new("alice"), caps).await.expect("the freed slot, at once");
-    store.remove(&first.task_id).await.expect("removing a missing task is no error");
-    assert_eq!(store.create_capped(new("carol"), caps).await, Err(StoreError::TaskLimitReached), "counted once");
+/// Terminal tasks are listed as they ended; once `trim_terminal` or
+/// `evict_oldest_terminal` removed one, it is listed nowhere (the listing
+/// index forgets it with the record).
+pub async fn removed_terminal_tasks_are_not_listed(store: &dyn LegacyTaskStore, clock: &ManualClock) {
+    use crate::ext::tasks::TerminalBound;
+    let all = create_n(store, clock, Some("alice"), 4).await;
+    for id in &all[..3] {
+        clock.advance(1);
+        store.cancel(id, Owner::Is(Some("alice")), None).await.expect("cancel");
+    }
+    let listed = store.list(Some("alice"), None, 50).await.expect("list");
+    let statuses: Vec<TaskStatus> = listed.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(ids(&listed.tasks), all, "cancelled tasks are listed until their TTL");
+    assert_eq!(statuses[..3], [TaskStatus::Cancelled; 3]);
+    assert!(store.evict_oldest_terminal("alice").await.expect("evict"));
+    assert_eq!(ids(&store.list(Some("alice"), None, 50).await.expect("list").tasks), all[1..].to_vec());
+    let trimmed = store.trim_terminal("alice", TerminalBound::new(Some(1), None)).await.expect("trim");
+    assert_eq!(trimmed, 1, "one of the two terminal tasks left");
+    let (rest, _) = list_all(store, Some("alice"), 1).await;
+    assert_eq!(rest, vec![all[2].clone(), all[3].clone()], "the newest terminal task and the live one");
+    clock.advance(3_600_001);
+    store.cleanup(3_600_000).await.expect("cleanup");
+    assert!(store.list(Some("alice"), None, 50).await.expect("list").tasks.is_empty(), "all past their TTL");
 }
 
 fn ids(tasks: &[TaskRecord]) -> Vec<String> {

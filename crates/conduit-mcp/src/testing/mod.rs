@@ -22,15 +22,19 @@
 
 mod hooks;
 mod legacy_store;
+mod terminal;
 
 pub use legacy_store::{
     cursors_are_tamper_evident, expired_tasks_are_not_listed, legacy_store_contract, list_is_owner_scoped_and_ordered,
-    page_size_is_clamped, pages_cover_every_task_once, remove_frees_the_slot_at_once,
+    page_size_is_clamped, pages_cover_every_task_once, removed_terminal_tasks_are_not_listed,
 };
 mod sessions;
 
 pub use hooks::transaction_hooks;
 pub use sessions::session_store_contract;
+pub use terminal::{
+    a_terminal_task_makes_room_under_the_row_cap, trim_keeps_the_newest_terminal_tasks_within_the_bound,
+};
 
 use crate::clock::{Clock, ManualClock};
 use crate::ext::tasks::{Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
@@ -48,7 +52,9 @@ pub struct ContractOptions {
     pub race_tasks: usize,
     /// Concurrent writers per task (default 64).
     pub race_writers: usize,
-    /// Whether the store enforces the per-principal cap (`create_capped`; default true).
+    /// Whether the store counts owners: the per-principal cap on live tasks
+    /// (`create_capped`) and the terminal bounds (`trim_terminal`,
+    /// `evict_oldest_terminal`; default true).
     pub owner_cap: bool,
 }
 
@@ -64,8 +70,9 @@ impl ContractOptions {
         Self { race_tasks: tasks, race_writers: writers, owner_cap: true }
     }
 
-    /// Leaves out the per-principal cap check, for a store that counts no
-    /// owners (the provided `create_capped` enforces the row cap alone).
+    /// Leaves out the per-principal cap and terminal bound checks, for a
+    /// store that counts no owners (the provided `create_capped` enforces the
+    /// row cap alone, and the provided terminal methods remove nothing).
     pub fn without_owner_cap(mut self) -> Self {
         self.owner_cap = false;
         self
@@ -103,6 +110,9 @@ where
     if options.owner_cap {
         let owner_capped = make(Arc::new(clock.clone())).await;
         owner_cap(&owner_capped, &clock).await;
+        trim_keeps_the_newest_terminal_tasks_within_the_bound(&*store, &clock).await;
+        let full = make(Arc::new(clock.clone())).await;
+        a_terminal_task_makes_room_under_the_row_cap(&full, &clock).await;
     }
     let hooked = make(Arc::new(clock.clone())).await;
     transaction_hooks(&hooked, &clock).await;
@@ -301,13 +311,16 @@ pub async fn row_cap(store: &dyn TaskStore, clock: &ManualClock) {
     store.create(record(None, Some(60_000), clock.now_ms()), None).await.expect("no cap");
 }
 
-/// `create_capped` stops one owner at `max_rows_per_owner` (`OwnerLimitReached`)
-/// without stopping others or owner-less tasks; a swept task frees its slot.
+/// `create_capped` stops one owner at `max_rows_per_owner` live tasks
+/// (`OwnerLimitReached`) without stopping others or owner-less tasks; its
+/// terminal tasks do not count (they stay readable, and ending a task frees
+/// its slot at once), and a swept task frees its slot.
 pub async fn owner_cap(store: &dyn TaskStore, clock: &ManualClock) {
     let caps = crate::ext::tasks::CreateCaps::new(Some(100), Some(2));
     let short = record(Some("alice"), Some(1_000), clock.now_ms());
     store.create_capped(short, caps).await.expect("alice's first");
-    store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("alice's second");
+    let second = record(Some("alice"), Some(60_000), clock.now_ms());
+    store.create_capped(second.clone(), caps).await.expect("alice's second");
     let third = store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await;
     assert_eq!(third, Err(StoreError::OwnerLimitReached), "alice is at her cap");
     store.create_capped(record(Some("bob"), Some(60_000), clock.now_ms()), caps).await.expect("bob is not");
@@ -317,6 +330,17 @@ pub async fn owner_cap(store: &dyn TaskStore, clock: &ManualClock) {
     let full = crate::ext::tasks::CreateCaps::new(Some(6), Some(2));
     let r = store.create_capped(record(Some("carol"), Some(60_000), clock.now_ms()), full).await;
     assert_eq!(r, Err(StoreError::TaskLimitReached), "the row cap still holds");
+    // Ending a task frees its slot under her cap at once, cancelled or completed.
+    store.cancel(&second.task_id, Owner::Is(Some("alice")), None).await.expect("cancel");
+    let fourth = record(Some("alice"), Some(60_000), clock.now_ms());
+    store.create_capped(fourth.clone(), caps).await.expect("a cancelled task holds no live slot");
+    let fields = StatusFields { result: Some(json!({"content": []})), ..StatusFields::default() };
+    store.put_status(&fourth.task_id, TaskStatus::Completed, fields).await.expect("complete");
+    store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("nor a completed one");
+    let over = store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await;
+    assert_eq!(over, Err(StoreError::OwnerLimitReached), "two live tasks again");
+    let ended = store.get(&second.task_id, Owner::Is(Some("alice"))).await.expect("still readable");
+    assert_eq!(ended.status, TaskStatus::Cancelled);
     clock.advance(2_000);
     assert_eq!(store.cleanup(u64::MAX).await.expect("cleanup"), 1, "alice's short task expired");
     store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("a freed slot");

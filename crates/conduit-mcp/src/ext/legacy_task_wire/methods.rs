@@ -61,7 +61,14 @@ impl LegacyTasksExtension {
         Ok(r)
     }
 
-    /// Cancels a live task, answers it cancelled, and removes it; a terminal one is `-32602`.
+    /// Cancels a live task and answers it `cancelled`; a terminal one is `-32602`.
+    ///
+    /// The task stays `cancelled` — read by `tasks/get`, listed by
+    /// `tasks/list`, answered by `tasks/result` — until its TTL, as the
+    /// TypeScript SDK 1.x and `mcp-remote` expect when they read it right
+    /// after cancelling (issue 34). It holds no live slot meanwhile: its
+    /// principal's cap counts live tasks, and terminal ones are bounded
+    /// apart (see `ext::tasks::terminal`).
     pub(super) async fn cancel(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
         let key = owner(ctx);
@@ -76,15 +83,7 @@ impl LegacyTasksExtension {
         let rec = self.tasks.store().cancel(id, owner, None).await.map_err(store_error)?;
         if rec.version != before.version {
             self.tasks.after_write(&rec);
-        }
-        if rec.status == TaskStatus::Cancelled {
-            // This answer is its last state: the row goes now, not at the sweep, so its
-            // slot under the caps is free at once (later reads answer it as missing).
-            if let Err(e) = self.tasks.legacy_store().remove(id).await
-                && let Some(suppressed) = crate::log_limit::admit("could not remove a cancelled legacy task")
-            {
-                tracing::warn!(error = %e, suppressed, "could not remove a cancelled legacy task; the sweep will");
-            }
+            crate::ext::tasks::ended(&self.tasks, &rec).await;
         }
         Ok(record::task(&rec).into_value())
     }

@@ -68,7 +68,15 @@ pub struct TasksConfig {
     /// principal (`None`, the default: a quarter of `max_rows`, so one
     /// principal cannot take every slot; no cap when `max_rows` is `None`).
     /// Tasks created without authentication are under the row cap only.
+    /// It counts live tasks: terminal ones are bounded by
+    /// [`max_terminal_bytes_per_principal`](Self::max_terminal_bytes_per_principal).
     pub max_rows_per_principal: Option<usize>,
+    /// What one principal's terminal tasks may hold, as their records' JSON
+    /// (default 4 MiB; `None`: no byte bound). Each time one of its tasks
+    /// ends, its oldest terminal tasks go early (before their TTL) until it
+    /// keeps at most this many bytes and at most `max_rows_per_principal`
+    /// of them; its newest terminal task always stays.
+    pub max_terminal_bytes_per_principal: Option<usize>,
     /// The notifier.
     pub notifier: NotifierConfig,
     /// Default task lifetime (1 hour).
@@ -108,6 +116,12 @@ impl TasksConfig {
         super::CreateCaps::new(self.max_rows, per_principal)
     }
 
+    /// What one principal's terminal tasks may hold: as many as its live
+    /// cap, within [`max_terminal_bytes_per_principal`](Self::max_terminal_bytes_per_principal).
+    pub fn terminal_bound(&self) -> super::TerminalBound {
+        super::TerminalBound::new(self.create_caps().max_rows_per_owner, self.max_terminal_bytes_per_principal)
+    }
+
     /// The byte budget next to the row cap: the most bytes of client-supplied
     /// data the store holds, `max_rows` × [`MAX_CLIENT_BYTES_PER_TASK`]
     /// (`None` without a row cap). Each task's share is bounded by the
@@ -127,6 +141,7 @@ impl std::fmt::Debug for TasksConfig {
             .field("janitor", &self.janitor)
             .field("max_rows", &self.max_rows)
             .field("max_rows_per_principal", &self.max_rows_per_principal)
+            .field("max_terminal_bytes_per_principal", &self.max_terminal_bytes_per_principal)
             .field("notifier", &self.notifier)
             .field("node_id", &self.node_id)
             .field("lease", &self.lease)
@@ -144,6 +159,7 @@ impl Default for TasksConfig {
             janitor: JanitorConfig::default(),
             max_rows: Some(10_000),
             max_rows_per_principal: None,
+            max_terminal_bytes_per_principal: Some(super::limits::DEFAULT_MAX_TERMINAL_BYTES_PER_PRINCIPAL),
             notifier: NotifierConfig::Listen,
             default_ttl: Duration::from_secs(3600),
             node_id: format!("node-{:016x}", rand::random::<u64>()),
@@ -157,6 +173,15 @@ impl Default for TasksConfig {
 
 fn err(key: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError::new(key, reason)
+}
+
+/// A positive integer, or `"unlimited"` (`None`).
+fn positive_or_unlimited(key: &str, v: &toml::Value) -> Result<Option<usize>, ConfigError> {
+    match v {
+        toml::Value::String(s) if s == "unlimited" => Ok(None),
+        toml::Value::Integer(n) if *n > 0 => Ok(Some(*n as usize)),
+        _ => Err(err(key, "must be a positive integer or \"unlimited\"")),
+    }
 }
 
 /// Parses `doc` as a TOML table; a syntax error names its line and column (1-based).
@@ -202,6 +227,12 @@ impl TasksConfig {
     /// Sets the per-principal cap (`None`: a quarter of the row cap).
     pub fn max_rows_per_principal(mut self, max: Option<usize>) -> Self {
         self.max_rows_per_principal = max;
+        self
+    }
+
+    /// Sets the byte bound on one principal's terminal tasks (`None`: none).
+    pub fn max_terminal_bytes_per_principal(mut self, max: Option<usize>) -> Self {
+        self.max_terminal_bytes_per_principal = max;
         self
     }
 
@@ -356,20 +387,15 @@ impl TasksConfig {
                         }
                     }
                 }
-                "max_rows" => {
-                    cfg.max_rows = match v {
-                        toml::Value::String(s) if s == "unlimited" => None,
-                        toml::Value::Integer(n) if *n > 0 => Some(*n as usize),
-                        _ => {
-                            return Err(err("max_rows", "must be a positive integer or \"unlimited\""));
-                        }
-                    }
-                }
+                "max_rows" => cfg.max_rows = positive_or_unlimited("max_rows", v)?,
                 "max_rows_per_principal" => {
                     cfg.max_rows_per_principal = match v {
                         toml::Value::Integer(n) if *n > 0 => Some(*n as usize),
                         _ => return Err(err("max_rows_per_principal", "must be a positive integer")),
                     }
+                }
+                "max_terminal_bytes_per_principal" => {
+                    cfg.max_terminal_bytes_per_principal = positive_or_unlimited(k, v)?;
                 }
                 "create_rate" => {
                     let rate = v.as_str().and_then(|s| s.parse().ok());
@@ -386,7 +412,8 @@ impl TasksConfig {
                 other => {
                     return Err(err(
                         other,
-                        "unknown key (expected store, janitor, max_rows, max_rows_per_principal, create_rate, notifier)",
+                        "unknown key (expected store, janitor, max_rows, max_rows_per_principal, \
+                         max_terminal_bytes_per_principal, create_rate, notifier)",
                     ));
                 }
             }
@@ -422,6 +449,10 @@ mod tests {
         );
         assert!(matches!(c.notifier, NotifierConfig::None));
         assert_eq!(s.as_deref(), Some("sqlite:/tmp/t.db"));
+        let doc = "[ext_tasks]\nmax_terminal_bytes_per_principal = 65536";
+        assert_eq!(TasksConfig::from_toml(doc).unwrap().0.max_terminal_bytes_per_principal, Some(65_536));
+        let doc = "[ext_tasks]\nmax_terminal_bytes_per_principal = \"unlimited\"";
+        assert_eq!(TasksConfig::from_toml(doc).unwrap().0.max_terminal_bytes_per_principal, None);
         assert!(matches!(
             TasksConfig::from_toml("[ext_tasks]\njanitor = false").unwrap().0.janitor,
             JanitorConfig::Disabled
@@ -444,6 +475,7 @@ mod tests {
             ("[ext_tasks]\nmax_rows = \"infinity\"", "max_rows"),
             ("[ext_tasks]\ncreate_rate = \"10/day\"", "create_rate"),
             ("[ext_tasks]\ncreate_rate = 10", "create_rate"),
+            ("[ext_tasks]\nmax_terminal_bytes_per_principal = 0", "max_terminal_bytes_per_principal"),
         ] {
             let e = TasksConfig::from_toml(doc).unwrap_err();
             assert_eq!(e.key(), key, "{doc}");

@@ -3,7 +3,8 @@
 //! ([`Requested`]: the owner, a requested TTL) and how the stored record is
 //! answered on its wire; everything between — the TTL and its bounds, the
 //! work resolved, the lease, what the record keeps of the client's input, the
-//! caps, the store write (with a transaction hook when the tool asked for one),
+//! caps (terminal tasks never stop a create: `terminal`), the store write (with
+//! a transaction hook when the tool asked for one),
 //! `start` (panics caught), the launch — is here.
 
 use super::limits;
@@ -116,19 +117,18 @@ pub(crate) async fn create_task(
     // Only the declarations its input requests are judged by (not the whole,
     // client-sized capabilities).
     rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
-    let caps = tasks.config().create_caps();
-    match &hook {
-        None => tasks.store().create_capped(rec.clone(), caps).await,
-        // The hook's rows (a job, an outbox entry) commit with the task or not at all.
-        Some(hook) => tasks.store().create_with(rec.clone(), caps, hook.as_ref()).await,
-    }
-    .map_err(store_error)?;
+    // The caps, and at the row cap its owner's oldest terminal task's place (see `terminal`). The
+    // hook's rows (a job, an outbox entry) commit with the task or not at all.
+    super::terminal::store_new(tasks, &rec, hook.as_deref()).await.map_err(store_error)?;
     rec.version = 1;
     crate::metrics::task_created();
     if finished {
         crate::metrics::task_finished("completed");
     }
     tasks.after_write(&rec);
+    if finished {
+        super::terminal::ended(tasks, &rec).await;
+    }
     tracing::debug!(task_id = %rec.task_id, "task created");
     if let Some(start) = start {
         let id = rec.task_id.clone();

@@ -72,6 +72,7 @@ impl TasksExtension {
                     crate::metrics::task_finished("cancelled");
                 }
                 self.tasks.after_write(&rec);
+                super::ended(&self.tasks, &rec).await;
             }
         }
         Ok(json!({}))

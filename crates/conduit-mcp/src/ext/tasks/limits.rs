@@ -32,6 +32,11 @@ pub const MAX_ANSWERS_BYTES: usize = 64 * 1024;
 /// `ttlMs` "MAY change"), so a short one is clamped, not refused.
 pub const MIN_TTL_MS: u64 = 1_000;
 
+/// The default bound on the bytes of one principal's terminal tasks
+/// ([`TasksConfig::max_terminal_bytes_per_principal`](super::TasksConfig::max_terminal_bytes_per_principal)):
+/// 4 MiB of records as JSON, thousands of small results or a few large ones.
+pub const DEFAULT_MAX_TERMINAL_BYTES_PER_PRINCIPAL: usize = 4 << 20;
+
 /// The largest arguments of resumable work (as JSON) a task keeps.
 pub const MAX_RESUME_ARGS_BYTES: usize = 16 * 1024;
 

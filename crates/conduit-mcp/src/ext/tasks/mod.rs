@@ -61,6 +61,7 @@ mod runtime;
 mod store;
 mod task;
 mod task_id;
+mod terminal;
 mod worker;
 
 pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
@@ -72,7 +73,7 @@ pub use legacy_store::LegacyTasks;
 pub use memory::MemoryStore;
 pub use notifier::{ListenNotifier, Notifier};
 pub use recovery::{Recovery, recover, recover_own};
-pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, UpdateFn};
+pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, TerminalBound, UpdateFn};
 pub use task::{Lease, TaskFailure, TaskRecord};
 pub use task_id::new_task_id;
 pub use worker::Tasks;
@@ -81,6 +82,7 @@ pub(crate) use answers::{Answered, answer};
 pub(crate) use creation::{Requested, create_task};
 pub(crate) use janitor::start_janitor;
 pub(crate) use rpc_error::store_error;
+pub(crate) use terminal::ended;
 
 use crate::server::{Extension, IntoExtension};
 use std::sync::Arc;

@@ -95,6 +95,7 @@ async fn recover_records(tasks: &Tasks, records: Vec<TaskRecord>, own: bool) -> 
             Err(e) => return Err(e),
         };
         tasks.after_write(&updated);
+        super::ended(tasks, &updated).await;
         match resumable {
             Some(work) => {
                 tracing::info!("resuming a task whose node stopped");

@@ -31,11 +31,40 @@ pub use crate::tool::StoreError;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CreateCaps {
-    /// At most this many tasks in the store (`None`: no cap).
+    /// At most this many tasks in the store, live and terminal (`None`: no
+    /// cap). A create the cap refuses may take the place of one of its
+    /// owner's terminal tasks: see [`TaskStore::evict_oldest_terminal`].
     pub max_rows: Option<usize>,
-    /// At most this many tasks of the new task's owner (`None`: no cap). A
-    /// task without an owner (no authentication) is under the row cap only.
+    /// At most this many *live* tasks (`working`, `input_required`) of the
+    /// new task's owner (`None`: no cap): its terminal tasks do not count, so
+    /// ending tasks never locks an owner out (they are bounded by
+    /// [`TerminalBound`] instead). A task without an owner (no
+    /// authentication) is under the row cap only.
     pub max_rows_per_owner: Option<usize>,
+}
+
+/// What one owner's terminal tasks may hold, kept by
+/// [`TaskStore::trim_terminal`] each time one of its tasks ends.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TerminalBound {
+    /// At most this many terminal tasks (`None`: no count bound).
+    pub max_rows: Option<usize>,
+    /// At most this many bytes of terminal tasks, a task counting as its
+    /// record's JSON ([`TaskRecord::stored_len`]; `None`: no byte bound).
+    pub max_bytes: Option<usize>,
+}
+
+impl TerminalBound {
+    /// A bound of `max_rows` tasks and `max_bytes` bytes.
+    pub fn new(max_rows: Option<usize>, max_bytes: Option<usize>) -> Self {
+        Self { max_rows, max_bytes }
+    }
+
+    /// Whether `rows` terminal tasks of `bytes` in all are past the bound.
+    pub fn exceeded_by(&self, rows: usize, bytes: usize) -> bool {
+        self.max_rows.is_some_and(|m| rows > m) || self.max_bytes.is_some_and(|m| bytes > m)
+    }
 }
 
 impl CreateCaps {
@@ -75,6 +104,11 @@ pub struct StatusFields {
 /// The contract (proved for any implementation by `conduit_mcp::testing::store_contract`):
 /// - `create` returns only once a `get` on any connection finds the record, and
 ///   fails with `TaskLimitReached` when `max_rows` records exist (checked atomically).
+/// - `create_capped` counts only the owner's live tasks against
+///   `max_rows_per_owner`; [`trim_terminal`](Self::trim_terminal) and
+///   [`evict_oldest_terminal`](Self::evict_oldest_terminal) remove one
+///   owner's terminal tasks oldest first (by `terminal_at_ms`, then id),
+///   before their TTL, and nothing else.
 /// - `get`, `update`, `cancel` answer `NotFound` for a missing id, another owner's
 ///   task, and an expired task alike (expired by [`now_ms`](Self::now_ms)).
 /// - `update` is an atomic read-modify-write (compare-and-swap on `version`, or
@@ -193,6 +227,31 @@ pub trait TaskStore: Send + Sync + 'static {
     ) -> Result<TaskRecord, StoreError> {
         let f = |r: &TaskRecord| with_status(r, status, &fields, self.now_ms());
         self.update(task_id, Owner::Any, &f).await
+    }
+
+    /// Removes `owner`'s oldest terminal tasks (by `terminal_at_ms`, then
+    /// id), before their TTL, until what it keeps is within `bound` — but
+    /// never its newest terminal task, which stays whatever its size; live
+    /// tasks and other owners' are untouched. Returns how many went.
+    ///
+    /// The runtime calls it each time one of `owner`'s tasks ends, so an
+    /// owner's terminal tasks hold at most `bound` (plus its newest one).
+    /// Default: none go (a store that keeps no such bound).
+    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+        let _ = (owner, bound);
+        Ok(0)
+    }
+
+    /// Removes `owner`'s oldest terminal task (by `terminal_at_ms`, then
+    /// id) before its TTL, to make room under the row cap; whether one went
+    /// (`false`: every task of `owner` is live). Never another owner's.
+    ///
+    /// The runtime calls it when a create of `owner` finds the row cap full,
+    /// then creates again: a principal's own terminal tasks never stop its
+    /// creates. Default: none go.
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+        let _ = owner;
+        Ok(false)
     }
 
     /// Evicts expired records, and terminal unlimited-TTL records older than

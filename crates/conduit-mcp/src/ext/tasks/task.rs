@@ -165,6 +165,13 @@ impl TaskRecord {
         self.expires_at_ms().is_some_and(|e| now_ms > e)
     }
 
+    /// The bytes of the record as JSON: what a SQL store keeps of it (its
+    /// `doc`), and what a terminal task counts for under a
+    /// [`TerminalBound`](super::TerminalBound).
+    pub fn stored_len(&self) -> usize {
+        crate::bounds::json_len(self)
+    }
+
     /// Whether the task is in a final state.
     pub fn is_terminal(&self) -> bool {
         self.status.is_terminal()

@@ -108,16 +108,19 @@ impl LegacyTasks {
         &self.store
     }
 
-    /// Stores a new task under the configured caps (the row cap and the
-    /// per-principal cap), then tells the notifier, as a tool's task is stored.
+    /// Stores a new task under the configured caps (the row cap, where it
+    /// may take a terminal task's place, and the per-principal cap on live
+    /// tasks), then tells the notifier, as a tool's task is stored.
     pub async fn create(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
-        self.store.create_capped(record.clone(), self.tasks.config().create_caps()).await?;
+        crate::ext::tasks::terminal::store_new(&self.tasks, &record, None).await?;
         record.version = 1;
         self.tasks.after_write(&record);
+        crate::ext::tasks::ended(&self.tasks, &record).await;
         Ok(record)
     }
 
-    /// One page of `owner`'s live tasks (see [`LegacyTaskStore::list`]).
+    /// One page of `owner`'s tasks, terminal ones included until their TTL
+    /// (see [`LegacyTaskStore::list`]).
     pub async fn list(&self, owner: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<TaskPage, StoreError> {
         self.store.list(owner, cursor, limit).await
     }

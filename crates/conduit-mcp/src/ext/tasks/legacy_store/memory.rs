@@ -3,7 +3,8 @@
 use super::cursor::{CursorKey, ListPosition};
 use super::store::LegacyTaskStore;
 use crate::clock::{Clock, SystemClock};
-use crate::ext::tasks::{CreateCaps, MemoryStore, Owner, StoreError, TaskRecord, TaskStore, UpdateFn};
+use crate::ext::tasks::memory::Gone;
+use crate::ext::tasks::{CreateCaps, MemoryStore, Owner, StoreError, TaskRecord, TaskStore, TerminalBound, UpdateFn};
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
@@ -112,6 +113,23 @@ impl MemoryLegacyStore {
         self.records.is_empty()
     }
 
+    /// Drops the index entries of tasks the records removed before their time.
+    fn forget(&self, gone: &[Gone]) {
+        if gone.is_empty() {
+            return;
+        }
+        let mut index = lock(&self.index);
+        for g in gone {
+            index.remove(&g.id);
+            if let Some(e) = g.expires_at_ms {
+                index.expiry.remove(&(e, g.id.clone()));
+            }
+            if let Some(t) = g.terminal_at_ms {
+                index.terminal_unlimited.remove(&(t, g.id.clone()));
+            }
+        }
+    }
+
     /// Indexes a record that became terminal with an unlimited TTL.
     fn saw(&self, record: &TaskRecord) {
         if let (true, None, Some(at)) = (record.is_terminal(), record.ttl_ms, record.terminal_at_ms) {
@@ -165,6 +183,18 @@ impl TaskStore for MemoryLegacyStore {
         Ok(rec)
     }
 
+    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+        let gone = self.records.trim(owner, bound);
+        self.forget(&gone);
+        Ok(gone.len())
+    }
+
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+        let gone: Vec<Gone> = self.records.evict_oldest(owner).into_iter().collect();
+        self.forget(&gone);
+        Ok(!gone.is_empty())
+    }
+
     async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
         let removed = self.records.cleanup(terminal_ttl_ms).await?;
         // The same bounds the records were swept by (a later `now` only drops
@@ -201,28 +231,6 @@ impl TaskStore for MemoryLegacyStore {
 impl LegacyTaskStore for MemoryLegacyStore {
     fn cursor_key(&self) -> &CursorKey {
         &self.key
-    }
-
-    async fn remove(&self, task_id: &str) -> Result<(), StoreError> {
-        // Its times name its index entries (an expired record reads as missing: its
-        // entries stay for the sweep, which finds the record gone).
-        let times = self.records.get(task_id, Owner::Any).await.ok().map(|r| (r.expires_at_ms(), r.terminal_at_ms));
-        if !self.records.remove(task_id) {
-            return Ok(());
-        }
-        let mut index = lock(&self.index);
-        let Some((id, _)) = index.entries.get_key_value(task_id) else { return Ok(()) };
-        let id = id.clone();
-        index.remove(&id);
-        if let Some((expires, terminal)) = times {
-            if let Some(e) = expires {
-                index.expiry.remove(&(e, id.clone()));
-            }
-            if let Some(t) = terminal {
-                index.terminal_unlimited.remove(&(t, id));
-            }
-        }
-        Ok(())
     }
 
     async fn list_after(

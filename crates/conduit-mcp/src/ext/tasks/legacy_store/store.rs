@@ -46,18 +46,15 @@ pub struct TaskPage {
 ///   the pages, pages of at most [`MAX_PAGE_SIZE`];
 /// - a cursor that was altered, sealed for another caller, or sealed by
 ///   another key is refused with [`StoreError::InvalidCursor`];
-/// - [`remove`](Self::remove) frees the task's slot under both caps at once.
+/// - a terminal task is listed (and read) as it ended until its TTL, unless
+///   [`trim_terminal`](TaskStore::trim_terminal) or
+///   [`evict_oldest_terminal`](TaskStore::evict_oldest_terminal) removed it
+///   first; then it is listed nowhere.
 #[async_trait]
 pub trait LegacyTaskStore: TaskStore {
     /// The key that seals this store's cursors (the same on every node that
     /// shares the store).
     fn cursor_key(&self) -> &CursorKey;
-
-    /// Removes task `id` at once (a missing one is no error), freeing its
-    /// slot under the row cap and its owner's cap: a cancelled legacy task
-    /// has nothing left to give (its cancel answered its last state), so it
-    /// does not hold a slot until the sweep.
-    async fn remove(&self, task_id: &str) -> Result<(), StoreError>;
 
     /// Up to `limit` live tasks owned exactly by `owner`, in
     /// `(created_at_ms, task_id)` order, strictly after `after` (from the

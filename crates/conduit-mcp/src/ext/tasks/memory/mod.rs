@@ -1,15 +1,17 @@
 //! `MemoryStore`: the in-memory, single-node default.
 
 mod hasher;
+mod owners;
 mod shard;
 
 pub(crate) use hasher::IdBuild;
 
-use super::store::{CreateCaps, Owner, StoreError, TaskStore, UpdateFn};
+use super::store::{CreateCaps, Owner, StoreError, TaskStore, TerminalBound, UpdateFn};
 use super::task::TaskRecord;
 use crate::clock::{Clock, SystemClock};
 use async_trait::async_trait;
-use shard::{Id, Shard};
+use owners::Owners;
+use shard::{Id, Shard, Stored};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,10 +33,28 @@ const SWEEP_SLICE: std::time::Duration = std::time::Duration::from_micros(200);
 pub struct MemoryStore {
     shards: Box<[Mutex<Shard>]>,
     count: AtomicUsize,
-    /// Tasks per owner (owned tasks only), for the per-principal cap.
-    owners: Mutex<std::collections::HashMap<String, usize>>,
+    /// Each owner's live and terminal tasks (owned tasks only), for the
+    /// per-principal cap and the terminal bound. Taken inside a shard lock,
+    /// never the other way round.
+    owners: Mutex<Owners>,
     clock: Arc<dyn Clock>,
 }
+
+/// A task a store removed before its time (to make room, or past its
+/// owner's terminal bound): what an index kept beside the store needs to
+/// drop its entries.
+#[derive(Debug, Clone)]
+pub(crate) struct Gone {
+    /// The task id.
+    pub(crate) id: Arc<str>,
+    /// When it would have expired.
+    pub(crate) expires_at_ms: Option<u64>,
+    /// When it ended.
+    pub(crate) terminal_at_ms: Option<u64>,
+}
+
+/// Removal attempts of one eviction that lost a race to another remover.
+const EVICT_RACES: usize = 8;
 
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -86,19 +106,26 @@ impl MemoryStore {
         &self.shards[((h >> 32) as usize) % SHARDS]
     }
 
-    /// `create` under both caps: the owner's count is checked and bumped
-    /// under the owners' lock, the row count by compare-and-swap.
+    /// `create` under both caps: the owner's live count is checked and its
+    /// slot reserved under the owners' lock (released before any shard lock),
+    /// the row count by compare-and-swap; whatever fails after gives both back.
     fn insert(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
-        let max_rows = caps.max_rows;
-        let mut owners = record.owner.as_ref().map(|_| lock(&self.owners));
-        if let (Some(owner), Some(max), Some(counts)) = (&record.owner, caps.max_rows_per_owner, &owners)
-            && counts.get(owner).copied().unwrap_or(0) >= max
+        let live = !record.is_terminal();
+        let owner = record.owner.clone();
+        if let Some(o) = &owner
+            && !lock(&self.owners).reserve(o, caps.max_rows_per_owner, live)
         {
             return Err(StoreError::OwnerLimitReached);
         }
+        let unreserve = || {
+            if let Some(o) = &owner {
+                lock(&self.owners).unreserve(o, live);
+            }
+        };
         let mut cur = self.count.load(Ordering::Relaxed);
         loop {
-            if max_rows.is_some_and(|m| cur >= m) {
+            if caps.max_rows.is_some_and(|m| cur >= m) {
+                unreserve();
                 return Err(StoreError::TaskLimitReached);
             }
             match self.count.compare_exchange_weak(cur, cur + 1, Ordering::AcqRel, Ordering::Relaxed) {
@@ -108,12 +135,14 @@ impl MemoryStore {
         }
         record.version = 1;
         let expires = record.expires_at_ms();
-        let leased = record.lease.is_some() && !record.is_terminal();
+        let leased = record.lease.is_some() && live;
+        let bytes = if live || owner.is_none() { 0 } else { record.stored_len() };
         let id: Id = Arc::from(record.task_id.as_str());
         let mut shard = lock(self.shard(&id));
         if shard.map.contains_key(&id) {
             drop(shard);
             self.count.fetch_sub(1, Ordering::Relaxed);
+            unreserve();
             return Err(StoreError::Duplicate);
         }
         if let Some(e) = expires {
@@ -122,34 +151,57 @@ impl MemoryStore {
         if leased {
             shard.leased.insert(id.clone());
         }
-        if let (Some(owner), Some(counts)) = (&record.owner, owners.as_mut()) {
-            *counts.entry(owner.clone()).or_default() += 1;
-        }
         let stored = shard.store(record);
+        if let Some(key) = stored.ended_key(&id) {
+            if stored.ttl_ms.is_none() {
+                shard.terminal_unlimited.insert(key.clone());
+            }
+            if let Some(o) = &owner {
+                lock(&self.owners).ended(o, key, bytes, false);
+            }
+        }
         shard.map.insert(id, Box::new(stored));
         Ok(())
     }
 
-    /// Lowers the owners' counts for records that went.
-    fn release_owners<'a>(&self, gone: impl Iterator<Item = &'a str>) {
-        let mut counts = None;
-        for owner in gone {
-            let counts = counts.get_or_insert_with(|| lock(&self.owners));
-            if let Some(n) = counts.get_mut(owner) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    counts.remove(owner);
-                }
+    /// Counts removed records out of their owners' tallies (after the shard lock is released).
+    fn forget<'a>(&self, gone: impl Iterator<Item = (&'a Id, &'a Stored)>) {
+        let mut owners = None;
+        for (id, stored) in gone {
+            if let Some(owner) = stored.owner.as_deref() {
+                owners.get_or_insert_with(|| lock(&self.owners)).gone(owner, stored.ended_key(id));
             }
         }
     }
 
-    /// Removes task `id` at once, freeing its slot under both caps; whether it was there.
-    pub(crate) fn remove(&self, id: &str) -> bool {
-        let Some((_, gone)) = lock(self.shard(id)).take(id) else { return false };
-        self.release_owners(gone.owner.as_deref().into_iter());
+    /// Removes task `id` at once, counted out of both caps; what it was.
+    fn take(&self, id: &str) -> Option<Gone> {
+        let (key, stored) = lock(self.shard(id)).take(id)?;
+        self.forget(std::iter::once((&key, &*stored)));
         self.count.fetch_sub(1, Ordering::Relaxed);
-        true
+        Some(Gone {
+            expires_at_ms: stored.ttl_ms.map(|t| stored.created_at_ms.saturating_add(t)),
+            terminal_at_ms: stored.terminal_at_ms,
+            id: key,
+        })
+    }
+
+    /// [`TaskStore::evict_oldest_terminal`], saying which task went.
+    pub(crate) fn evict_oldest(&self, owner: &str) -> Option<Gone> {
+        for _ in 0..EVICT_RACES {
+            let oldest = lock(&self.owners).oldest_ended(owner);
+            // Another remover may have taken it meanwhile: then look again.
+            if let Some(gone) = self.take(&oldest?) {
+                return Some(gone);
+            }
+        }
+        None
+    }
+
+    /// [`TaskStore::trim_terminal`], saying which tasks went.
+    pub(crate) fn trim(&self, owner: &str, bound: TerminalBound) -> Vec<Gone> {
+        let victims = lock(&self.owners).trim(owner, bound);
+        victims.iter().filter_map(|id| self.take(id)).collect()
     }
 
     /// Read-modify-write under the shard lock.
@@ -166,15 +218,21 @@ impl MemoryStore {
         }
         next.version = cur.version + 1;
         next.task_id = cur.task_id;
-        let became_terminal = next.is_terminal() && next.ttl_ms.is_none();
         let leased = next.lease.is_some() && !next.is_terminal();
         let out = next.clone();
         let new = shard.store(next);
+        let ended = if new.is_terminal() { shard.key(id).and_then(|key| new.ended_key(&key)) } else { None };
         if let Some(slot) = shard.map.get_mut(id) {
             **slot = new;
         }
-        if became_terminal && let Some(key) = shard.key(id) {
-            shard.terminal_unlimited.insert((out.terminal_at_ms.unwrap_or(now), key));
+        if let Some(key) = ended {
+            // It became terminal with this write (a terminal record returned above).
+            if out.ttl_ms.is_none() {
+                shard.terminal_unlimited.insert(key.clone());
+            }
+            if let Some(owner) = out.owner.as_deref() {
+                lock(&self.owners).ended(owner, key, out.stored_len(), true);
+            }
         }
         if !leased {
             shard.leased.remove(id);
@@ -281,6 +339,14 @@ impl TaskStore for MemoryStore {
         Ok(self.leased_where(limit, |n, _| n == node))
     }
 
+    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
+        Ok(self.trim(owner, bound).len())
+    }
+
+    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
+        Ok(self.evict_oldest(owner).is_some())
+    }
+
     async fn cleanup(&self, terminal_ttl_ms: u64) -> Result<usize, StoreError> {
         let now = self.clock.now_ms();
         let cutoff = now.saturating_sub(terminal_ttl_ms);
@@ -291,7 +357,7 @@ impl TaskStore for MemoryStore {
             loop {
                 let more = lock(shard).take_expired(now, cutoff, SWEEP_BATCH, &mut batch);
                 let n = batch.len();
-                self.release_owners(batch.iter().filter_map(|(_, r)| r.owner.as_deref()));
+                self.forget(batch.iter().map(|(id, r)| (id, &**r)));
                 // Freed outside the lock.
                 batch.clear();
                 self.count.fetch_sub(n, Ordering::Relaxed);

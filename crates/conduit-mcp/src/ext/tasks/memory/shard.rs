@@ -66,6 +66,12 @@ impl Stored {
         self.ttl_ms.is_some_and(|t| now_ms > self.created_at_ms.saturating_add(t))
     }
 
+    /// Where it sorts among terminal tasks: `(terminal_at_ms, id)`, or
+    /// `None` while it is live.
+    pub(super) fn ended_key(&self, id: &Id) -> Option<(u64, Id)> {
+        self.is_terminal().then(|| (self.terminal_at_ms.unwrap_or(self.last_updated_at_ms), id.clone()))
+    }
+
     pub(super) fn allows(&self, owner: Owner<'_>) -> bool {
         match owner {
             Owner::Any => true,

@@ -93,6 +93,7 @@ impl Tasks {
             _ => {}
         }
         self.after_write(&rec);
+        crate::ext::tasks::ended(self, &rec).await;
         Ok(())
     }
 
