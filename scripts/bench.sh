@@ -17,6 +17,7 @@
 #              following 1 000 tasks, one listen stream against polling, 3 rounds
 #              (its section appended after that). Then scripts/bench_wrk.sh: W1 and
 #              W2 under wrk against the fixture, the bench server, rmcp and the echo.
+#              Then scripts/bench_auth.sh: W1 with OAuth validation on against off.
 #   --smoke    the CI pass: debug builds, every workload for 2 s on tiny sizes, one
 #              round, ours on memory and SQLite, and on PostgreSQL when DATABASE_URL
 #              is set; writes target/bench/smoke.md and fails if anything errored;
@@ -100,6 +101,10 @@ if [[ "$mode" == full ]]; then
   echo "== W1 and W2 under wrk"
   scripts/bench_wrk.sh
   { echo; cat target/bench/wrk.md; } >>docs/benchmarks.md
+  # W1 with OAuth validation on against off, side by side (issue 34).
+  echo "== W1 with OAuth validation on and off"
+  scripts/bench_auth.sh
+  { echo; cat target/bench/auth.md; } >>docs/benchmarks.md
   # The client benchmark's section, after the generated report (which would not keep it).
   { echo; cat target/bench/follow.md; } >>docs/benchmarks.md
 fi
