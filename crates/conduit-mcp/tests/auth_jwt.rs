@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use conduit_mcp::auth::{ApiKeys, Authenticate, Jwt, JwtAlgorithm};
+use conduit_mcp::auth::{ApiKeys, AuthError, Authenticate, Jwt, JwtAlgorithm};
 use conduit_mcp::prelude::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, get_current_timestamp};
 use serde_json::{Value, json};
@@ -217,4 +217,74 @@ async fn two_credential_headers_are_a_bad_request() {
         .await;
     assert_eq!(r.status.as_u16(), 400, "{}", r.text);
     assert!(r.www_authenticate().starts_with("ApiKey") && r.www_authenticate().contains("invalid_request"));
+}
+
+/// An authenticator that counts its calls, reads a manual clock, and lets a connection
+/// reuse its answer for a second.
+struct Counting {
+    calls: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    clock: conduit_mcp::clock::ManualClock,
+}
+
+#[async_trait::async_trait]
+impl Authenticate for Counting {
+    async fn authenticate(&self, headers: &reqwest::header::HeaderMap) -> Result<Principal, AuthError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let token = headers.get("authorization").and_then(|v| v.to_str().ok()).ok_or(AuthError::Missing)?;
+        match token.strip_prefix("Bearer ") {
+            Some(who @ ("alice" | "bob")) => {
+                Ok(Principal::new(who).valid_until_ms(conduit_mcp::clock::Clock::now_ms(&self.clock) + 60_000))
+            }
+            _ => Err(AuthError::Invalid("unknown token".into())),
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        conduit_mcp::clock::Clock::now_ms(&self.clock)
+    }
+
+    fn reuse_on_connection(&self, _p: &Principal) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_secs(1))
+    }
+}
+
+/// A keep-alive connection that sends the same token again is answered with the principal it
+/// proved, without asking the authenticator, for as long as the authenticator allows and never
+/// past the principal's limit; another token on the connection is asked about, and credentials
+/// given twice are still a bad request.
+#[tokio::test]
+async fn a_connection_reuses_the_principal_its_token_proved() {
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let clock = conduit_mcp::clock::ManualClock::new(1_000_000);
+    let auth = Counting { calls: calls.clone(), clock: clock.clone() };
+    let h = serve_with(server(), HttpConfig::default().auth(auth)).await;
+    // One connection: reqwest keeps it alive between these sequential requests.
+    let one = h.clone_with(reqwest::Client::builder().pool_max_idle_per_host(1).build().expect("client"));
+    let count = || calls.load(std::sync::atomic::Ordering::SeqCst);
+    let who = |r: &Resp| r.body["result"]["structuredContent"]["id"].clone();
+    for _ in 0..20 {
+        let r = whoami(&one, "alice".into()).await;
+        assert_eq!(who(&r), json!("alice"), "{}", r.text);
+    }
+    assert_eq!(count(), 1, "one check for twenty requests on one connection");
+    // Another token on the same connection is checked, and becomes the one remembered.
+    assert_eq!(who(&whoami(&one, "bob".into()).await), json!("bob"));
+    assert_eq!(who(&whoami(&one, "bob".into()).await), json!("bob"));
+    assert_eq!(count(), 2);
+    assert_eq!(whoami(&one, "mallory".into()).await.status.as_u16(), 401);
+    assert_eq!(count(), 3);
+    assert_eq!(who(&whoami(&one, "alice".into()).await), json!("alice"));
+    assert_eq!(count(), 4);
+    // A second later by the authenticator's clock, it is asked again.
+    clock.advance(1_000);
+    assert_eq!(who(&whoami(&one, "alice".into()).await), json!("alice"));
+    assert_eq!(count(), 5);
+    // Two Authorization headers are refused before anything is reused.
+    let r = one
+        .send_with(&call("who", "whoami", json!({})), |hd| {
+            hd.append("authorization", "Bearer alice".parse().expect("value"));
+            hd.append("authorization", "Bearer mallory".parse().expect("value"));
+        })
+        .await;
+    assert_eq!(r.status.as_u16(), 400, "{}", r.text);
 }

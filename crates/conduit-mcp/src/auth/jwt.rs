@@ -94,4 +94,10 @@ impl Authenticate for Jwt {
             .map(|e| e.saturating_add(self.validation.leeway).saturating_mul(1000));
         Ok(p.claims(claims))
     }
+
+    /// A second at most: the token alone decides, and a signature check costs more than
+    /// a comparison with the connection's last token.
+    fn reuse_on_connection(&self, _principal: &Principal) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_secs(1))
+    }
 }

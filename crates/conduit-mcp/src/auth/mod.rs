@@ -152,6 +152,16 @@ pub trait Authenticate: Send + Sync + 'static {
     fn now_ms(&self) -> u64 {
         crate::clock::Clock::now_ms(&crate::clock::SystemClock)
     }
+
+    /// How long a connection may answer its later requests that carry byte-identical
+    /// credentials with `principal` without asking again (default: never). Only for an
+    /// authenticator whose answer depends on the credentials header alone and on
+    /// nothing that changes per request; never past the principal's
+    /// [`valid_until_ms`](Principal::valid_until_ms).
+    fn reuse_on_connection(&self, principal: &Principal) -> Option<std::time::Duration> {
+        let _ = principal;
+        None
+    }
 }
 
 /// Reads `Authorization: Bearer <token>`; `None` when absent, an error when malformed.

@@ -64,17 +64,32 @@ impl OversizePool {
     }
 }
 
-/// How much one session keeps for replay.
-#[derive(Debug, Clone)]
-pub(crate) struct ReplayBounds {
+/// How much each session of a node keeps for replay: one value the node's sessions share.
+#[derive(Debug)]
+pub(crate) struct ReplayPolicy {
     /// Events at most.
     pub(crate) events: usize,
     /// Bytes at most, but for a newest message larger than this by itself.
     pub(crate) bytes: usize,
-    /// Where such a message is counted, and for which client (`None`: it is always kept).
-    pub(crate) oversize: Option<(Arc<OversizePool>, u64)>,
+    /// Where such a message is counted (`None`: it is always kept).
+    pub(crate) oversize: Option<Arc<OversizePool>>,
     /// The node's account every buffer draws on (`None`: no ceiling).
     pub(crate) retained: Option<Arc<Retained>>,
+}
+
+/// How much one session keeps for replay: its node's policy, and whose session it is
+/// (the client the oversize pool counts it against).
+#[derive(Debug, Clone)]
+pub(crate) struct ReplayBounds {
+    pub(crate) policy: Arc<ReplayPolicy>,
+    pub(crate) client: u64,
+}
+
+impl ReplayBounds {
+    /// Bounds of their own, shared with nobody (stdio, tests).
+    pub(crate) fn alone(events: usize, bytes: usize) -> Self {
+        Self { policy: Arc::new(ReplayPolicy { events, bytes, oversize: None, retained: None }), client: 0 }
+    }
 }
 
 #[derive(Debug)]
@@ -108,15 +123,14 @@ struct Inner {
 #[derive(Debug)]
 pub struct EventLog {
     inner: Mutex<Inner>,
-    cap: usize,
-    budget: usize,
-    oversize: Option<(Arc<OversizePool>, u64)>,
-    retained: Option<Arc<Retained>>,
+    policy: Arc<ReplayPolicy>,
+    /// Whose session this is, for the oversize pool.
+    client: u64,
 }
 
 impl Drop for EventLog {
     fn drop(&mut self) {
-        if let Some(node) = &self.retained {
+        if let Some(node) = &self.policy.retained {
             node.give(self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).charged);
         }
     }
@@ -142,13 +156,12 @@ impl EventLog {
     /// An empty log keeping at most `cap` events and `budget` bytes for replay (and the
     /// newest message whatever its size).
     pub fn new(cap: usize, budget: usize) -> Self {
-        Self::bounded(ReplayBounds { events: cap, bytes: budget, oversize: None, retained: None })
+        Self::bounded(ReplayBounds::alone(cap, budget))
     }
 
     /// An empty log within `bounds`.
     pub(crate) fn bounded(bounds: ReplayBounds) -> Self {
-        let ReplayBounds { events, bytes, oversize, retained } = bounds;
-        Self { inner: Mutex::new(Inner::default()), cap: events.max(1), budget: bytes, oversize, retained }
+        Self { inner: Mutex::new(Inner::default()), policy: bounds.policy, client: bounds.client }
     }
 
     /// The bytes of messages kept for replay.
@@ -211,7 +224,8 @@ impl EventLog {
         let len = crate::bounds::json_len(&msg);
         g.buffer.push_back((stream, seq, msg, len));
         g.bytes += len;
-        while g.buffer.len() > 1 && (g.buffer.len() > self.cap || g.bytes > self.budget) {
+        let (cap, budget) = (self.policy.events.max(1), self.policy.bytes);
+        while g.buffer.len() > 1 && (g.buffer.len() > cap || g.bytes > budget) {
             if let Some((old, _, _, len)) = g.buffer.pop_front() {
                 g.bytes -= len;
                 forget_if_done(&mut g, old);
@@ -219,10 +233,10 @@ impl EventLog {
         }
         // Left over the budget: the newest message alone, larger than it.
         g.oversize = None;
-        if g.bytes > self.budget
-            && let Some((pool, client)) = &self.oversize
+        if g.bytes > budget
+            && let Some(pool) = &self.policy.oversize
         {
-            match pool.held.hold_n(client, g.bytes, pool.per_client, usize::MAX) {
+            match pool.held.hold_n(&self.client, g.bytes, pool.per_client, usize::MAX) {
                 Ok(place) => g.oversize = Some(Box::new(place)),
                 Err(_) => {
                     g.buffer.clear();
@@ -237,7 +251,7 @@ impl EventLog {
     /// Charges the node's account for what the buffer keeps now; what does not fit goes,
     /// oldest first (the newest too, when it alone does not fit).
     fn settle(&self, g: &mut Inner) {
-        let Some(node) = &self.retained else { return };
+        let Some(node) = &self.policy.retained else { return };
         while g.bytes > g.charged && !node.take(g.bytes - g.charged) {
             let Some((old, _, _, len)) = g.buffer.pop_front() else { break };
             g.bytes -= len;
@@ -247,7 +261,7 @@ impl EventLog {
             node.give(g.charged - g.bytes);
         }
         g.charged = g.bytes;
-        if g.bytes <= self.budget {
+        if g.bytes <= self.policy.bytes {
             g.oversize = None;
         }
     }
@@ -386,12 +400,8 @@ mod tests {
         let pool = Arc::new(OversizePool::new(2 * one));
         let alice = pool.client("alice");
         let log = || {
-            EventLog::bounded(ReplayBounds {
-                events: 16,
-                bytes: 100,
-                oversize: Some((pool.clone(), alice)),
-                retained: None,
-            })
+            let policy = ReplayPolicy { events: 16, bytes: 100, oversize: Some(pool.clone()), retained: None };
+            EventLog::bounded(ReplayBounds { policy: Arc::new(policy), client: alice })
         };
         let replayed = |log: &EventLog, s: u64| {
             let mut rx = log.resume(&format!("{s}-0"));
@@ -427,7 +437,8 @@ mod tests {
         let one = crate::bounds::json_len(&note(0));
         let node = Arc::new(Retained::new(5 * one));
         let log = || {
-            EventLog::bounded(ReplayBounds { events: 16, bytes: 4 * one, oversize: None, retained: Some(node.clone()) })
+            let policy = ReplayPolicy { events: 16, bytes: 4 * one, oversize: None, retained: Some(node.clone()) };
+            EventLog::bounded(ReplayBounds { policy: Arc::new(policy), client: 0 })
         };
         let (a, b) = (log(), log());
         let (sa, _ra) = a.open_request_stream();

@@ -12,7 +12,7 @@ use crate::protocol::meta::ClientCapabilities;
 use crate::subscriptions::Registration;
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::oneshot;
@@ -37,8 +37,9 @@ pub struct LegacySession {
     /// The SHA-256 of the id (how a forwarded response names the session); zeros on stdio.
     key: [u8; 32],
     next_request: AtomicU64,
-    /// SSE responses of this session open on this node (its GET stream, requests' streams).
-    open_streams: AtomicUsize,
+    /// SSE responses of this session open on this node (its GET stream, requests' streams;
+    /// 32 bits: it packs beside `persisted`, and an idle session's size counts).
+    open_streams: AtomicU32,
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     pub(crate) changes: Mutex<Option<Registration>>,
     /// The URIs of `resources/subscribe`.
@@ -93,7 +94,7 @@ impl LegacySession {
 
     /// A session bound to one stdio process: everything goes to `out`.
     pub(crate) fn local(record: SessionRecord, out: UnboundedSender<Message>) -> Self {
-        let replay = ReplayBounds { events: 1, bytes: 0, oversize: None, retained: None };
+        let replay = ReplayBounds::alone(1, 0);
         Self::build(record, false, Some(out), replay, Arc::new(WaitPolicy::local()), Arc::from("local"), [0; 32])
     }
 
@@ -116,7 +117,7 @@ impl LegacySession {
             node,
             key,
             next_request: AtomicU64::new(1),
-            open_streams: AtomicUsize::new(0),
+            open_streams: AtomicU32::new(0),
             in_flight: Mutex::default(),
             changes: Mutex::new(None),
             uris: Mutex::default(),

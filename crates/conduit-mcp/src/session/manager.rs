@@ -3,6 +3,7 @@
 use super::MemorySessionStore;
 use super::events::{
     DEFAULT_OVERSIZE_REPLAY_BYTES_PER_CLIENT, DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES, OversizePool, ReplayBounds,
+    ReplayPolicy,
 };
 use super::live::LegacySession;
 use super::relay::ResponseRelay;
@@ -217,6 +218,8 @@ pub(crate) struct Sessions {
     oversize: Arc<OversizePool>,
     /// What all sessions here retain, under `config.max_retained_bytes`.
     retained: Arc<Retained>,
+    /// What each session keeps for replay, shared by this node's sessions.
+    replay: Arc<ReplayPolicy>,
 }
 
 impl Sessions {
@@ -234,7 +237,13 @@ impl Sessions {
             retained: Some(retained.clone()),
         });
         let oversize = Arc::new(OversizePool::new(config.oversize_replay_bytes_per_client));
-        Self { config, clock, node, live: Mutex::default(), waits, oversize, retained }
+        let replay = Arc::new(ReplayPolicy {
+            events: config.replay_events,
+            bytes: config.replay_bytes,
+            oversize: Some(oversize.clone()),
+            retained: Some(retained.clone()),
+        });
+        Self { config, clock, node, live: Mutex::default(), waits, oversize, retained, replay }
     }
 
     pub(super) fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LegacySession>>> {
@@ -243,12 +252,7 @@ impl Sessions {
 
     /// The replay bounds of a session of `record`'s client.
     fn replay(&self, record: &SessionRecord) -> ReplayBounds {
-        ReplayBounds {
-            events: self.config.replay_events,
-            bytes: self.config.replay_bytes,
-            oversize: Some((self.oversize.clone(), self.oversize.client(&record.client_key))),
-            retained: Some(self.retained.clone()),
-        }
+        ReplayBounds { policy: self.replay.clone(), client: self.oversize.client(&record.client_key) }
     }
 
     pub(crate) fn now(&self) -> u64 {

@@ -74,6 +74,9 @@ use scopes::ScopeHierarchy;
 use std::sync::Arc;
 use token_cache::ByHash;
 
+/// How long a connection reuses a principal for the same `Authorization` header.
+const REUSE_ON_CONNECTION: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What every request's check shares: the configuration, the HTTP client and the caches.
 pub(super) struct Shared {
     cfg: OAuthConfig,
@@ -175,5 +178,11 @@ impl Authenticate for OAuth {
 
     fn now_ms(&self) -> u64 {
         self.shared.cfg.clock.now_ms()
+    }
+
+    /// A second at most: a token's answer depends on it alone, and a connection that
+    /// keeps sending it is asked again (from the cache) once a second.
+    fn reuse_on_connection(&self, _principal: &Principal) -> Option<std::time::Duration> {
+        Some(REUSE_ON_CONNECTION)
     }
 }

@@ -5,6 +5,7 @@
 
 use super::AppState;
 use super::HttpConfig;
+use super::conn_auth::ConnCredentials;
 use super::guard::{Refusal, check};
 use super::status::{challenge, error_response, forbidden};
 use crate::auth::{AuthError, INSUFFICIENT_SCOPE, INVALID_REQUEST, INVALID_TOKEN, Principal};
@@ -13,6 +14,7 @@ use crate::quota::ClientKey;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use std::sync::Arc;
 
 /// The principal of an admitted request (`None` without authentication), or the refusal.
 pub(super) async fn admit(st: &AppState, parts: &Parts) -> Result<Option<Principal>, Response> {
@@ -31,6 +33,20 @@ pub(super) async fn admit(st: &AppState, parts: &Parts) -> Result<Option<Princip
         }
     }
     let Some(auth) = &cfg.auth else { return Ok(None) };
+    let credentials_header = auth.credentials_header();
+    if let Some(name) = duplicated(headers, &credentials_header) {
+        let e = AuthError::InvalidRequest(format!("more than one {name} header"));
+        charge(st, parts);
+        return Err(refusal(cfg, auth.scheme(), &e));
+    }
+    // The same credentials this connection proved a moment ago prove the same principal.
+    let proven = parts.extensions.get::<Arc<ConnCredentials>>();
+    let credentials = headers.get(&credentials_header);
+    if let (Some(proven), Some(credentials)) = (proven, credentials)
+        && let Some(p) = proven.recall(auth.as_ref(), credentials)
+    {
+        return Ok(Some(p));
+    }
     // Failed authentications count by address, whatever the credentials claim to be.
     let address = super::peer::peer(&parts.extensions).map(|ip| ClientKey::of(None, Some(ip)));
     let budget = st.auth_failures.as_ref().zip(address.as_ref());
@@ -44,22 +60,29 @@ pub(super) async fn admit(st: &AppState, parts: &Parts) -> Result<Option<Princip
         );
         return Err(error_response(cfg, None, e));
     }
-    let outcome = match duplicated(headers, &auth.credentials_header()) {
-        Some(name) => Err(AuthError::InvalidRequest(format!("more than one {name} header"))),
-        None => auth.authenticate(headers).await,
-    };
-    match outcome {
-        Ok(p) => Ok(Some(p)),
+    match auth.authenticate(headers).await {
+        Ok(p) => {
+            if let (Some(proven), Some(credentials)) = (proven, credentials) {
+                proven.remember(auth.as_ref(), credentials, &p);
+            }
+            Ok(Some(p))
+        }
         Err(e) => {
             // Credentials that were read and refused; not their absence, a missing scope
             // or an authorization server that could not answer.
-            if matches!(e, AuthError::Invalid(_) | AuthError::InvalidRequest(_))
-                && let Some((failures, address)) = budget
-            {
-                let _ = failures.check(address);
+            if matches!(e, AuthError::Invalid(_) | AuthError::InvalidRequest(_)) {
+                charge(st, parts);
             }
             Err(refusal(cfg, auth.scheme(), &e))
         }
+    }
+}
+
+/// Counts one failed authentication against the request's address.
+fn charge(st: &AppState, parts: &Parts) {
+    let address = super::peer::peer(&parts.extensions).map(|ip| ClientKey::of(None, Some(ip)));
+    if let (Some(failures), Some(address)) = (st.auth_failures.as_ref(), address.as_ref()) {
+        let _ = failures.check(address);
     }
 }
 

@@ -31,6 +31,7 @@ mod admit;
 mod body;
 mod config_toml;
 mod conn;
+mod conn_auth;
 mod guard;
 mod headers;
 mod legacy_lane;

@@ -189,11 +189,16 @@ async fn serve_connection<S>(
 {
     let in_flight = Arc::new(InFlight::default());
     let io = TokioIo::new(Watched::new(tcp, in_flight.clone(), limits.header, limits.idle));
+    // The credentials this connection last proved (`admit` reuses them for the same token).
+    let proven = app.config.auth.is_some().then(|| Arc::new(super::conn_auth::ConnCredentials::default()));
     let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
         let guard = in_flight.enter();
         let mut req = req.map(|b| Body::new(Deadline::new(b, limits.body)));
         // Where per-client limits find the address (as axum's `into_make_service_with_connect_info` puts it).
         req.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+        if let Some(proven) = &proven {
+            req.extensions_mut().insert(proven.clone());
+        }
         let (app, routes) = (app.clone(), routes.clone());
         async move {
             let resp = dispatch(app, routes, req).await;
