@@ -45,7 +45,7 @@ pub type ParseFailure = (Option<RequestId>, RpcError);
 /// Parses raw bytes into a message, with the spec's error for each fault.
 ///
 /// The error carries the id when one could be read, so it can be echoed. Member
-/// values are read by [`peer_json`](crate::protocol::peer_json): an object with a
+/// values are read by [`peer_json`]: an object with a
 /// member name serde_json reserves is refused (`-32602` in `params`, else `-32600`).
 pub fn parse_incoming(bytes: &[u8]) -> Result<Incoming, ParseFailure> {
     let text = std::str::from_utf8(bytes).map_err(|_| (None, RpcError::parse_error("body is not valid UTF-8")))?;
