@@ -60,7 +60,11 @@ fi
 
 start=$(date +%s)
 echo "== building the bench crate and the conformance fixture ($dir)"
-cargo build "${profile_flag[@]}" -p conduit-mcp-bench -p conduit-mcp-conformance --bins
+if [[ "$mode" == smoke ]]; then
+  build_bins
+else
+  cargo build --release -p conduit-mcp-bench -p conduit-mcp-conformance --bins
+fi
 echo "== building the rmcp peer ($dir, its own workspace and lockfile)"
 cargo build "${profile_flag[@]}" --locked --manifest-path "$peer_manifest" --target-dir "$peer_target"
 built=$(date +%s)

@@ -124,7 +124,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 log "building the fixture and the conformance client"
-cargo build -p conduit-mcp-conformance --bins
+build_bins
 
 RUNNER_FAILED=0
 # run_suite LOG ARGS...: one run of the suite's runner (`conformance ARGS`), its output also in $OUT/LOG.log.

@@ -25,7 +25,7 @@ if ! command -v npx >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   exit 1
 fi
 
-# The venv is also the one crates/conduit-mcp-cli/tests/python_oauth.rs uses.
+# The venv is also the one crates/conduit-mcp-cli/tests/client/python_oauth.rs uses.
 VENV="$target_dir/legacy-client-venv"
 BIN="$target_dir/debug/conduit-mcp"
 MCP_SPEC="${CONDUIT_PY_MCP:-mcp>=1.20,<2}"
@@ -40,7 +40,7 @@ if ! "$VENV/bin/python" -c 'import mcp' 2>/dev/null; then
 fi
 log "python SDK $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
 
-cargo build -q -p conduit-mcp-cli
+build_bins -q
 
 work="$target_dir/legacy-client"
 mkdir -p "$work"

@@ -12,50 +12,48 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "== cargo clippy (all targets, all features, -D warnings)"
+step "cargo clippy (all targets, all features, -D warnings)"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 
-echo "== every example builds (cargo build --examples, all features)"
-cargo build --workspace --examples --all-features
+# The examples are built by `cargo test` below (it builds every example of the workspace).
 
-echo "== the API docs build without a warning (all features; broken intra-doc links fail)"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
-
-echo "== the published crates' docs as docs.rs builds them (nightly, --cfg docsrs: feature badges)"
+step "the API docs as docs.rs builds them, without a warning (all features, broken intra-doc links fail)"
 if cargo +nightly --version >/dev/null 2>&1; then
-  RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc --all-features --no-deps \
-    -p conduit-mcp -p conduit-mcp-sql -p conduit-mcp-cli
+  # One pass: nightly with --cfg docsrs (the feature badges) is also the -D warnings check.
+  RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc --workspace --all-features --no-deps
 else
-  log "no nightly toolchain: the docs.rs build (--cfg docsrs) is not checked"
+  log "no nightly toolchain: the docs.rs build (--cfg docsrs) is not checked; stable docs only"
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --all-features --no-deps
 fi
 
-echo "== the published crates package and build from their .crate files (scripts/package.sh)"
+step "the published crates package and build from their .crate files (scripts/package.sh)"
 bash scripts/package.sh
 
-echo "== building the rmcp peer (the client's interop tests call it; its own workspace)"
+step "building the rmcp peer (the client's interop tests call it; its own workspace)"
 cargo build --locked --manifest-path crates/conduit-mcp-bench/peers/rmcp-peer/Cargo.toml \
   --target-dir "$target_dir/rmcp-peer"
 
-echo "== the test authorization server (oidc-provider on Node 22; the OAuth tests start it)"
+step "the test authorization server (oidc-provider on Node 22; the OAuth tests start it)"
 bash scripts/oauth_as.sh
-# The browser `conduit-mcp login --browser-command` runs in the CLI's tests (cargo test
-# --workspace builds it too; built first so a test run of one crate finds it).
-cargo build -p conduit-mcp-test-oauth --bin scripted-browser
 
-echo "== cargo test (workspace, all features)"
+step "every binary and example (debug, all features: the one build the tests and scripts share)"
+# Built before the tests: the CLI's tests run `scripted-browser` (conduit-mcp-test-oauth's).
+build_bins
+
+step "cargo test (workspace, all features)"
 CONDUIT_REQUIRE_RMCP=1 cargo test --workspace --all-features
 
-echo "== a real third-party 2025-11-25 client (official Python SDK 1.x) over HTTP and stdio"
+step "a real third-party 2025-11-25 client (official Python SDK 1.x) over HTTP and stdio"
 if [[ "${CONDUIT_LEGACY_CLIENT:-1}" != 0 ]]; then
   bash scripts/legacy_client.sh
 else
   echo "skipped: CONDUIT_LEGACY_CLIENT=0"
 fi
 
-echo "== benchmark smoke pass (builds the bench crate and the rmcp peer; 2 s per workload)"
+step "benchmark smoke pass (builds the bench crate and the rmcp peer; 2 s per workload)"
 # Benchmarks are run by hand (scripts/bench.sh); CI only keeps the harness from rotting.
 # CONDUIT_BENCH_SMOKE=0 skips it on a laptop.
 if [[ "${CONDUIT_BENCH_SMOKE:-1}" != 0 ]]; then

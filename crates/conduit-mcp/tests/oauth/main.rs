@@ -1,0 +1,17 @@
+//! Authentication on the resource server: JWT validation (feature jwt) and OAuth 2.1 against
+//! a real authorization server (feature oauth): login, tokens, introspection.
+
+#[path = "../support/common/mod.rs"]
+pub mod common;
+#[path = "../support/legacy_common/mod.rs"]
+pub mod legacy_common;
+#[cfg(feature = "oauth")]
+#[path = "../support/oauth_support/mod.rs"]
+pub mod oauth_support;
+
+#[cfg(feature = "jwt")]
+mod jwt;
+#[cfg(feature = "oauth")]
+mod login;
+#[cfg(feature = "oauth")]
+mod tokens;
