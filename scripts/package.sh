@@ -11,4 +11,10 @@ crates=(crates/conduit-mcp crates/conduit-mcp-sql crates/conduit-mcp-cli)
 python3 scripts/lib/published_versions.py "${crates[@]}"
 # --locked: the lockfile the workspace tests with is the one the packages are checked with;
 # --allow-dirty: a check of uncommitted work too (nothing is published).
+# The packaged crates are built in the workspace's target directory: left unset, cargo
+# gives each its own (target/package/NAME/target) and builds every dependency three times.
+case "$target_dir" in
+  /*) export CARGO_TARGET_DIR="$target_dir" ;;
+  *) export CARGO_TARGET_DIR="$root/$target_dir" ;;
+esac
 cargo package --locked --allow-dirty -p conduit-mcp -p conduit-mcp-sql -p conduit-mcp-cli

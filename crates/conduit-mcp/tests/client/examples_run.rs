@@ -4,8 +4,6 @@
 //! question, against its stand-in server). Each is built with cargo, run,
 //! and judged by what it prints.
 
-use serde_json::Value;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 

@@ -14,10 +14,10 @@ const ISS: &str = "https://auth.example.com";
 const AUD: &str = "https://mcp.example.com";
 const SECRET: &[u8] = b"a-test-secret-of-reasonable-length!";
 
-const RSA_PRIVATE: &[u8] = include_bytes!("fixtures/rsa_private.pem");
-const RSA_PUBLIC: &[u8] = include_bytes!("fixtures/rsa_public.pem");
-const EC_PRIVATE: &[u8] = include_bytes!("fixtures/ec_private.pem");
-const EC_PUBLIC: &[u8] = include_bytes!("fixtures/ec_public.pem");
+const RSA_PRIVATE: &[u8] = include_bytes!("../fixtures/rsa_private.pem");
+const RSA_PUBLIC: &[u8] = include_bytes!("../fixtures/rsa_public.pem");
+const EC_PRIVATE: &[u8] = include_bytes!("../fixtures/ec_private.pem");
+const EC_PUBLIC: &[u8] = include_bytes!("../fixtures/ec_public.pem");
 
 fn server() -> Server {
     Server::builder("auth", "1.0.0")

@@ -20,7 +20,9 @@ pub const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// A running `conduit-mcp serve`; killed (SIGKILL) when dropped.
 pub struct Node {
+    /// The server's process.
     pub child: std::process::Child,
+    /// Where it serves MCP (`http://127.0.0.1:PORT/mcp`).
     pub url: String,
     /// Every line it wrote to stderr so far.
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -299,15 +301,18 @@ pub fn database_url() -> Option<String> {
 
 /// A fresh schema name, and a guard that drops it at the end.
 pub struct Schema {
+    /// The schema's name (`cli_test_` and 16 random hex digits).
     pub name: String,
     url: String,
 }
 
 impl Schema {
+    /// A fresh schema name on the PostgreSQL server at `url`.
     pub fn new(url: &str) -> Schema {
         Schema { name: format!("cli_test_{:016x}", rand::random::<u64>()), url: url.to_owned() }
     }
 
+    /// Drops the schema and everything in it.
     pub async fn drop_now(&self) {
         use sqlx::Connection;
         if let Ok(mut c) = sqlx::PgConnection::connect(&self.url).await {

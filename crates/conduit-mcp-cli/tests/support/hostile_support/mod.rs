@@ -22,16 +22,35 @@ pub enum Reply {
     /// Reads the request and never answers.
     Hang,
     /// Sends this head (content type) and `prefix`, then `fill` bytes until the client hangs up.
-    Endless { content_type: &'static str, prefix: &'static [u8], fill: u8 },
+    Endless {
+        /// The `Content-Type` sent.
+        content_type: &'static str,
+        /// The bytes sent first.
+        prefix: &'static [u8],
+        /// The byte repeated after them.
+        fill: u8,
+    },
     /// `307 Temporary Redirect` to this location.
     Redirect(String),
     /// A status without a body (`202` for a notification, `405` for a GET).
     Status(u16),
     /// Any status, headers and body (the body's length is sent).
-    Raw { status: u16, headers: Vec<(String, String)>, body: String },
+    Raw {
+        /// The status code.
+        status: u16,
+        /// The headers, as given.
+        headers: Vec<(String, String)>,
+        /// The body.
+        body: String,
+    },
     /// `200 text/event-stream`, then `body` as written, then the connection
     /// closes (`hang: false`) or stays open and silent (`hang: true`).
-    Sse { body: String, hang: bool },
+    Sse {
+        /// What the stream carries, as written.
+        body: String,
+        /// Stay open and silent after it, instead of closing.
+        hang: bool,
+    },
 }
 
 /// One request as the hostile server's handler sees it.

@@ -17,14 +17,18 @@ use std::time::Duration;
 /// Answers every form with `{"name": NAME, "confirm": true}` and records each key asked.
 #[derive(Clone, Default)]
 pub struct Recorder {
+    /// The name it answers with.
     pub name: String,
+    /// The keys of every form it was asked, in order.
     pub asked: Arc<Mutex<Vec<String>>>,
 }
 
 impl Recorder {
+    /// A recorder that answers with `name`.
     pub fn new(name: &str) -> Self {
         Self { name: name.into(), asked: Arc::default() }
     }
+    /// The keys asked so far.
     pub fn asked(&self) -> Vec<String> {
         self.asked.lock().unwrap().clone()
     }

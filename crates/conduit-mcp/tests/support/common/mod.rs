@@ -115,8 +115,11 @@ pub fn set(h: &mut HeaderMap, name: &str, value: &str) {
 /// A response read to the end.
 #[derive(Debug)]
 pub struct Resp {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
+    /// The body as text.
     pub text: String,
     /// The body as JSON (`Null` when empty or not JSON).
     pub body: Value,
@@ -201,7 +204,9 @@ type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
 /// Reads SSE events from a live response, one at a time.
 pub struct SseStream {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
     stream: ByteStream,
     buf: Vec<u8>,
@@ -242,9 +247,13 @@ impl SseStream {
 
 /// A server bound to `127.0.0.1:0`, mounted at `/mcp`.
 pub struct Harness {
+    /// The address it listens on.
     pub addr: SocketAddr,
+    /// Its MCP endpoint (`http://127.0.0.1:PORT/mcp`).
     pub url: String,
+    /// The server it serves.
     pub server: Server,
+    /// An HTTP client for the tests' requests.
     pub client: reqwest::Client,
     task: tokio::task::JoinHandle<()>,
 }
@@ -346,8 +355,11 @@ pub async fn read(rb: reqwest::RequestBuilder) -> Resp {
 /// A response read off a raw socket.
 #[derive(Debug)]
 pub struct RawResp {
+    /// The status code.
     pub status: u16,
+    /// The status line and headers, as sent.
     pub head: String,
+    /// The body as JSON.
     pub body: Value,
 }
 

@@ -46,10 +46,12 @@ impl ToolHandler for Reverse {
     }
 }
 
+/// The output schema of the `stats` tool: `{ count: integer }`.
 pub fn stats_schema() -> Value {
     json!({ "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] })
 }
 
+/// The features server's builder: a tool, prompt and resource of each kind the tests call.
 pub fn builder() -> ServerBuilder {
     Server::builder("features", "1.2.3")
         .instructions("Use echo to test.")
@@ -103,6 +105,7 @@ pub fn builder() -> ServerBuilder {
         })
 }
 
+/// The features server, built.
 pub fn server() -> Server {
     builder().build().expect("valid server")
 }

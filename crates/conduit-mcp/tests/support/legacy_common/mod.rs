@@ -33,7 +33,7 @@ pub async fn guard<F: std::future::Future>(what: &str, fut: F) -> F::Output {
 fn schema_root() -> &'static Value {
     static ROOT: OnceLock<Value> = OnceLock::new();
     ROOT.get_or_init(|| {
-        let text = include_str!("../schema/mcp-2025-11-25.schema.json");
+        let text = include_str!("../../schema/mcp-2025-11-25.schema.json");
         serde_json::from_str(text).expect("the schema is JSON")
     })
 }
@@ -66,8 +66,11 @@ pub fn assert_message(m: &Value) {
 /// One SSE event: its id and its message (`None`: a priming event).
 #[derive(Debug, Clone)]
 pub struct Ev {
+    /// The event's `id:`.
     pub id: Option<String>,
+    /// The event's `retry:` (milliseconds).
     pub retry: Option<u64>,
+    /// The JSON-RPC message in its `data:`.
     pub msg: Option<Value>,
 }
 
@@ -76,7 +79,9 @@ type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Sen
 /// Reads SSE events (with ids) from a live response; every message is schema-checked.
 /// A plain JSON response (a request answered at once) reads as one event without an id.
 pub struct Events {
+    /// The HTTP status.
     pub status: StatusCode,
+    /// The response headers.
     pub headers: HeaderMap,
     /// The response is `application/json`, not a stream.
     pub json: bool,
@@ -86,6 +91,7 @@ pub struct Events {
 }
 
 impl Events {
+    /// Reads `resp`'s events as they arrive.
     pub fn new(resp: reqwest::Response) -> Self {
         let json = resp
             .headers()
@@ -190,32 +196,41 @@ impl Events {
 /// A legacy client bound to one endpoint and (after `initialize`) one session.
 #[derive(Clone)]
 pub struct Legacy {
+    /// The MCP endpoint.
     pub url: String,
+    /// The HTTP client it sends with.
     pub client: reqwest::Client,
+    /// The `Mcp-Session-Id` the server gave, once initialized.
     pub session: Option<String>,
+    /// The protocol version it sends (`MCP-Protocol-Version`).
     pub version: String,
     /// `Authorization: Bearer <token>` on every request, when set.
     pub token: Option<String>,
 }
 
+/// A JSON-RPC request.
 pub fn rpc(id: impl Into<Value>, method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params })
 }
 
+/// A JSON-RPC notification.
 pub fn note(method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "method": method, "params": params })
 }
 
 impl Legacy {
+    /// A client of `url` with no session yet, speaking `LV`.
     pub fn new(url: &str) -> Self {
         Self { url: url.to_owned(), client: reqwest::Client::new(), session: None, version: LV.into(), token: None }
     }
 
+    /// Sends `token` as a bearer token on every request.
     pub fn with_token(mut self, token: &str) -> Self {
         self.token = Some(token.to_owned());
         self
     }
 
+    /// The headers of its next request: content type, accept, version, session and token.
     pub fn headers(&self) -> HeaderMap {
         let mut h = HeaderMap::new();
         h.insert("content-type", HeaderValue::from_static("application/json"));

@@ -20,9 +20,13 @@ pub const READ: &str = "mcp:read";
 
 /// A running resource server.
 pub struct Rs {
+    /// Its MCP endpoint.
     pub url: String,
+    /// The clock its tokens are checked against.
     pub clock: Arc<ManualClock>,
+    /// Its Tasks handle.
     pub tasks: Tasks,
+    /// The server.
     pub server: Server,
     stop: Option<oneshot::Sender<()>>,
     served: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
