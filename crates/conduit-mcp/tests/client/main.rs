@@ -14,4 +14,5 @@ mod examples_run;
 mod over_http;
 mod rmcp_peer;
 mod tasks;
+mod tool_listing;
 mod wire_schema;

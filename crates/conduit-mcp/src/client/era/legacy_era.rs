@@ -3,13 +3,13 @@
 //! `tasks/result`. The server asks its questions as requests, which the
 //! connection core answers through the same input handler.
 
-use super::tool_list;
+use super::tool_list::ToolCache;
 use super::{Dialect, ToolCall, not_found, task_params, tool_result};
 use crate::client::connection::Connection;
 use crate::client::error::ClientError;
 use crate::client::server_info::ServerInfo;
 use crate::client::wire::{Outgoing, Replies};
-use crate::protocol::methods::{INITIALIZE, TASKS_CANCEL, TASKS_GET, TASKS_RESULT, TOOLS_CALL, TOOLS_LIST};
+use crate::protocol::methods::{INITIALIZE, TASKS_CANCEL, TASKS_GET, TASKS_RESULT, TOOLS_CALL};
 use crate::protocol::tasks::{DetailedTask, Task, TaskStatus};
 use crate::protocol::tools::ToolInfo;
 use crate::protocol::version::LEGACY_VERSIONS;
@@ -24,6 +24,8 @@ pub(super) struct LegacyEra {
     version: String,
     /// Whether the server takes task-augmented `tools/call`.
     server_tasks: bool,
+    /// Each listed tool's `execution.taskSupport`, learnt at the first call.
+    tools: ToolCache,
 }
 
 /// `initialize` params: the legacy capabilities of the handler.
@@ -61,7 +63,7 @@ impl LegacyEra {
         info: &Implementation,
     ) -> Result<(Self, ServerInfo), ClientError> {
         conn.end_session();
-        let era = Self { conn, version: LEGACY_VERSIONS[0].into(), server_tasks: false };
+        let era = Self { conn, version: LEGACY_VERSIONS[0].into(), server_tasks: false, tools: ToolCache::default() };
         let result = era.request(INITIALIZE, initialize_params(&era.conn, info)).await?;
         let version = result
             .get("protocolVersion")
@@ -75,19 +77,7 @@ impl LegacyEra {
         let mut server = ServerInfo::from_handshake(Era::Legacy, version.clone(), &result);
         server.implementation = result.get("serverInfo").cloned();
         let server_tasks = server.capabilities.pointer("/tasks/requests/tools/call").is_some();
-        Ok((Self { conn: era.conn, version, server_tasks }, server))
-    }
-
-    /// A tool's `execution.taskSupport` from `tools/list`.
-    async fn tool_task_support(&self, name: &str) -> Option<String> {
-        let list = self.request(TOOLS_LIST, Map::new()).await.ok()?;
-        list.get("tools")?
-            .as_array()?
-            .iter()
-            .find(|t| t.get("name").and_then(Value::as_str) == Some(name))?
-            .pointer("/execution/taskSupport")?
-            .as_str()
-            .map(str::to_owned)
+        Ok((Self { conn: era.conn, version, server_tasks, tools: ToolCache::default() }, server))
     }
 }
 
@@ -121,7 +111,7 @@ impl Dialect for LegacyEra {
     }
 
     async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
-        Ok(tool_list::list(self).await?.0)
+        self.tools.list(self).await
     }
 
     /// Task-augmented when the server and the tool allow it.
@@ -131,7 +121,7 @@ impl Dialect for LegacyEra {
         if !args.is_null() {
             params.insert("arguments".into(), args);
         }
-        if self.server_tasks && self.tool_task_support(name).await.is_some_and(|s| s == "optional" || s == "required") {
+        if self.server_tasks && self.tools.knowing(self, name).await.get(name).is_some_and(|t| t.takes_tasks()) {
             params.insert("task".into(), json!({}));
         }
         let result = self.request(TOOLS_CALL, params).await?;

@@ -2,7 +2,7 @@
 //! carries, `Mcp-Param-*` headers, MRTR `input_required` rounds, and the
 //! Tasks extension's `tasks/get`, `tasks/update`, `tasks/cancel`.
 
-use super::tool_list::{self, ToolTable};
+use super::tool_list::ToolCache;
 use super::{Dialect, ToolCall, not_found, task_params, tool_result};
 use crate::client::connection::Connection;
 use crate::client::error::ClientError;
@@ -19,7 +19,7 @@ use crate::protocol::version::{LEGACY_VERSIONS, MODERN_VERSIONS};
 use crate::protocol::{Era, ErrorCode, Implementation, LATEST_PROTOCOL_VERSION, RequestId};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// How many MRTR rounds one call may take before the client gives up.
 const MAX_ROUNDS: usize = 32;
@@ -32,7 +32,7 @@ pub(super) struct ModernEra {
     /// What every request's `_meta` starts with: the version, `clientInfo`, `clientCapabilities`.
     meta: Map<String, Value>,
     /// The listed tools' `Mcp-Param-*` headers, learnt at the first call.
-    tools: Mutex<Option<ToolTable>>,
+    tools: ToolCache,
 }
 
 impl ModernEra {
@@ -43,7 +43,7 @@ impl ModernEra {
         meta.insert(PROTOCOL_VERSION_KEY.into(), Value::String(version.clone()));
         meta.insert(CLIENT_INFO_KEY.into(), json!(info));
         meta.insert(CLIENT_CAPABILITIES_KEY.into(), Value::Object(caps));
-        Self { conn, version, meta, tools: Mutex::new(None) }
+        Self { conn, version, meta, tools: ToolCache::default() }
     }
 
     /// `server/discover`; on `-32022` tries once more with a modern version
@@ -124,14 +124,9 @@ impl ModernEra {
 
     /// The `Mcp-Param-*` headers of a call (from the tool's `inputSchema`).
     async fn param_headers_for(&self, name: &str, args: &Value) -> Result<Vec<(String, String)>, ClientError> {
-        let known = self.tools.lock().unwrap_or_else(|p| p.into_inner()).is_some();
-        if !known {
-            // Learn the schemas once; a server that cannot list still gets the call.
-            let _ = self.list_tools().await;
-        }
-        let tools = self.tools.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(entry) = tools.as_ref().and_then(|t| t.get(name)) else { return Ok(Vec::new()) };
-        let headers = entry.as_ref().map_err(|why| ClientError::Tool(format!("{name}: refused ({why})")))?;
+        let tools = self.tools.knowing(self, name).await;
+        let Some(entry) = tools.get(name) else { return Ok(Vec::new()) };
+        let headers = entry.headers.as_ref().map_err(|why| ClientError::Tool(format!("{name}: refused ({why})")))?;
         Ok(headers
             .iter()
             .filter_map(|h| {
@@ -183,9 +178,7 @@ impl Dialect for ModernEra {
     }
 
     async fn list_tools(&self) -> Result<Vec<ToolInfo>, ClientError> {
-        let (tools, table) = tool_list::list(self).await?;
-        *self.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(table);
-        Ok(tools)
+        self.tools.list(self).await
     }
 
     /// Answers MRTR `input_required` rounds through the input handler and
