@@ -47,25 +47,63 @@ impl Clock for ManualClock {
     }
 }
 
+/// A UTC instant's calendar fields (proleptic Gregorian).
+struct Civil {
+    year: u64,
+    month: u64,
+    day: u64,
+    /// Seconds into the day.
+    second_of_day: u64,
+    millis: u64,
+}
+
+impl Civil {
+    /// The fields of epoch milliseconds `ms` (civil-from-days, days since 1970-01-01).
+    fn of(ms: u64) -> Self {
+        let secs = ms / 1000;
+        let z = secs / 86_400 + 719_468;
+        let (era, doe) = (z / 146_097, z % 146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + u64::from(month <= 2);
+        Self { year, month, day, second_of_day: secs % 86_400, millis: ms % 1000 }
+    }
+
+    /// The text through `format!`: any width of year.
+    fn formatted(&self) -> String {
+        let (y, mo, d, s, ms) = (self.year, self.month, self.day, self.second_of_day, self.millis);
+        format!("{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z", s / 3600, s % 3600 / 60, s % 60)
+    }
+}
+
 /// Formats epoch milliseconds as RFC 3339 UTC with milliseconds, e.g. `2026-10-17T12:00:00.000Z`.
+///
+/// It runs on every task creation and read, so a four-digit year's text is written
+/// straight into a fixed buffer, without the formatting machinery.
 pub fn format_rfc3339_ms(ms: u64) -> String {
-    let secs = ms / 1000;
-    let millis = ms % 1000;
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
-    // Civil-from-days (proleptic Gregorian), days since 1970-01-01.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if mo <= 2 { y + 1 } else { y };
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}.{millis:03}Z")
+    let c = Civil::of(ms);
+    if c.year > 9999 {
+        return c.formatted();
+    }
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut v: u64| {
+        for i in (at..at + width).rev() {
+            b[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, c.year);
+    put(5, 2, c.month);
+    put(8, 2, c.day);
+    put(11, 2, c.second_of_day / 3600);
+    put(14, 2, c.second_of_day % 3600 / 60);
+    put(17, 2, c.second_of_day % 60);
+    put(20, 3, c.millis);
+    // Every byte is an ASCII digit or separator.
+    std::str::from_utf8(&b).map_or_else(|_| c.formatted(), str::to_owned)
 }
 
 #[cfg(test)]
@@ -77,6 +115,19 @@ mod tests {
         assert_eq!(format_rfc3339_ms(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(format_rfc3339_ms(1_792_238_400_123), "2026-10-17T12:00:00.123Z");
         assert_eq!(format_rfc3339_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(format_rfc3339_ms(253_402_300_800_000), "10000-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_buffer_writes_what_format_writes() {
+        let mut ms = 0u64;
+        while ms < 253_402_300_800_000 {
+            assert_eq!(format_rfc3339_ms(ms), Civil::of(ms).formatted(), "{ms}");
+            ms = ms * 3 / 2 + 86_399_999;
+        }
+        for ms in [951_782_400_000, 951_868_799_999, 4_107_542_400_000, 253_402_300_799_999] {
+            assert_eq!(format_rfc3339_ms(ms), Civil::of(ms).formatted(), "{ms}");
+        }
     }
 
     #[test]
