@@ -154,3 +154,35 @@ impl ServeArgs {
 fn parse_era(s: &str) -> Result<ServedEras, String> {
     ServedEras::parse(s).ok_or_else(|| format!("{s:?}: expected modern, legacy or both"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use crate::task_ids::rewrite;
+    use clap::CommandFactory;
+    use std::ffi::OsString;
+
+    fn run(args: &[&str]) -> Vec<String> {
+        rewrite(Cli::command(), args.iter().map(OsString::from).collect())
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn dash_task_ids_become_the_hidden_option() {
+        assert_eq!(
+            run(&["c", "task", "get", "http://h/mcp", "-x8f_Q", "--json", "--timeout", "-1"]),
+            ["c", "task", "get", "http://h/mcp", "--task-id=-x8f_Q", "--json", "--timeout", "-1"]
+        );
+        assert_eq!(
+            run(&["c", "watch", "http://h/mcp", "a", "--b-c", "-h"]),
+            ["c", "watch", "http://h/mcp", "a", "--task-id=--b-c", "-h"]
+        );
+        assert_eq!(run(&["c", "call", "http://h/mcp", "-x"]), ["c", "call", "http://h/mcp", "-x"]);
+        assert_eq!(
+            run(&["c", "task", "get", "--stdio", "-x", "--", "srv", "-y"]),
+            ["c", "task", "get", "--stdio", "--task-id=-x", "--", "srv", "-y"]
+        );
+    }
+}

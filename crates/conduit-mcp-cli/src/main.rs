@@ -34,7 +34,7 @@ mod tools_cmd;
 mod usage;
 
 use args::{Cli, Command, ServeArgs};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::session::SessionConfig;
@@ -144,7 +144,7 @@ fn http_config(args: &ServeArgs, oauth: Option<OAuthConfig>) -> Result<HttpConfi
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse_from(task_ids::rewrite(std::env::args_os().collect()));
+    let cli = Cli::parse_from(task_ids::rewrite(Cli::command(), std::env::args_os().collect()));
     if !matches!(cli.command, Command::Serve(_)) && std::env::var_os("RUST_LOG").is_some() {
         // Client commands log only when asked (RUST_LOG=conduit_mcp=debug): stderr is for the person.
         init_tracing();
