@@ -26,8 +26,10 @@ async fn legacy_server(lists: Arc<AtomicUsize>, tools: &'static [&'static str]) 
             let listed = &tools[..(n + 1).min(tools.len())];
             let tools: Vec<_> = listed
                 .iter()
-                .map(|name| json!({ "name": name, "inputSchema": { "type": "object" },
-                                   "execution": { "taskSupport": "optional" } }))
+                .map(|name| {
+                    json!({ "name": name, "inputSchema": { "type": "object" },
+                                   "execution": { "taskSupport": "optional" } })
+                })
                 .collect();
             Reply::Result(json!({ "tools": tools }))
         }

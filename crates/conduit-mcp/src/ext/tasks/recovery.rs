@@ -5,7 +5,7 @@
 use super::runtime;
 use super::store::{Owner, StoreError};
 use super::task::{TaskRecord, TaskStatus};
-use super::worker::Tasks;
+use super::worker::{INTERRUPTED, Tasks};
 use crate::protocol::RpcError;
 
 /// What one recovery pass did.
@@ -17,10 +17,6 @@ pub struct Recovery {
     /// Tasks marked failed as interrupted.
     pub failed: usize,
 }
-
-/// The message of a task failed because the node running it stopped (shut
-/// down, or restarted under the same node id).
-pub(crate) const INTERRUPTED: &str = "interrupted: the server running this task stopped";
 
 /// The message of a task failed because its lease lapsed: all another node
 /// knows is that the lease was not renewed (the node stopped, or could not

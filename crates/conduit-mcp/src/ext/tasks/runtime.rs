@@ -28,14 +28,6 @@ const FINAL_WRITE_MAX_RETRY: std::time::Duration = std::time::Duration::from_sec
 /// Work to run for one task.
 pub(crate) type Work = Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>;
 
-/// Cancels local work of task `id`.
-pub(super) fn cancel_local(tasks: &Tasks, id: &str) {
-    let token = tasks.inner.running.lock().ok().and_then(|mut r| r.remove(id));
-    if let Some(t) = token {
-        t.cancel();
-    }
-}
-
 /// The lease this node puts on work it starts now.
 pub(crate) fn new_lease(tasks: &Tasks) -> Lease {
     Lease {

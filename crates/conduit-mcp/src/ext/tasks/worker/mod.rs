@@ -26,6 +26,10 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+/// The message of a task failed because the node running it stopped (shut
+/// down, or restarted under the same node id).
+pub(crate) const INTERRUPTED: &str = "interrupted: the server running this task stopped";
+
 /// Drives tasks by id from workers. Not owner-scoped: the id is the capability.
 ///
 /// Cheap to clone. Create one with [`Tasks::new`], install it in the server
@@ -277,6 +281,14 @@ impl Tasks {
         self.local_change(record);
     }
 
+    /// Cancels this node's work of task `id`, if it runs any.
+    fn cancel_local(&self, id: &str) {
+        let token = self.inner.running.lock().ok().and_then(|mut r| r.remove(id));
+        if let Some(t) = token {
+            t.cancel();
+        }
+    }
+
     /// The local consequences of a change.
     fn local_change(&self, record: &TaskRecord) {
         self.wake(&record.task_id);
@@ -285,7 +297,7 @@ impl Tasks {
                 w.remove(&record.task_id);
             }
             if record.status == TaskStatus::Cancelled {
-                super::runtime::cancel_local(self, &record.task_id);
+                self.cancel_local(&record.task_id);
             }
         }
     }
@@ -324,9 +336,7 @@ impl Tasks {
             .map(|r| r.iter().map(|(k, t)| (k.to_string(), t.clone())).collect())
             .unwrap_or_default();
         for (id, _) in &running {
-            let _ = self
-                .fail(id, RpcError::internal(super::recovery::INTERRUPTED), Some(super::recovery::INTERRUPTED.into()))
-                .await;
+            let _ = self.fail(id, RpcError::internal(INTERRUPTED), Some(INTERRUPTED.into())).await;
         }
         for (_, token) in running {
             token.cancel();
