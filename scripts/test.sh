@@ -53,7 +53,7 @@ else
   echo "skipped: CONDUIT_LEGACY_CLIENT=0"
 fi
 
-step "benchmark smoke pass (builds the bench crate and the rmcp peer; 2 s per workload)"
+step "benchmark smoke pass (the debug builds above; half a second per workload)"
 # Benchmarks are run by hand (scripts/bench.sh); CI only keeps the harness from rotting.
 # CONDUIT_BENCH_SMOKE=0 skips it on a laptop.
 if [[ "${CONDUIT_BENCH_SMOKE:-1}" != 0 ]]; then

@@ -156,13 +156,13 @@ impl Plan {
         }
     }
 
-    /// The smoke pass: every workload for 2 s on tiny sizes, one round.
+    /// The smoke pass: every workload for half a second on tiny sizes, one round.
     pub fn smoke() -> Self {
         Self {
             rounds: 1,
             conns: vec![1, 50],
-            warmup_ms: 200,
-            measure_ms: 2_000,
+            warmup_ms: 100,
+            measure_ms: 500,
             table: 2_000,
             bucket: 500,
             create_cap_ms: 2_000,
