@@ -5,7 +5,8 @@
 # committed. A crash, panic, leak or out-of-memory fails the run; its input
 # is kept in fuzz/artifacts/<target>/.
 #
-#   scripts/fuzz.sh                      # every target, 30 s each (what CI runs)
+#   scripts/fuzz.sh                      # every target, 30 s each
+#   FUZZ_SECONDS=10 scripts/fuzz.sh      # what CI runs
 #   FUZZ_SECONDS=600 scripts/fuzz.sh     # the 10-minute runs of docs/reliability.md
 #   scripts/fuzz.sh header_rules         # one target
 #
