@@ -129,6 +129,20 @@ impl RequestEnv {
         self
     }
 
+    /// What one more input round's context takes from this environment: the caller, the
+    /// cancellation and the outlets (the header rules and the session slot were read already).
+    pub(crate) fn for_round(&self) -> Self {
+        Self {
+            principal: self.principal.clone(),
+            client: self.client.clone(),
+            headers: None,
+            cancel: self.cancel.clone(),
+            out: self.out.clone(),
+            session: None,
+            close_stream: self.close_stream.clone(),
+        }
+    }
+
     /// The open legacy session, if any.
     pub(crate) fn legacy_session(&self) -> Option<Arc<LegacySession>> {
         self.session.as_ref().and_then(|s| s.get())
