@@ -97,6 +97,16 @@ impl RequestEnv {
     /// An environment with a principal, a cancellation token and an outlet for notifications.
     pub fn new(principal: Option<Principal>, cancel: CancellationToken, out: Option<UnboundedSender<Message>>) -> Self {
         let client = ClientKey::local(principal.as_ref());
+        Self::admitted(principal, client, cancel, out)
+    }
+
+    /// An environment whose client key the transport computed when it admitted the request.
+    pub(crate) fn admitted(
+        principal: Option<Principal>,
+        client: ClientKey,
+        cancel: CancellationToken,
+        out: Option<UnboundedSender<Message>>,
+    ) -> Self {
         Self { principal, client, headers: None, cancel, out, session: None, close_stream: None }
     }
 
