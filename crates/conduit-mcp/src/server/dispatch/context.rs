@@ -1,7 +1,7 @@
 //! A request's context ([`CtxInner`]), built in one place for both eras: what
 //! the pipeline read from the request, beside what its transport knows.
 
-use super::RequestEnv;
+use super::env::RequestEnv;
 use crate::ctx::CtxInner;
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::meta::{ClientCapabilities, PROGRESS_TOKEN_KEY};

@@ -5,8 +5,8 @@
 //! again with them — at most `max_input_rounds` times, each answer awaited at
 //! most `input_round_timeout`.
 
-use super::RequestEnv;
 use super::context::{Read, context};
+use super::env::RequestEnv;
 use crate::bounds::json_len;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RequestId;

@@ -3,6 +3,7 @@
 
 mod completion;
 mod discover;
+mod inline;
 mod listen;
 mod pagination;
 mod prompts;
