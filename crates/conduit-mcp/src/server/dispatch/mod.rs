@@ -3,8 +3,9 @@
 //! The order (protocol brief §8.17): the era → `_meta` present (`-32602`/400)
 //! → transport headers (`-32020`) → version supported (`-32022`) → method known
 //! (`-32601`) → routing headers (`-32020`) → the handler's own checks. The
-//! request is routed once ([`Route`](crate::server::route::Route)); the routing-header check and the
-//! handler read the same route.
+//! request is routed once ([`Route`](crate::server::route::Route)); the
+//! routing-header check and the handler read the same route. Its context is
+//! built once, by `context.rs`, for either era.
 
 mod context;
 mod env;
