@@ -1,6 +1,6 @@
 //! Prompts: templates the client can fetch with `prompts/get`.
 
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::mrtr::InputRequired;
 use crate::protocol::RpcError;
 use crate::protocol::prompts::{GetPromptResult, PromptArgument, PromptInfo};

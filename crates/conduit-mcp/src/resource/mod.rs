@@ -1,6 +1,6 @@
 //! Resources: fixed URIs and URI templates the client can read.
 
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::mrtr::InputRequired;
 use crate::protocol::RpcError;
 use crate::protocol::content::ResourceContents;

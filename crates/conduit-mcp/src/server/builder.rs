@@ -1,6 +1,6 @@
 use super::{EraTable, Extension, IntoExtension, Server, ServerInner, seal::Sealer};
-use crate::Ctx;
 use crate::clock::{Clock, SystemClock};
+use crate::ctx::Ctx;
 use crate::prompt::Prompt;
 use crate::protocol::RpcError;
 use crate::protocol::discover::CacheHints;

@@ -2,7 +2,7 @@
 //! filter fields and task creation to the server, per era, without the core
 //! knowing it or any transport.
 
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::version::Era;

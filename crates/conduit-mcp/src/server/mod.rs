@@ -11,6 +11,7 @@ mod extension;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handlers;
+mod route;
 pub(crate) mod seal;
 
 pub use builder::{BuildError, CompletionFn, ServerBuilder, ServerOptions};

@@ -6,7 +6,7 @@
 //! a filter field add its part of the acknowledgment in between.
 
 use super::{CoreFilter, Hub, Registration, Subscription, tagged};
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::meta::SUBSCRIPTION_ID_KEY;
 use crate::protocol::methods::SUBSCRIPTIONS_ACKNOWLEDGED;

@@ -236,7 +236,7 @@ impl Hub {
 }
 
 /// Announces changes to the listen streams that asked for them: a cheap handle
-/// on the server's hub ([`Ctx::changes`](crate::Ctx::changes), `Server::changes`).
+/// on the server's hub ([`Ctx::changes`](crate::ctx::Ctx::changes), `Server::changes`).
 #[derive(Clone, Default)]
 pub struct Changes {
     hub: Arc<Hub>,

@@ -1,5 +1,5 @@
 use super::{TaskSupport, ToolHandler, ToolOutput};
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::tools::ToolInfo;
 use async_trait::async_trait;

@@ -26,7 +26,7 @@ pub use task_spec::{ResumableFn, SpawnedWork, TaskSpec, TaskStart, TaskSupport, 
 pub use transaction::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use typed::{TypedTool, TypedToolHandler};
 
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::tools::ToolInfo;
 use async_trait::async_trait;

@@ -1,9 +1,11 @@
-//! Registered tools: listing order, lookup by name, argument validation and
-//! the `x-mcp-header` parameters each one mirrors.
+//! Registered tools: listing order, lookup by name, argument validation, the
+//! result checked against the output schema, and the `x-mcp-header`
+//! parameters each one mirrors.
 
 use super::ToolHandler;
+use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::routing::{ParamHeader, param_headers};
-use crate::protocol::tools::ToolInfo;
+use crate::protocol::tools::{CallToolResult, ToolInfo};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -91,5 +93,20 @@ impl Registered {
         } else {
             Err(format!("Invalid arguments for tool {}: {}", self.info.name, errors.join("; ")))
         }
+    }
+
+    /// The result on the wire, once its `structuredContent` matches the tool's `outputSchema`.
+    pub(crate) fn checked(&self, r: CallToolResult) -> Result<Value, RpcError> {
+        if let (Some(schema), Some(sc)) = (&self.info.output_schema, &r.structured_content)
+            && let Ok(v) = jsonschema::validator_for(schema)
+            && !v.is_valid(sc)
+        {
+            let name = &self.info.name;
+            tracing::warn!(tool = %name, "structuredContent does not match outputSchema");
+            return Err(RpcError::internal(format!(
+                "Tool {name} produced structuredContent that does not match its outputSchema"
+            )));
+        }
+        Ok(r.to_value())
     }
 }

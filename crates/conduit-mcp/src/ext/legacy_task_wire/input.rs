@@ -5,7 +5,7 @@
 
 use super::LegacyTasksExtension;
 use super::owner::owner;
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::ext::tasks::{Answered, Owner, TaskRecord, limits};
 use crate::protocol::RpcError;
 use crate::protocol::legacy_tasks::{RELATED_TASK_KEY, related_task};

@@ -4,7 +4,7 @@
 
 use super::owner::owner;
 use super::{LegacyTasksExtension, record};
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::ext::tasks::legacy_store::DEFAULT_PAGE_SIZE;
 use crate::ext::tasks::{Owner, store_error};
 use crate::protocol::RpcError;

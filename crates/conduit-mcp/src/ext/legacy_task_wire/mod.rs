@@ -15,7 +15,7 @@ mod owner;
 mod record;
 mod status;
 
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::ext::tasks::legacy_store::LegacyTasks;
 use crate::ext::tasks::{Requested, create_task, start_janitor};
 use crate::protocol::RpcError;

@@ -10,7 +10,7 @@
 //! id (the id itself is a capability and is never stored), the same on every
 //! node that serves the session.
 
-use crate::Ctx;
+use crate::ctx::Ctx;
 use sha2::{Digest, Sha256};
 use std::fmt::Write;
 

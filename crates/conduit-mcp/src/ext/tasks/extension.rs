@@ -11,7 +11,7 @@ use super::rpc_error::store_error;
 use super::store::Owner;
 use super::task::TaskStatus;
 use super::worker::Tasks;
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};

@@ -97,6 +97,16 @@ impl RequestEnv {
     /// An environment with a principal, a cancellation token and an outlet for notifications.
     pub fn new(principal: Option<Principal>, cancel: CancellationToken, out: Option<UnboundedSender<Message>>) -> Self {
         let client = ClientKey::local(principal.as_ref());
+        Self::admitted(principal, client, cancel, out)
+    }
+
+    /// An environment whose client key the transport computed when it admitted the request.
+    pub(crate) fn admitted(
+        principal: Option<Principal>,
+        client: ClientKey,
+        cancel: CancellationToken,
+        out: Option<UnboundedSender<Message>>,
+    ) -> Self {
         Self { principal, client, headers: None, cancel, out, session: None, close_stream: None }
     }
 
@@ -127,6 +137,20 @@ impl RequestEnv {
     pub fn close_stream(mut self, token: CancellationToken) -> Self {
         self.close_stream = Some(token);
         self
+    }
+
+    /// What one more input round's context takes from this environment: the caller, the
+    /// cancellation and the outlets (the header rules and the session slot were read already).
+    pub(crate) fn for_round(&self) -> Self {
+        Self {
+            principal: self.principal.clone(),
+            client: self.client.clone(),
+            headers: None,
+            cancel: self.cancel.clone(),
+            out: self.out.clone(),
+            session: None,
+            close_stream: self.close_stream.clone(),
+        }
     }
 
     /// The open legacy session, if any.

@@ -4,8 +4,7 @@
 //! modern era (whose handlers stamp the modern fields — `resultType`, caching
 //! hints, serverInfo `_meta` — on modern results only).
 
-use super::{HeaderCheck, RequestEnv};
-use crate::Server;
+use super::env::{HeaderCheck, RequestEnv};
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RESOURCE_NOT_FOUND;
 use crate::protocol::jsonrpc::{ErrorClass, ErrorCode, RequestId};
@@ -16,6 +15,7 @@ use crate::protocol::methods::{
     RESOURCES_UNSUBSCRIBE,
 };
 use crate::protocol::version::Era;
+use crate::server::Server;
 use crate::session::{LegacySession, SessionError, SessionRecord, new_session_id};
 use crate::subscriptions::CoreFilter;
 use serde_json::{Map, Value, json};

@@ -5,14 +5,14 @@
 //! again with them — at most `max_input_rounds` times, each answer awaited at
 //! most `input_round_timeout`.
 
-use super::RequestEnv;
-use crate::Server;
+use super::context::{Read, context};
+use super::env::RequestEnv;
 use crate::bounds::json_len;
-use crate::ctx::CtxInner;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RequestId;
-use crate::protocol::meta::PROGRESS_TOKEN_KEY;
 use crate::protocol::version::Era;
+use crate::server::Server;
+use crate::server::route::route;
 use crate::session::{Asking, LegacySession};
 use futures_util::future::try_join_all;
 use serde_json::{Map, Value};
@@ -27,7 +27,6 @@ pub(super) async fn legacy_rounds(
     meta: Map<String, Value>,
     env: RequestEnv,
 ) -> Result<Value, RpcError> {
-    let progress_token = meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
     let max = server.inner.options.max_input_rounds;
     let timeout = server.inner.options.input_round_timeout;
     for round in 0..=max {
@@ -35,28 +34,19 @@ pub(super) async fn legacy_rounds(
         // session's and the client's byte budgets for waiting requests.
         let held_bytes = json_len(&params) + json_len(&meta);
         let asking = Asking { timeout, held_bytes };
-        let Some(route) = super::route::route(server, Era::Legacy, &method, &params) else {
+        let Some(route) = route(server, Era::Legacy, &method, &params) else {
             return Err(RpcError::method_not_found(&method));
         };
-        let parts = CtxInner {
-            request_id: id.clone(),
+        let read = Read {
+            id: id.clone(),
             method: method.clone(),
             era: Era::Legacy,
-            principal: env.principal.clone(),
-            client: env.client.clone(),
             caps: session.client_capabilities(),
-            progress_token: progress_token.clone(),
             log_level: session.log_level(),
             meta: meta.clone(),
-            cancel: env.cancel.clone(),
-            out: env.out.clone(),
-            input_responses: None,
-            request_state: None,
-            changes: server.inner.changes.clone(),
-            close_stream: env.close_stream.clone(),
-            task_params: None,
             session: Some((session.clone(), asking)),
         };
+        let parts = context(server, read, env.for_round());
         // The params are kept: a further round repeats them with the answers.
         let result = crate::server::handlers::handle(server, route, parts, params.clone()).await?;
         if result.get("resultType").and_then(Value::as_str) != Some("input_required") {

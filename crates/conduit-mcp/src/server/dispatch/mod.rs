@@ -3,25 +3,23 @@
 //! The order (protocol brief §8.17): the era → `_meta` present (`-32602`/400)
 //! → transport headers (`-32020`) → version supported (`-32022`) → method known
 //! (`-32601`) → routing headers (`-32020`) → the handler's own checks. The
-//! request is routed once ([`Route`]); the routing-header check and the
-//! handler read the same route.
+//! request is routed once ([`Route`](crate::server::route::Route)); the
+//! routing-header check and the handler read the same route. Its context is
+//! built once, by `context.rs`, for either era.
 
+mod context;
 mod env;
 mod legacy_pipeline;
 mod legacy_rounds;
-mod route;
 
 pub use env::{HeaderCheck, RequestEnv, SessionSlot};
 pub(crate) use legacy_pipeline::handle_legacy_notification;
-pub(crate) use route::{Route, Target};
 
 use super::Server;
-use crate::ctx::CtxInner;
+use super::route;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::{Message, Request};
-use crate::protocol::meta::{
-    CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROGRESS_TOKEN_KEY, PROTOCOL_VERSION_KEY,
-};
+use crate::protocol::meta::{CLIENT_CAPABILITIES_KEY, ClientCapabilities, LOG_LEVEL_KEY, PROTOCOL_VERSION_KEY};
 use crate::protocol::methods::INITIALIZE;
 use crate::protocol::routing::mirrored_name;
 use crate::protocol::version::{Era, EraSignals, MODERN_VERSIONS, decide_era};
@@ -133,27 +131,9 @@ async fn dispatch(server: &Server, req: Request, env: RequestEnv) -> Result<Valu
         h.check_routing(mirrored_name(&method, &params), &mirrored)?;
     }
     // 6. The context, read once.
-    let progress_token = meta.get(PROGRESS_TOKEN_KEY).filter(|t| t.is_string() || t.is_i64() || t.is_u64()).cloned();
     let log_level = meta.get(LOG_LEVEL_KEY).and_then(Value::as_str).map(String::from);
-    let parts = CtxInner {
-        request_id: id,
-        method,
-        era,
-        principal: env.principal,
-        client: env.client,
-        caps,
-        progress_token,
-        log_level,
-        meta,
-        cancel: env.cancel,
-        out: env.out,
-        input_responses: None,
-        request_state: None,
-        changes: server.inner.changes.clone(),
-        close_stream: None,
-        task_params: None,
-        session: None,
-    };
+    let read = context::Read { id, method, era, caps, log_level, meta, session: None };
+    let parts = context::context(server, read, env);
     // 7. The handler.
     let result = crate::server::handlers::handle(server, route, parts, params).await?;
     Ok(server.finish_result(result))

@@ -1,7 +1,6 @@
 //! `completion/complete`.
 
-use crate::Ctx;
-use crate::ctx::CtxInner;
+use crate::ctx::{Ctx, CtxInner};
 use crate::protocol::RpcError;
 use crate::server::Server;
 use serde_json::{Map, Value, json};

@@ -1,8 +1,8 @@
 //! `server/discover`: versions, capabilities, instructions.
 
 use super::pagination::add_cache;
-use crate::Server;
 use crate::protocol::version::Era;
+use crate::server::Server;
 use serde_json::{Map, Value, json};
 
 /// Merges `add` into `into`, object values one level deep.

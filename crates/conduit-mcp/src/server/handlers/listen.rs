@@ -2,8 +2,7 @@
 //! (`subscriptions::listen`); here each extension that honours a filter field
 //! adds its part of the acknowledgment.
 
-use crate::Ctx;
-use crate::ctx::CtxInner;
+use crate::ctx::{Ctx, CtxInner};
 use crate::protocol::RpcError;
 use crate::server::Server;
 use crate::subscriptions::listen::{Listen, Offered};

@@ -3,6 +3,7 @@
 
 mod completion;
 mod discover;
+mod inline;
 mod listen;
 mod pagination;
 mod prompts;
@@ -15,9 +16,8 @@ pub(crate) use discover::capabilities;
 pub use resources::resource_not_found;
 
 use super::Server;
-use super::dispatch::{Route, Target};
-use crate::Ctx;
-use crate::ctx::CtxInner;
+use super::route::{Route, Target};
+use crate::ctx::{Ctx, CtxInner};
 use crate::protocol::RpcError;
 use crate::protocol::methods::CoreMethod;
 use serde_json::{Map, Value};

@@ -1,10 +1,10 @@
 //! Paginated list results (`tools/list`, `prompts/list`, `resources/list`,
 //! `resources/templates/list`) and the caching hints they carry.
 
-use crate::Server;
 use crate::protocol::RpcError;
 use crate::protocol::discover::CacheHints;
 use crate::protocol::version::Era;
+use crate::server::Server;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::{Map, Value, json};

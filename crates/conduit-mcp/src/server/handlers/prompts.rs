@@ -1,7 +1,6 @@
 //! `prompts/list` and `prompts/get`.
 
-use crate::Ctx;
-use crate::ctx::CtxInner;
+use crate::ctx::{Ctx, CtxInner};
 use crate::prompt::{PromptArgs, PromptOutput};
 use crate::protocol::RpcError;
 use crate::protocol::version::Era;

@@ -1,8 +1,7 @@
 //! `resources/list`, `resources/templates/list` and `resources/read`.
 
 use super::pagination::add_cache;
-use crate::Ctx;
-use crate::ctx::CtxInner;
+use crate::ctx::{Ctx, CtxInner};
 use crate::protocol::RpcError;
 use crate::protocol::version::Era;
 use crate::resource::ResourceOutput;

@@ -5,8 +5,7 @@
 //! request's params (without the round fields), so it cannot be replayed on
 //! another request.
 
-use crate::Ctx;
-use crate::ctx::CtxInner;
+use crate::ctx::{Ctx, CtxInner};
 use crate::mrtr::{InputRequired, required_capability};
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::ErrorCode;

@@ -26,24 +26,23 @@
 //! | 2025-11-25 | a `tools/call` answered `-32021` (a capability the session did not declare) | a tool error naming it |
 //! | 2025-11-25, legacy tasks installed | `tools/list` | each tool's `execution.taskSupport` |
 
-use super::tools::checked;
-use crate::Ctx;
-use crate::ctx::CtxInner;
-use crate::protocol::RpcError;
-use crate::protocol::mrtr::InputRequest;
+use super::inline::run_inline;
+use crate::ctx::{Ctx, CtxInner};
+use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::tools::CallToolResult;
 use crate::protocol::version::Era;
 use crate::server::{Server, TaskMaker};
 use crate::tool::registry::Registered;
-use crate::tool::{TaskBackend, TaskContext, TaskSpec, TaskSupport, TaskWork, WorkFuture, WorkerError};
-use async_trait::async_trait;
-use futures_util::FutureExt;
+use crate::tool::{TaskSpec, TaskSupport, TaskWork, ToolOutput};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
-use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use tokio_util::sync::CancellationToken;
+
+/// A `tools/call` past its precheck: what the request asked for, kept until the tool answers.
+pub(super) struct TaskCall<'s> {
+    server: &'s Server,
+    tool: &'s Registered,
+    /// Whether the request asked for its work to become a task (asked once per call).
+    requested: bool,
+}
 
 /// What becomes of a returned `TaskSpec`.
 enum Plan<'a> {
@@ -57,15 +56,21 @@ fn not_enabled(tool: &str) -> RpcError {
     RpcError::internal("Tool returned a task, but the Tasks extension is not enabled")
 }
 
-/// Whether the request asked for its work to become a task (asked once per call).
-pub(super) fn task_requested(server: &Server, parts: &CtxInner, params: &Map<String, Value>) -> bool {
-    server.task_maker(parts.era).is_some_and(|m| m.requested(parts.era, &parts.caps, params))
-}
-
-/// Before the tool runs: a task-only tool is refused to a request that cannot get a task.
-pub(super) fn may_call(server: &Server, tool: &Registered, requested: bool, era: Era) -> Result<(), RpcError> {
+/// Before the tool runs: whether the request asked for a task (its `params.task` then kept
+/// on the context), and a task-only tool refused to a request that cannot get a task.
+pub(super) fn precheck<'s>(
+    server: &'s Server,
+    tool: &'s Registered,
+    parts: &mut CtxInner,
+    params: &Map<String, Value>,
+) -> Result<TaskCall<'s>, RpcError> {
+    let era = parts.era;
+    let requested = server.task_maker(era).is_some_and(|m| m.requested(era, &parts.caps, params));
+    if requested {
+        parts.task_params = params.get("task").cloned();
+    }
     if tool.handler.task_support() != TaskSupport::Required || requested {
-        return Ok(());
+        return Ok(TaskCall { server, tool, requested });
     }
     match server.task_maker(era) {
         // 2025-11-25: a non-augmented call to a task-only tool MUST get -32601.
@@ -77,6 +82,43 @@ pub(super) fn may_call(server: &Server, tool: &Registered, requested: bool, era:
         None => {
             tracing::warn!(tool = %tool.info.name, "tool requires tasks but no task extension is installed");
             Err(RpcError::internal("This tool runs only as a task, and tasks are not enabled on this server"))
+        }
+    }
+}
+
+impl TaskCall<'_> {
+    /// What the tool returned, become the answer: see the module table. (An
+    /// `input_required` answer is MRTR's, answered before a call is finished.)
+    pub(super) async fn finish(self, ctx: &Ctx, output: ToolOutput) -> Result<Value, RpcError> {
+        match output {
+            ToolOutput::Complete(r) => self.answered_at_once(ctx, r).await,
+            ToolOutput::Task(spec) => self.task_or_inline(ctx, spec).await,
+            ToolOutput::InputRequired(_) => {
+                Err(RpcError::internal("input_required is answered by MRTR, not as a task"))
+            }
+        }
+    }
+
+    /// Stores the task, or runs its work inline, or refuses.
+    async fn task_or_inline(self, ctx: &Ctx, spec: TaskSpec) -> Result<Value, RpcError> {
+        let Self { server, tool, requested } = self;
+        match plan(server, tool, requested, ctx.era(), spec.work.as_ref()) {
+            Plan::Store(m) => m.create(ctx, spec).await,
+            Plan::Refuse(e) => Err(e),
+            Plan::Inline => tool.checked(run_inline(server, ctx, tool, spec.work).await?),
+        }
+    }
+
+    /// A tool's immediate answer: see the module table's last paragraph.
+    async fn answered_at_once(self, ctx: &Ctx, result: CallToolResult) -> Result<Value, RpcError> {
+        let Self { server, tool, requested } = self;
+        let as_task = requested && ctx.era() == Era::Legacy && tool.handler.task_support() != TaskSupport::Forbidden;
+        match server.task_maker(ctx.era()) {
+            Some(maker) if as_task => {
+                tool.checked(result.clone())?;
+                maker.create(ctx, TaskSpec::finished(result)).await
+            }
+            _ => tool.checked(result),
         }
     }
 }
@@ -106,56 +148,6 @@ fn plan<'s>(server: &'s Server, tool: &Registered, requested: bool, era: Era, wo
     })
 }
 
-/// Stores the task, or runs its work inline, or refuses: see the module table.
-pub(super) async fn task_or_inline(
-    server: &Server,
-    ctx: &Ctx,
-    tool: &Registered,
-    requested: bool,
-    mut spec: TaskSpec,
-) -> Result<Value, RpcError> {
-    match plan(server, tool, requested, ctx.era(), spec.work.as_ref()) {
-        Plan::Store(m) => m.create(ctx, spec).await,
-        Plan::Refuse(e) => Err(e),
-        Plan::Inline => {
-            let work = match spec.work.take() {
-                Some(TaskWork::Spawn(w)) => {
-                    Box::new(move |t| w.run(t)) as Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>
-                }
-                Some(TaskWork::Resumable { name, args }) => {
-                    let Some(f) = server.task_maker(ctx.era()).and_then(|m| m.resumable(&name)) else {
-                        tracing::warn!(tool = %tool.info.name, "no resumable work is registered under the name the tool gave");
-                        return Err(RpcError::internal(format!(
-                            "Invalid task attributes: no resumable work is registered as {name:?}"
-                        )));
-                    };
-                    Box::new(move |t| f(t, args))
-                }
-                _ => return Err(not_enabled(&tool.info.name)),
-            };
-            checked(tool, run_inline(ctx, work).await?)
-        }
-    }
-}
-
-/// A tool's immediate answer: see the module table's last paragraph.
-pub(super) async fn answered_at_once(
-    server: &Server,
-    ctx: &Ctx,
-    tool: &Registered,
-    requested: bool,
-    result: CallToolResult,
-) -> Result<Value, RpcError> {
-    let as_task = requested && ctx.era() == Era::Legacy && tool.handler.task_support() != TaskSupport::Forbidden;
-    match server.task_maker(ctx.era()) {
-        Some(maker) if as_task => {
-            checked(tool, result.clone())?;
-            maker.create(ctx, TaskSpec::finished(result)).await
-        }
-        _ => checked(tool, result),
-    }
-}
-
 /// Whether `tools/list` on `era` says of each tool whether it runs as a task.
 pub(super) fn lists_task_support(server: &Server, era: Era) -> bool {
     era == Era::Legacy && server.task_maker(Era::Legacy).is_some()
@@ -180,51 +172,5 @@ pub(super) fn task_support_name(support: TaskSupport) -> &'static str {
         TaskSupport::Required => "required",
         TaskSupport::Optional => "optional",
         _ => "forbidden",
-    }
-}
-
-/// Runs task work inside the call: progress becomes `notifications/progress`
-/// (when the request carried a token); the call's cancellation cancels it.
-async fn run_inline(
-    ctx: &Ctx,
-    work: Box<dyn FnOnce(TaskContext) -> WorkFuture + Send>,
-) -> Result<CallToolResult, RpcError> {
-    let cancel = ctx.cancellation().clone();
-    let backend = Arc::new(Inline { ctx: ctx.clone(), steps: AtomicU64::new(0) });
-    let task = TaskContext::new(None, backend, cancel.clone());
-    let run = AssertUnwindSafe(async move { work(task).await }).catch_unwind();
-    tokio::select! {
-        r = run => match r {
-            Ok(r) => r,
-            Err(_panic) => {
-                tracing::error!("a tool's inline work panicked");
-                Err(RpcError::internal("Internal error: the tool's work failed"))
-            }
-        },
-        _ = cancel.cancelled() => Err(RpcError::internal("Request cancelled")),
-    }
-}
-
-/// The inline call as a task's backend.
-struct Inline {
-    ctx: Ctx,
-    steps: AtomicU64,
-}
-
-#[async_trait]
-impl TaskBackend for Inline {
-    async fn progress(&self, _id: Option<&str>, message: String) -> Result<(), WorkerError> {
-        let step = self.steps.fetch_add(1, Ordering::Relaxed) + 1;
-        self.ctx.progress(step as f64, None, Some(&message));
-        Ok(())
-    }
-
-    async fn inputs(
-        &self,
-        _id: Option<&str>,
-        _requests: BTreeMap<String, InputRequest>,
-        _cancel: &CancellationToken,
-    ) -> Result<Map<String, Value>, WorkerError> {
-        Err(WorkerError::InputUnavailable)
     }
 }

@@ -1,9 +1,8 @@
 //! `tools/list` and `tools/call`.
 
 use super::task_plan::task_support_name;
-use crate::Ctx;
-use crate::ctx::CtxInner;
-use crate::protocol::RpcError;
+use crate::ctx::{Ctx, CtxInner};
+use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::tools::CallToolResult;
 use crate::protocol::version::Era;
 use crate::server::Server;
@@ -48,11 +47,7 @@ pub(super) async fn call_tool(
     if !tool.scopes.is_empty() && !parts.principal.as_ref().is_some_and(|p| p.has_scopes(&tool.scopes)) {
         return Err(RpcError::insufficient_scope(&tool.scopes));
     }
-    let requested = super::task_plan::task_requested(server, &parts, &params);
-    if requested {
-        parts.task_params = params.get("task").cloned();
-    }
-    super::task_plan::may_call(server, tool, requested, parts.era)?;
+    let task = super::task_plan::precheck(server, tool, &mut parts, &params)?;
     super::rounds::open_round(server, &mut parts, &params)?;
     // An `input_required` answer is sealed to the params as sent, arguments included, and
     // the arguments move into the tool: keep them as they came (cheaper than digesting every
@@ -72,28 +67,12 @@ pub(super) async fn call_tool(
         _ = cancel.cancelled() => return Err(RpcError::internal("Request cancelled")),
     };
     match out {
-        ToolOutput::Complete(r) => super::task_plan::answered_at_once(server, &ctx, tool, requested, r).await,
         ToolOutput::InputRequired(ir) => {
             if let Some(a) = sent {
                 params.insert("arguments".into(), a);
             }
             super::rounds::input_required(server, &ctx, &params, ir)
         }
-        ToolOutput::Task(spec) => super::task_plan::task_or_inline(server, &ctx, tool, requested, spec).await,
+        out => task.finish(&ctx, out).await,
     }
-}
-
-/// The result on the wire, once its `structuredContent` matches the tool's `outputSchema`.
-pub(super) fn checked(tool: &Registered, r: CallToolResult) -> Result<Value, RpcError> {
-    if let (Some(schema), Some(sc)) = (&tool.info.output_schema, &r.structured_content)
-        && let Ok(v) = jsonschema::validator_for(schema)
-        && !v.is_valid(sc)
-    {
-        let name = &tool.info.name;
-        tracing::warn!(tool = %name, "structuredContent does not match outputSchema");
-        return Err(RpcError::internal(format!(
-            "Tool {name} produced structuredContent that does not match its outputSchema"
-        )));
-    }
-    Ok(r.to_value())
 }

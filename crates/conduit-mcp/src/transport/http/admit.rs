@@ -16,8 +16,25 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
-/// The principal of an admitted request (`None` without authentication), or the refusal.
-pub(super) async fn admit(st: &AppState, parts: &Parts) -> Result<Option<Principal>, Response> {
+/// An admitted request: who made it, and who per-client limits count it against
+/// (computed here once, then carried with the request).
+pub(super) struct Admitted {
+    /// The authenticated caller (`None` without authentication).
+    pub(super) principal: Option<Principal>,
+    /// The principal, else the client's address.
+    pub(super) client: ClientKey,
+}
+
+/// The admitted request, or the refusal.
+pub(super) async fn admit(st: &AppState, parts: &Parts) -> Result<Admitted, Response> {
+    let principal = authenticate(st, parts).await?;
+    let client = ClientKey::of(principal.as_ref(), super::peer::peer(&parts.extensions));
+    Ok(Admitted { principal, client })
+}
+
+/// The principal of a request past the guard and authentication (`None` without
+/// authentication), or the refusal.
+async fn authenticate(st: &AppState, parts: &Parts) -> Result<Option<Principal>, Response> {
     let cfg = &st.config;
     let headers = &parts.headers;
     // The request target's authority, when it has one (absolute form, HTTP/2).

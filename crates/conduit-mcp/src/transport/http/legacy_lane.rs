@@ -10,7 +10,7 @@
 //! The streams' responses, and what ends a GET stream, are in `legacy_stream`.
 
 use super::AppState;
-use super::admit::admit;
+use super::admit::{Admitted, admit};
 use super::headers::McpHeaders;
 use super::legacy_stream::{GetStream, get_sse, sse};
 use super::status::json_body;
@@ -26,7 +26,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
-use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use tokio_util::sync::CancellationToken;
@@ -106,8 +105,7 @@ fn accepts_sse(headers: &HeaderMap) -> bool {
 pub(super) async fn legacy_request(
     st: &Arc<AppState>,
     session: Arc<LegacySession>,
-    principal: Option<Principal>,
-    peer: Option<IpAddr>,
+    caller: Admitted,
     headers: &HeaderMap,
     req: Request,
 ) -> Response {
@@ -119,9 +117,8 @@ pub(super) async fn legacy_request(
     // Without an SSE stream nothing but the answer can reach the client: no outlet, so a
     // handler that needs to ask the client fails at once instead of waiting for an answer.
     let sse_ok = accepts_sse(headers);
-    let env = RequestEnv::new(principal, cancel.clone(), sse_ok.then_some(tx))
+    let env = RequestEnv::admitted(caller.principal, caller.client, cancel.clone(), sse_ok.then_some(tx))
         .headers(Box::new(McpHeaders::from_headers(headers, st.config.require_task_name)))
-        .peer(peer)
         .session(Arc::new(SessionSlot::http(Some(session.clone()))))
         .close_stream(close.clone());
     let server = st.server.clone();
@@ -212,18 +209,17 @@ async fn json_answer(cfg: &super::HttpConfig, mut conn: UnboundedReceiver<LogEve
     StatusCode::ACCEPTED.into_response()
 }
 
-/// A request admitted for GET or DELETE: its session, headers, principal and address.
-type SessionRequest = (Arc<LegacySession>, HeaderMap, Option<Principal>, Option<IpAddr>);
+/// A request admitted for GET or DELETE: its session, headers, principal and client key.
+type SessionRequest = (Arc<LegacySession>, HeaderMap, Admitted);
 
 /// What GET and DELETE both need first: the request admitted (authentication, Host) and its
 /// legacy session resolved for that principal; outside a legacy session, 405 (the modern lane
 /// has neither method).
 async fn session_request(st: &AppState, request: axum::extract::Request) -> Result<SessionRequest, Response> {
     let parts = request.into_parts().0;
-    let peer = super::peer::peer(&parts.extensions);
-    let principal = admit(st, &parts).await?;
-    match session_of(st, &parts.headers, principal.as_ref()).await? {
-        Some(session) => Ok((session, parts.headers, principal, peer)),
+    let admitted = admit(st, &parts).await?;
+    match session_of(st, &parts.headers, admitted.principal.as_ref()).await? {
+        Some(session) => Ok((session, parts.headers, admitted)),
         None => Err(super::method_not_allowed().await),
     }
 }
@@ -233,14 +229,14 @@ async fn session_request(st: &AppState, request: axum::extract::Request) -> Resu
 /// client's stream caps (429 with `Retry-After` past them), ends once it has carried nothing
 /// for the idle timeout, and ends when its credentials stop proving its principal.
 pub(super) async fn handle_get(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let (session, headers, principal, peer) = match session_request(&st, request).await {
+    let (session, headers, Admitted { principal, client }) = match session_request(&st, request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };
     if !accepts_sse(&headers) {
         return refuse(StatusCode::NOT_ACCEPTABLE, ErrorCode::InvalidRequest, "GET needs Accept: text/event-stream");
     }
-    let slot = match super::stream_cap::hold(&st, principal.as_ref(), peer) {
+    let slot = match super::stream_cap::hold(&st, &client) {
         Ok(slot) => slot,
         Err(e) => return super::stream_cap::refused(&st.config, None, e),
     };
@@ -252,7 +248,7 @@ pub(super) async fn handle_get(State(st): State<Arc<AppState>>, request: axum::e
 
 /// DELETE: ends the session (204); 404 when it is unknown. Outside a legacy session: 405.
 pub(super) async fn handle_delete(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
-    let (session, _, principal, _) = match session_request(&st, request).await {
+    let (session, _, Admitted { principal, .. }) = match session_request(&st, request).await {
         Ok(admitted) => admitted,
         Err(refused) => return refused,
     };

@@ -2,7 +2,7 @@
 //! the server, answered as JSON or, when notifications come first, as SSE.
 
 use super::AppState;
-use super::admit::admit;
+use super::admit::{Admitted, admit};
 use super::headers::McpHeaders;
 use super::legacy_lane::{legacy_request, legacy_response, session_of};
 use super::status::{error_response, json_body};
@@ -27,10 +27,9 @@ use tokio_util::sync::CancellationToken;
 pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::extract::Request) -> Response {
     // The request's own header map, not a copy (the `HeaderMap` extractor clones it).
     let (parts, body) = request.into_parts();
-    let peer = super::peer::peer(&parts.extensions);
     let cfg = &st.config;
-    let principal = match admit(&st, &parts).await {
-        Ok(p) => p,
+    let Admitted { principal, client } = match admit(&st, &parts).await {
+        Ok(a) => a,
         Err(refused) => return refused,
     };
     let headers: HeaderMap = parts.headers;
@@ -70,14 +69,14 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
         Ok(_) => None,
     };
     if let Some(id) = counted
-        && let Some(refused) = super::throttle::refusal(&st, principal.as_ref(), peer, id)
+        && let Some(refused) = super::throttle::refusal(&st, &client, id)
     {
         return refused;
     }
     let req = match (parsed, &session) {
         (Ok(Incoming::Request(r)), None) => r,
         (Ok(Incoming::Request(r)), Some(s)) => {
-            return legacy_request(&st, s.clone(), principal, peer, &headers, r).await;
+            return legacy_request(&st, s.clone(), Admitted { principal, client }, &headers, r).await;
         }
         (Ok(Incoming::Notification { method, params }), Some(s)) => {
             st.server.handle_legacy_notification(s, &method, params.as_ref()).await;
@@ -93,7 +92,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     // A listen stream holds one of its client's slots until it ends, ends once idle, and
     // ends when its credentials stop proving its principal.
     let (slot_held, idle, mut credentials) = if req.method == LISTEN {
-        match super::stream_cap::hold(&st, principal.as_ref(), peer) {
+        match super::stream_cap::hold(&st, &client) {
             Ok(held) => {
                 (Some(held), Some(cfg.listen_idle_timeout), StreamCredentials::of(cfg, &headers, principal.as_ref()))
             }
@@ -108,8 +107,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     let (tx, mut rx) = unbounded_channel::<Message>();
     // An `initialize` opens its session in this slot.
     let slot = Arc::new(SessionSlot::http(None));
-    let env = RequestEnv::new(principal, cancel.clone(), Some(tx))
-        .peer(peer)
+    let env = RequestEnv::admitted(principal, client, cancel.clone(), Some(tx))
         .headers(Box::new(McpHeaders::from_headers(&headers, cfg.require_task_name)))
         .session(slot.clone());
     // Run the handler in this task: most requests answer without notifications,

@@ -8,13 +8,11 @@
 
 use super::status::error_response;
 use super::{AppState, HttpConfig};
-use crate::auth::Principal;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RequestId;
 use crate::quota::{ClientKey, Full, Held};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
-use std::net::IpAddr;
 use std::time::Duration;
 
 /// A held stream slot; given back when the stream ends.
@@ -25,10 +23,9 @@ pub(super) type StreamSlot = Held<ClientKey>;
 const RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// Takes a stream slot for this client, or says which cap is full.
-pub(super) fn hold(st: &AppState, principal: Option<&Principal>, peer: Option<IpAddr>) -> Result<StreamSlot, RpcError> {
+pub(super) fn hold(st: &AppState, client: &ClientKey) -> Result<StreamSlot, RpcError> {
     let cfg = &st.config;
-    let key = ClientKey::of(principal, peer);
-    st.streams.hold(&key, cfg.max_listen_streams_per_client, total_cap(cfg)).map_err(|full| {
+    st.streams.hold(client, cfg.max_listen_streams_per_client, total_cap(cfg)).map_err(|full| {
         crate::metrics::limited("listen_streams");
         RpcError::too_many(
             match full {

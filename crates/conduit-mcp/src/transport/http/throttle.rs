@@ -6,21 +6,14 @@
 
 use super::AppState;
 use super::status::error_response;
-use crate::auth::Principal;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::RequestId;
 use crate::quota::ClientKey;
 use axum::response::Response;
-use std::net::IpAddr;
 
 /// Counts one request of this client; the refusal when it is past its rate.
-pub(super) fn refusal(
-    st: &AppState,
-    principal: Option<&Principal>,
-    peer: Option<IpAddr>,
-    id: Option<RequestId>,
-) -> Option<Response> {
-    let wait = st.request_rates.as_ref()?.check(&ClientKey::of(principal, peer)).err()?;
+pub(super) fn refusal(st: &AppState, client: &ClientKey, id: Option<RequestId>) -> Option<Response> {
+    let wait = st.request_rates.as_ref()?.check(client).err()?;
     crate::metrics::limited("requests");
     let e = RpcError::too_many("Too many requests from this client; try again after data.retryAfterMs", Some(wait));
     Some(error_response(&st.config, id, e))

@@ -1,10 +1,11 @@
 //! Routing a request once: which handler answers it and what it acts on.
-//! The header checks and the handler both read the same [`Route`].
+//! The pipeline (`dispatch/`) routes; its header checks and the handler
+//! (`handlers/`) both read the same [`Route`].
 
-use crate::Server;
+use super::Server;
+use super::extension::Extension;
 use crate::protocol::methods::CoreMethod;
 use crate::protocol::version::Era;
-use crate::server::Extension;
 use crate::tool::registry::Registered;
 use serde_json::{Map, Value};
 use std::sync::Arc;
