@@ -169,6 +169,11 @@ pub(crate) async fn send(rb: reqwest::RequestBuilder, timeout: Duration) -> Resu
     tokio::time::timeout(timeout, rb.send()).await.map_err(|_| timed_out(timeout))?.map_err(transport)
 }
 
+/// A response's `WWW-Authenticate` values, joined with `, ` (one header value list).
+pub(crate) fn www_authenticate(resp: &reqwest::Response) -> String {
+    resp.headers().get_all("www-authenticate").iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(", ")
+}
+
 /// The error for a redirect that was not followed.
 pub(crate) fn redirect_refused(resp: &reqwest::Response) -> ClientError {
     let to = resp.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("?");

@@ -131,13 +131,7 @@ impl Shared {
             if status != 401 && status != 403 {
                 return Ok(resp);
             }
-            let challenge = resp
-                .headers()
-                .get_all("www-authenticate")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect::<Vec<_>>()
-                .join(", ");
+            let challenge = http_options::www_authenticate(&resp);
             if !self.credential.renew(status, bearer.as_deref(), &challenge, &mut retry).await? {
                 return Ok(resp);
             }

@@ -162,6 +162,15 @@ impl Session {
         Ok(true)
     }
 
+    /// A new login, whatever is stored: discovery (from `challenge`, else the
+    /// well-known metadata), a new grant, the tokens stored and returned.
+    pub(crate) async fn login(&self, challenge: Option<&Challenge>) -> Result<StoredTokens, ClientError> {
+        let mut st = self.state.lock().await;
+        *st = State { loaded: true, ..State::default() };
+        self.obtain(&mut st, challenge, None, false).await?;
+        st.tokens.clone().ok_or_else(|| ClientError::LoginRequired(self.key.clone()))
+    }
+
     /// Refreshes (or repeats client credentials) without discovery, from what was stored.
     async fn renew_silently(&self, st: &mut State) -> Result<(), ClientError> {
         let Some(old) = st.tokens.clone() else { return Ok(()) };
