@@ -155,8 +155,9 @@ impl ClientBuilder {
     /// `localhost`, never by how its name begins. `false` for stdio.
     pub fn credentials_in_clear_text(&self) -> bool {
         match &self.target {
-            Target::Http(url) => http_options::parse_url("the server URL", url)
-                .is_ok_and(|u| u.scheme() == "http" && !http_options::is_loopback(&u)),
+            Target::Http(url) => {
+                http_options::parse_url("the server URL", url).is_ok_and(|u| !http_options::private_to(&u))
+            }
             Target::Stdio(..) => false,
         }
     }

@@ -9,9 +9,10 @@
 
 mod stream;
 
-use super::credential::{Credential, Retry};
+use super::credential::Credential;
 use super::error::{ClientError, ProtocolError, TransportError};
 use super::http_options::{self, HttpOptions, redirect_refused};
+use super::oauth::retry::Retry;
 use super::sse::SseReader;
 use super::wire::{Outgoing, Replies, WeakReplyTx, Wire, replies};
 use crate::protocol::RequestId;

@@ -3,7 +3,7 @@
 //! secret, a code or a token follow no redirect at all; metadata reads
 //! follow same-origin redirects only.
 
-use crate::client::ClientError;
+use crate::client::error::ClientError;
 use crate::client::http_options::{self, HttpOptions};
 use crate::client::sanitize::shown;
 use reqwest::Url;

@@ -8,12 +8,12 @@
 //! URLs. Nothing stored is used: a login always gets new tokens.
 
 use super::OAuth;
-use super::challenge;
 use super::fetch::Fetch;
 use super::session::Session;
 use super::store::StoredTokens;
 use crate::client::error::ClientError;
 use crate::client::http_options::{HttpOptions, parse_url};
+use crate::protocol::oauth::challenge;
 
 /// Logs in to the server at `server_url`: discovery, registration,
 /// authorization (or client credentials), token; the tokens are stored and returned.

@@ -50,12 +50,12 @@
 //! ```
 
 mod authorize;
-mod challenge;
 mod discovery;
 mod fetch;
 mod login;
 mod loopback;
 mod register;
+pub(crate) mod retry;
 mod scope;
 pub(crate) mod session;
 mod store;
@@ -66,7 +66,7 @@ pub use loopback::{LoopbackBrowser, OpenUrl};
 pub use scope::is_scope_token;
 pub use store::{ClientRegistration, CredentialStore, MemoryCredentials, StoredTokens};
 
-use super::ClientError;
+use super::error::ClientError;
 use super::http_options::HttpOptions;
 pub(crate) use login::login;
 use register::Identity;

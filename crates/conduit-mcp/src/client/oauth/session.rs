@@ -11,17 +11,17 @@
 //! token about to expire is renewed before use at most once per [`FRESH_MS`].
 
 use super::authorize::{self, Request};
-use super::challenge::{self, Challenge};
 use super::discovery::{self, AuthServer, ResourceMetadata};
 use super::fetch::Fetch;
 use super::register;
+use super::retry::Retry;
 use super::scope;
 use super::store::{ClientRegistration, StoredTokens};
 use super::token::{self, Grant, Tokens};
 use super::{GrantKind, OAuth};
-use crate::client::ClientError;
-use crate::client::credential::Retry;
+use crate::client::error::ClientError;
 use crate::client::http_options::HttpOptions;
+use crate::protocol::oauth::challenge::{self, Challenge};
 use reqwest::Url;
 use tokio::sync::Mutex;
 
