@@ -4,7 +4,6 @@
 //! stored for every later command and never printed.
 
 use crate::client_secret::{self, SECRET_ENV};
-use crate::credentials::FreshLogin;
 use crate::remote::{Exit, Remote, fail, usage};
 use crate::shell::quote;
 use conduit_mcp::client::ClientError;
@@ -136,7 +135,10 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
     for issuer in a.issuer.iter().chain(&bound) {
         oauth = oauth.issuer(issuer);
     }
-    oauth = oauth.client_name("conduit-mcp").store(FreshLogin::new(store.clone()));
+    oauth = match Remote::oauth(oauth) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
     if let Some(scope) = &a.scope {
         if let Some(bad) = scope.split_whitespace().find(|s| !is_scope_token(s)) {
             return usage(format!(
@@ -146,10 +148,10 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
         oauth = oauth.scopes(scope.split_whitespace());
     }
     let builder = match a.remote.http_builder(&a.url) {
-        Ok(b) => b.oauth(oauth.clone()).client_info("conduit-mcp-cli", env!("CARGO_PKG_VERSION")),
+        Ok(b) => b.oauth(oauth),
         Err(e) => return e,
     };
-    match builder.connect().await {
+    match builder.login().await {
         Err(ClientError::IssuerNotAllowed { server, issuer, allowed }) if a.issuer.is_empty() => {
             let (server, issuer) = (one_line(&server), excerpt(&issuer, 200));
             eprintln!(
@@ -159,13 +161,10 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
                 excerpt(&allowed.join(" and "), 400),
                 quote(&issuer)
             );
-            return Exit::Usage;
+            Exit::Usage
         }
-        Err(e) => return fail(&e),
-        Ok(_) => {}
-    }
-    match oauth.tokens(&a.url).await {
-        Ok(Some(t)) => {
+        Err(e) => fail(&e),
+        Ok(t) => {
             // The scope granted (the token response's `scope`), else the one asked for.
             let scopes = if t.scopes.is_empty() { "none".into() } else { t.scopes.join(" ") };
             eprintln!(
@@ -176,22 +175,17 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
             );
             Exit::Ok
         }
-        Ok(None) => {
-            eprintln!("{} did not ask for authorization: nothing to store", one_line(&a.url));
-            Exit::Ok
-        }
-        Err(e) => fail(&e),
     }
 }
 
 /// Runs `logout`.
 pub(crate) async fn logout(a: LogoutArgs) -> Exit {
-    let store = match Remote::credentials() {
-        Ok(s) => s,
+    let oauth = match Remote::oauth(OAuth::new()) {
+        Ok(o) => o,
         Err(e) => return e,
     };
     let builder = match a.remote.http_builder(&a.url) {
-        Ok(b) => b.oauth(OAuth::new().store(store)),
+        Ok(b) => b.oauth(oauth),
         Err(e) => return e,
     };
     match builder.logout().await {

@@ -43,6 +43,11 @@ impl From<Exit> for ExitCode {
     }
 }
 
+/// The name the CLI registers with at authorization servers (`client_name`).
+const CLIENT_NAME: &str = "conduit-mcp";
+/// The name in the `clientInfo` the CLI sends to MCP servers.
+const CLIENT_INFO_NAME: &str = "conduit-mcp-cli";
+
 /// The most characters of an error message printed (a server's text in it can be long).
 const MAX_ERROR_CHARS: usize = 1000;
 
@@ -162,6 +167,12 @@ impl Remote {
         config_dir().map(FileCredentials::new).map_err(usage)
     }
 
+    /// `oauth` as the CLI uses it: its name at authorization servers, its
+    /// credential store.
+    pub(crate) fn oauth(oauth: OAuth) -> Result<OAuth, Exit> {
+        Ok(oauth.client_name(CLIENT_NAME).store(Self::credentials()?))
+    }
+
     /// Connects to the server: with `--token`, that token; otherwise the
     /// tokens `conduit-mcp login` stored for the URL, refreshed as needed.
     pub(crate) async fn connect(
@@ -174,7 +185,7 @@ impl Remote {
                 let b = self.http_builder(u)?;
                 match &self.token {
                     Some(t) => b.token(t),
-                    None => b.oauth(OAuth::new().store(Self::credentials()?).client_name("conduit-mcp")),
+                    None => b.oauth(Self::oauth(OAuth::new())?),
                 }
             }
             None => {
@@ -182,7 +193,7 @@ impl Remote {
                 self.add_headers(b)?
             }
         };
-        b = b.client_info("conduit-mcp-cli", env!("CARGO_PKG_VERSION")).input_handler(handler);
+        b = b.client_info(CLIENT_INFO_NAME, env!("CARGO_PKG_VERSION")).input_handler(handler);
         b.connect().await.map_err(|e| fail(&e))
     }
 }

@@ -13,7 +13,7 @@ use crate::oauth_support;
 
 use cli_support::BIN;
 use conduit_mcp_test_oauth::{AuthorizationServer, ResourceSettings, SERVICE};
-use oauth_support::protected_server;
+use oauth_support::{protected_server, public_discovery_server};
 use serde_json::Value;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -167,6 +167,30 @@ async fn login_call_refresh_logout() {
     let o = cli(&dir, &["call", &url, "echo", "text=hi"]).await;
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("conduit-mcp login"), "{}", text(&o.stderr));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A server that answers `server/discover` (and `initialize`, `tools/list`)
+/// without a token and asks for one only on its tool: `login` needs no
+/// refusal to start, it finds the authorization server from the metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_to_a_server_whose_discovery_is_public() {
+    let Some(browser) = conduit_mcp_test_oauth::scripted_browser() else { return };
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let url = public_discovery_server(&auth).await;
+    auth.set_resource(&url, ResourceSettings::opaque()).await;
+    let dir = config_dir("public-discovery");
+    let o = cli(&dir, &["tools", &url]).await;
+    assert_eq!(o.status.code(), Some(0), "listed without a token: {}", text(&o.stderr));
+
+    let o = login_by_command(&dir, &url, &browser).await;
+    let log = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{log}");
+    assert!(log.contains(&format!("logged in to {url} (authorization server {}", auth.issuer())), "{log}");
+    assert!(stored(&dir)["access_token"].is_string());
+    let o = cli(&dir, &["call", &url, "echo", "text=after a login without a refusal"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "after a login without a refusal");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -91,19 +91,6 @@ impl Principal {
     }
 }
 
-/// The OAuth error code of a bearer-token challenge (RFC 6750 §3.1) for a
-/// valid token that lacks a scope the request needs: answered with HTTP 403
-/// and `WWW-Authenticate: Bearer error="insufficient_scope", scope="…"`.
-pub const INSUFFICIENT_SCOPE: &str = "insufficient_scope";
-
-/// The OAuth error code of a bearer-token challenge (RFC 6750 §3.1) for a token
-/// that is expired, revoked, malformed or not for this server (HTTP 401).
-pub const INVALID_TOKEN: &str = "invalid_token";
-
-/// The OAuth error code of a bearer-token challenge (RFC 6750 §3.1) for a
-/// malformed request: credentials given twice, or in a way no one can read (HTTP 400).
-pub const INVALID_REQUEST: &str = "invalid_request";
-
 /// Why authentication failed: `Missing` and `Invalid` are answered with HTTP
 /// 401, `InvalidRequest` with 400, `InsufficientScope` with 403, `Unavailable` with 503.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

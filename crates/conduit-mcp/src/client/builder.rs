@@ -10,7 +10,7 @@ use super::error::ClientError;
 use super::http::HttpWire;
 use super::http_options::{self, HttpOptions};
 use super::input::{InputHandler, NoInput};
-use super::oauth::{self, OAuth};
+use super::oauth::{self, OAuth, StoredTokens};
 use super::stdio::StdioWire;
 use super::tracker::FollowSettings;
 use super::wire::Wire;
@@ -155,8 +155,9 @@ impl ClientBuilder {
     /// `localhost`, never by how its name begins. `false` for stdio.
     pub fn credentials_in_clear_text(&self) -> bool {
         match &self.target {
-            Target::Http(url) => http_options::parse_url("the server URL", url)
-                .is_ok_and(|u| u.scheme() == "http" && !http_options::is_loopback(&u)),
+            Target::Http(url) => {
+                http_options::parse_url("the server URL", url).is_ok_and(|u| !http_options::private_to(&u))
+            }
             Target::Stdio(..) => false,
         }
     }
@@ -167,6 +168,39 @@ impl ClientBuilder {
     pub async fn logout(self) -> Result<bool, ClientError> {
         let (Target::Http(url), Some(o)) = (&self.target, &self.oauth) else { return Ok(false) };
         oauth::logout(o, url, self.http.clone()).await
+    }
+
+    /// Logs in to this server (HTTP, with [`oauth`](Self::oauth)) without
+    /// opening an MCP session: protected resource metadata, authorization
+    /// server metadata, registration, authorization through the
+    /// [`Authorizer`](oauth::Authorizer) (or the client credentials grant),
+    /// token; the tokens are stored in the [`OAuth`]'s store and returned.
+    /// A server that answers some requests without a token can be logged
+    /// into as well: no refusal is needed to start. Tokens already stored
+    /// are not used (a login gets new ones).
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), conduit_mcp::client::ClientError> {
+    /// use conduit_mcp::client::ClientBuilder;
+    /// use conduit_mcp::client::oauth::{LoopbackBrowser, OAuth};
+    /// let browser = LoopbackBrowser::new(|url| {
+    ///     eprintln!("open {url}");
+    ///     Ok(())
+    /// });
+    /// // The clones share one credential store (memory here; any CredentialStore).
+    /// let oauth = OAuth::new().authorizer(browser).client_name("my agent");
+    /// let server = "https://mcp.example.com/mcp";
+    /// let tokens = ClientBuilder::http(server).oauth(oauth.clone()).login().await?;
+    /// println!("logged in at {} with {:?}", tokens.issuer, tokens.scopes);
+    /// // Connections use the stored tokens and refresh them as needed.
+    /// let client = ClientBuilder::http(server).oauth(oauth).connect().await?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    pub async fn login(self) -> Result<StoredTokens, ClientError> {
+        let (Target::Http(url), Some(o)) = (&self.target, &self.oauth) else {
+            return Err(ClientError::Input("a login needs an HTTP server and OAuth (ClientBuilder::oauth)".into()));
+        };
+        oauth::login(o, url, self.http.clone()).await
     }
 
     /// An extra header on every HTTP request.

@@ -2,6 +2,7 @@
 //! or an OAuth session that renews its token when the server refuses it.
 
 use super::error::ClientError;
+use super::oauth::retry::Retry;
 use super::oauth::session::Session;
 use std::sync::Arc;
 
@@ -14,15 +15,6 @@ pub(crate) enum Credential {
     Token(String),
     /// OAuth 2.1: discovered, authorized, refreshed.
     OAuth(Arc<Session>),
-}
-
-/// The renewals one request has made so far (each kind is bounded).
-#[derive(Debug, Default)]
-pub(crate) struct Retry {
-    /// 401s answered by renewing the token.
-    pub(crate) unauthorized: u32,
-    /// 403 `insufficient_scope` answered by authorizing for more scope.
-    pub(crate) step_ups: u32,
 }
 
 impl Credential {

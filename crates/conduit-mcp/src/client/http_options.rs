@@ -4,6 +4,7 @@
 
 use super::error::{ClientError, TransportError};
 use super::sanitize::{quoted, shown};
+use crate::protocol::oauth::endpoint::keeps_credentials_private;
 use reqwest::Url;
 use std::time::Duration;
 
@@ -45,14 +46,10 @@ impl Default for HttpOptions {
     }
 }
 
-/// Whether `url` names this machine (`localhost`, `127.0.0.0/8`, `::1`).
-pub(crate) fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
+/// Whether a credential sent to `url` stays off the network in clear text
+/// (`https`, or `http` to this machine: [`keeps_credentials_private`]).
+pub(crate) fn private_to(url: &Url) -> bool {
+    keeps_credentials_private(url.scheme(), url.host_str().unwrap_or_default())
 }
 
 /// Parses an `http(s)` URL.
@@ -70,7 +67,7 @@ impl HttpOptions {
     /// Refuses to send a credential to `url` in clear text, unless it is
     /// loopback or insecure HTTP was allowed.
     pub(crate) fn check_credentials_to(&self, url: &Url, what: &str) -> Result<(), ClientError> {
-        if url.scheme() == "https" || is_loopback(url) || self.allow_insecure_http {
+        if private_to(url) || self.allow_insecure_http {
             return Ok(());
         }
         Err(ClientError::Insecure(format!(
@@ -167,6 +164,11 @@ pub(crate) fn transport(e: reqwest::Error) -> ClientError {
 /// Sends `rb`, waiting at most `timeout` for the response head.
 pub(crate) async fn send(rb: reqwest::RequestBuilder, timeout: Duration) -> Result<reqwest::Response, ClientError> {
     tokio::time::timeout(timeout, rb.send()).await.map_err(|_| timed_out(timeout))?.map_err(transport)
+}
+
+/// A response's `WWW-Authenticate` values, joined with `, ` (one header value list).
+pub(crate) fn www_authenticate(resp: &reqwest::Response) -> String {
+    resp.headers().get_all("www-authenticate").iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(", ")
 }
 
 /// The error for a redirect that was not followed.

@@ -10,6 +10,7 @@
 //! - [`version`]: revisions and the era decision;
 //! - [`methods`]: every method and notification name;
 //! - [`routing`]: which values the HTTP routing headers mirror, and their encoding;
+//! - [`oauth`]: the OAuth wire: well-known paths, the challenge, error codes, where credentials may go;
 //! - [`meta`]: `_meta` keys and client capabilities;
 //! - [`tasks`]: the Tasks extension's id and task shapes;
 //! - [`legacy_session`], [`legacy_tasks`]: what only the 2025-11-25 era has (its
@@ -24,6 +25,7 @@ pub mod legacy_tasks;
 pub mod meta;
 pub mod methods;
 pub mod mrtr;
+pub mod oauth;
 pub mod peer_json;
 pub mod prompts;
 pub mod resources;

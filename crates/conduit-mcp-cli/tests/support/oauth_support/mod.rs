@@ -15,16 +15,19 @@ struct Introspect {
     endpoint: String,
     resource: String,
     http: reqwest::Client,
+    /// A request without a token is let in as an anonymous principal without scopes.
+    anonymous: bool,
 }
 
 #[async_trait]
 impl Authenticate for Introspect {
     async fn authenticate(&self, headers: &axum::http::HeaderMap) -> Result<Principal, AuthError> {
-        let token = headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or(AuthError::Missing)?;
+        let token = headers.get("authorization").and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+        let token = match token {
+            Some(t) => t,
+            None if self.anonymous => return Ok(Principal::new("anonymous")),
+            None => return Err(AuthError::Missing),
+        };
         let answer: Value = self
             .http
             .post(&self.endpoint)
@@ -52,14 +55,30 @@ impl Authenticate for Introspect {
     }
 }
 
-fn echo_tool() -> Tool {
-    Tool::new("echo", "Echoes the text back").param("text", Param::string("What to echo").required()).handle(
-        |_ctx, args| async move { Ok(CallToolResult::text(args["text"].as_str().unwrap_or_default().to_owned())) },
-    )
+/// The echo tool; `scoped`: it needs `mcp:read`.
+fn echo_tool(scoped: bool) -> Tool {
+    let needs: &[&str] = if scoped { &["mcp:read"] } else { &[] };
+    Tool::new("echo", "Echoes the text back")
+        .param("text", Param::string("What to echo").required())
+        .scopes(needs.iter().copied())
+        .handle(
+            |_ctx, args| async move { Ok(CallToolResult::text(args["text"].as_str().unwrap_or_default().to_owned())) },
+        )
 }
 
 /// Serves the protected echo server for `auth` on a free port; returns its URL (`…/mcp`).
 pub async fn protected_server(auth: &AuthorizationServer) -> String {
+    serve(auth, false).await
+}
+
+/// [`protected_server`], except that a request without a token is let in
+/// (`server/discover`, `initialize`, `tools/list` answer it); only the echo
+/// tool needs a token (scope `mcp:read`, refused with 403 `insufficient_scope`).
+pub async fn public_discovery_server(auth: &AuthorizationServer) -> String {
+    serve(auth, true).await
+}
+
+async fn serve(auth: &AuthorizationServer, anonymous: bool) -> String {
     let bound = http::bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let origin = format!("http://{}", bound.local_addr());
     let resource = format!("{origin}/mcp");
@@ -77,9 +96,10 @@ pub async fn protected_server(auth: &AuthorizationServer) -> String {
         endpoint: auth.url("/token/introspection"),
         resource: resource.clone(),
         http: reqwest::Client::new(),
+        anonymous,
     };
     let cfg = HttpConfig::default().auth(introspect).resource_metadata(prm_url);
-    let server = Server::builder("protected", "1.0.0").tool(echo_tool()).build().unwrap();
+    let server = Server::builder("protected", "1.0.0").tool(echo_tool(anonymous)).build().unwrap();
     tokio::spawn(bound.serve_with(server, cfg, routes, std::future::pending::<()>()));
     resource
 }

@@ -1,6 +1,7 @@
 //! Requests to an authorization server: HTTPS (plain HTTP on loopback only),
 //! no redirects, a timeout, and a bounded body parsed as JSON.
 
+use crate::protocol::oauth::endpoint::keeps_credentials_private;
 use reqwest::Url;
 use serde_json::Value;
 use std::time::Duration;
@@ -23,17 +24,10 @@ pub(super) fn client(timeout: Duration) -> Result<reqwest::Client, String> {
 pub(super) fn check_url(what: &str, url: &str) -> Result<Url, String> {
     let u = Url::parse(url).map_err(|e| format!("{what} {url:?} is not a URL: {e}"))?;
     match u.scheme() {
-        "https" => Ok(u),
-        "http" if is_loopback(&u) => Ok(u),
+        _ if keeps_credentials_private(u.scheme(), u.host_str().unwrap_or_default()) => Ok(u),
         "http" => Err(format!("{what} {url:?} must use https (plain http only to a loopback host)")),
         _ => Err(format!("{what} {url:?} must be an https URL")),
     }
-}
-
-fn is_loopback(u: &Url) -> bool {
-    let Some(host) = u.host_str() else { return false };
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost") || bare.parse::<std::net::IpAddr>().is_ok_and(|a| a.is_loopback())
 }
 
 /// Sends `req` and reads a JSON object of at most [`MAX_BODY`] bytes from a 200 answer.

@@ -2,6 +2,7 @@
 //! MCP clients try them, with the `issuer` echo check.
 
 use super::fetch;
+use crate::protocol::oauth::well_known::authorization_server_paths;
 use serde_json::Value;
 
 /// What the resource server needs from an authorization server's metadata.
@@ -13,25 +14,15 @@ pub(super) struct AsMetadata {
     pub(super) introspection_endpoint: Option<String>,
 }
 
-/// The discovery URLs of `issuer`, in order: RFC 8414 path-inserted, OpenID
-/// path-inserted, OpenID appended (one of each when the issuer has no path).
-pub(super) fn discovery_urls(issuer: &str) -> Vec<String> {
+/// The discovery URLs of `issuer`, in the order MCP clients try them
+/// ([`authorization_server_paths`]).
+fn discovery_urls(issuer: &str) -> Vec<String> {
     let trimmed = issuer.trim_end_matches('/');
     let (origin, path) = match trimmed.find("://").and_then(|i| trimmed[i + 3..].find('/').map(|j| i + 3 + j)) {
         Some(at) => (&trimmed[..at], &trimmed[at..]),
         None => (trimmed, ""),
     };
-    if path.is_empty() {
-        return vec![
-            format!("{origin}/.well-known/oauth-authorization-server"),
-            format!("{origin}/.well-known/openid-configuration"),
-        ];
-    }
-    vec![
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!("{origin}/.well-known/openid-configuration{path}"),
-        format!("{origin}{path}/.well-known/openid-configuration"),
-    ]
+    authorization_server_paths(path).into_iter().map(|p| format!("{origin}{p}")).collect()
 }
 
 /// Fetches the metadata of `issuer`: the first document that exists and names
@@ -62,28 +53,4 @@ pub(super) async fn discover(http: &reqwest::Client, issuer: &str) -> Result<AsM
         });
     }
     Err(format!("no usable metadata for issuer {issuer} ({})", failures.join("; ")))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::discovery_urls;
-
-    #[test]
-    fn discovery_order() {
-        assert_eq!(
-            discovery_urls("https://a.example"),
-            [
-                "https://a.example/.well-known/oauth-authorization-server",
-                "https://a.example/.well-known/openid-configuration"
-            ]
-        );
-        assert_eq!(
-            discovery_urls("https://a.example/t1"),
-            [
-                "https://a.example/.well-known/oauth-authorization-server/t1",
-                "https://a.example/.well-known/openid-configuration/t1",
-                "https://a.example/t1/.well-known/openid-configuration"
-            ]
-        );
-    }
 }

@@ -64,7 +64,7 @@ mod token_cache;
 
 pub use config::{ClientCredentials, Issuer, MAX_LEEWAY, OAuthConfig};
 pub use config_toml::OAuthConfigError;
-pub use resource::{ProtectedResource, WELL_KNOWN_PRM};
+pub use resource::ProtectedResource;
 
 use super::{AuthError, Authenticate, Principal, bearer_token};
 use async_trait::async_trait;

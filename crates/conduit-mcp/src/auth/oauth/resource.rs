@@ -3,10 +3,8 @@
 //! configuration, never from a request.
 
 use super::config::OAuthConfig;
+use crate::protocol::oauth::well_known::protected_resource_paths;
 use reqwest::Url;
-
-/// The well-known suffix of protected-resource metadata.
-pub const WELL_KNOWN_PRM: &str = "/.well-known/oauth-protected-resource";
 
 /// The protected-resource metadata of one endpoint, ready to serve.
 #[derive(Debug, Clone)]
@@ -22,14 +20,9 @@ impl ProtectedResource {
     /// Builds the document and paths from `cfg` (the resource is checked first).
     pub(super) fn new(cfg: &OAuthConfig) -> Result<Self, String> {
         let url = check_resource(&cfg.resource)?;
-        let path = url.path().trim_end_matches('/');
         let origin = url.origin().ascii_serialization();
-        let inserted = format!("{WELL_KNOWN_PRM}{path}");
-        let mut paths = vec![inserted.clone()];
-        if !path.is_empty() {
-            paths.push(WELL_KNOWN_PRM.to_owned());
-        }
-        let metadata_url = cfg.resource_metadata_url.clone().unwrap_or_else(|| format!("{origin}{inserted}"));
+        let paths = protected_resource_paths(url.path());
+        let metadata_url = cfg.resource_metadata_url.clone().unwrap_or_else(|| format!("{origin}{}", paths[0]));
         let mut doc = serde_json::json!({
             "resource": cfg.resource,
             "authorization_servers": cfg.issuers.iter().map(|i| i.url.as_str()).collect::<Vec<_>>(),

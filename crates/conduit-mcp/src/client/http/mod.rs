@@ -9,9 +9,10 @@
 
 mod stream;
 
-use super::credential::{Credential, Retry};
+use super::credential::Credential;
 use super::error::{ClientError, ProtocolError, TransportError};
 use super::http_options::{self, HttpOptions, redirect_refused};
+use super::oauth::retry::Retry;
 use super::sse::SseReader;
 use super::wire::{Outgoing, Replies, WeakReplyTx, Wire, replies};
 use crate::protocol::RequestId;
@@ -131,13 +132,7 @@ impl Shared {
             if status != 401 && status != 403 {
                 return Ok(resp);
             }
-            let challenge = resp
-                .headers()
-                .get_all("www-authenticate")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .collect::<Vec<_>>()
-                .join(", ");
+            let challenge = http_options::www_authenticate(&resp);
             if !self.credential.renew(status, bearer.as_deref(), &challenge, &mut retry).await? {
                 return Ok(resp);
             }

@@ -4,7 +4,7 @@
 //! then `error` or `code`.
 
 use super::discovery::AuthServer;
-use crate::client::ClientError;
+use crate::client::error::ClientError;
 use crate::client::sanitize::{quoted, shown};
 use async_trait::async_trait;
 use base64::Engine;

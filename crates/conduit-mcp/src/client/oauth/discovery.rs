@@ -4,11 +4,12 @@
 //! server's metadata (RFC 8414 and OpenID discovery, in the spec's order),
 //! used only when its `issuer` is the one it was looked up by.
 
-use super::challenge::Challenge;
 use super::fetch::Fetch;
-use crate::client::ClientError;
+use crate::client::error::ClientError;
 use crate::client::http_options::parse_url;
 use crate::client::sanitize::{quoted, shown};
+use crate::protocol::oauth::challenge::Challenge;
+use crate::protocol::oauth::well_known::{authorization_server_paths, protected_resource_paths};
 use reqwest::Url;
 use serde_json::Value;
 
@@ -82,11 +83,7 @@ pub(crate) async fn protected_resource(
             .check_credentials_to(url, "a request for the protected resource metadata")
             .map_err(|e| ClientError::OAuth(e.to_string()))?;
     }
-    let path = server.path().trim_end_matches('/');
-    if !path.is_empty() {
-        candidates.push(same_origin_at(server, &format!("/.well-known/oauth-protected-resource{path}")));
-    }
-    candidates.push(same_origin_at(server, "/.well-known/oauth-protected-resource"));
+    candidates.extend(protected_resource_paths(server.path()).iter().map(|p| same_origin_at(server, p)));
     let mut last = String::new();
     for url in candidates {
         let (status, doc) = fetch.get(&url).await?;
@@ -118,20 +115,9 @@ pub(crate) async fn protected_resource(
     Err(ClientError::OAuth(format!("no protected resource metadata for {server} ({last})")))
 }
 
-/// Where to look for the metadata of `issuer`, in order (RFC 8414 §3.1, OpenID Discovery).
+/// Where to look for the metadata of `issuer`, in the order MCP clients try them.
 fn metadata_urls(issuer: &Url) -> Vec<Url> {
-    let path = issuer.path().trim_end_matches('/');
-    if path.is_empty() {
-        return vec![
-            same_origin_at(issuer, "/.well-known/oauth-authorization-server"),
-            same_origin_at(issuer, "/.well-known/openid-configuration"),
-        ];
-    }
-    vec![
-        same_origin_at(issuer, &format!("/.well-known/oauth-authorization-server{path}")),
-        same_origin_at(issuer, &format!("/.well-known/openid-configuration{path}")),
-        same_origin_at(issuer, &format!("{path}/.well-known/openid-configuration")),
-    ]
+    authorization_server_paths(issuer.path()).iter().map(|p| same_origin_at(issuer, p)).collect()
 }
 
 fn endpoint(doc: &Value, key: &str) -> Result<Option<Url>, ClientError> {
@@ -194,20 +180,5 @@ mod tests {
         {
             assert!(!resource_covers(&Url::parse(bad).unwrap(), &server), "{bad}");
         }
-    }
-
-    #[test]
-    fn metadata_urls_in_the_spec_order() {
-        let with = metadata_urls(&Url::parse("https://as.example/tenant1").unwrap());
-        let with: Vec<&str> = with.iter().map(Url::as_str).collect();
-        assert_eq!(
-            with,
-            [
-                "https://as.example/.well-known/oauth-authorization-server/tenant1",
-                "https://as.example/.well-known/openid-configuration/tenant1",
-                "https://as.example/tenant1/.well-known/openid-configuration",
-            ]
-        );
-        assert_eq!(metadata_urls(&Url::parse("https://as.example").unwrap()).len(), 2);
     }
 }

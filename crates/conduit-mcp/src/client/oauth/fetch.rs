@@ -3,7 +3,7 @@
 //! secret, a code or a token follow no redirect at all; metadata reads
 //! follow same-origin redirects only.
 
-use crate::client::ClientError;
+use crate::client::error::ClientError;
 use crate::client::http_options::{self, HttpOptions};
 use crate::client::sanitize::shown;
 use reqwest::Url;
@@ -44,6 +44,21 @@ impl Fetch {
             self.documents.get(url.clone()).header("MCP-Protocol-Version", crate::protocol::LATEST_PROTOCOL_VERSION),
         )
         .await
+    }
+
+    /// The `WWW-Authenticate` values of a 401 to a GET of `url` without
+    /// credentials (joined with `, `); `None` for any other answer. No
+    /// redirect is followed and the body is not read.
+    pub(crate) async fn challenge(&self, url: &Url) -> Result<Option<String>, ClientError> {
+        let resp = http_options::send(
+            self.secrets.get(url.clone()).header("accept", "application/json, text/event-stream"),
+            self.opts.timeout,
+        )
+        .await?;
+        if resp.status().as_u16() != 401 {
+            return Ok(None);
+        }
+        Ok(Some(http_options::www_authenticate(&resp)))
     }
 
     /// POST a form (a token request), with HTTP Basic client authentication when given.

@@ -7,7 +7,7 @@
 //! callback with another `state`) or 404, without ending the wait.
 
 use super::authorize::Authorizer;
-use crate::client::ClientError;
+use crate::client::error::ClientError;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;

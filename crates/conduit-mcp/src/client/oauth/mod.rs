@@ -27,6 +27,13 @@
 //! only refreshes: a server that needs a new login answers
 //! [`ClientError::LoginRequired`].
 //!
+//! A login needs no MCP session: [`ClientBuilder::login`](super::ClientBuilder::login)
+//! runs steps 1 to 5 from the server's URL alone (the metadata from the
+//! challenge of one GET without credentials, else the well-known URLs) and
+//! stores the tokens, so a server that answers `server/discover` without a
+//! token can be logged into; [`ClientBuilder::logout`](super::ClientBuilder::logout)
+//! revokes and forgets them.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), conduit_mcp::client::ClientError> {
 //! use conduit_mcp::client::ClientBuilder;
@@ -43,11 +50,12 @@
 //! ```
 
 mod authorize;
-mod challenge;
 mod discovery;
 mod fetch;
+mod login;
 mod loopback;
 mod register;
+pub(crate) mod retry;
 mod scope;
 pub(crate) mod session;
 mod store;
@@ -58,8 +66,9 @@ pub use loopback::{LoopbackBrowser, OpenUrl};
 pub use scope::is_scope_token;
 pub use store::{ClientRegistration, CredentialStore, MemoryCredentials, StoredTokens};
 
-use super::ClientError;
+use super::error::ClientError;
 use super::http_options::HttpOptions;
+pub(crate) use login::login;
 use register::Identity;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -7,9 +7,10 @@
 use super::discovery::AuthServer;
 use super::fetch::{Fetch, oauth_error};
 use super::store::{ClientRegistration, CredentialStore};
-use crate::client::ClientError;
-use crate::client::http_options::{is_loopback, parse_url};
+use crate::client::error::ClientError;
+use crate::client::http_options::parse_url;
 use crate::client::sanitize::shown;
+use crate::protocol::oauth::endpoint::is_loopback_host;
 use serde_json::{Value, json};
 
 /// What the application says about its own client identity.
@@ -78,7 +79,8 @@ pub(crate) async fn client_for(
     };
     let method = choose_method(server, false, true);
     let redirect = parse_url("redirect URI", redirect_uri)?;
-    let native = is_loopback(&redirect) || !matches!(redirect.scheme(), "http" | "https");
+    let native =
+        is_loopback_host(redirect.host_str().unwrap_or_default()) || !matches!(redirect.scheme(), "http" | "https");
     let body = json!({
         "client_name": me.client_name,
         "redirect_uris": [redirect_uri],

@@ -4,7 +4,7 @@
 //! goes into an authorization URL, a token request, the credential store
 //! and the login command the CLI suggests: one outside that is refused.
 
-use crate::client::ClientError;
+use crate::client::error::ClientError;
 use crate::client::sanitize::quoted;
 
 /// Whether `s` is one RFC 6749 `scope-token`.

@@ -11,17 +11,17 @@
 //! token about to expire is renewed before use at most once per [`FRESH_MS`].
 
 use super::authorize::{self, Request};
-use super::challenge::{self, Challenge};
 use super::discovery::{self, AuthServer, ResourceMetadata};
 use super::fetch::Fetch;
 use super::register;
+use super::retry::Retry;
 use super::scope;
 use super::store::{ClientRegistration, StoredTokens};
 use super::token::{self, Grant, Tokens};
 use super::{GrantKind, OAuth};
-use crate::client::ClientError;
-use crate::client::credential::Retry;
+use crate::client::error::ClientError;
 use crate::client::http_options::HttpOptions;
+use crate::protocol::oauth::challenge::{self, Challenge};
 use reqwest::Url;
 use tokio::sync::Mutex;
 
@@ -160,6 +160,15 @@ impl Session {
         let challenge = Challenge { scopes: Some(asked), ..Challenge::default() };
         self.obtain(&mut st, Some(&challenge), Some(wanted), false).await?;
         Ok(true)
+    }
+
+    /// A new login, whatever is stored: discovery (from `challenge`, else the
+    /// well-known metadata), a new grant, the tokens stored and returned.
+    pub(crate) async fn login(&self, challenge: Option<&Challenge>) -> Result<StoredTokens, ClientError> {
+        let mut st = self.state.lock().await;
+        *st = State { loaded: true, ..State::default() };
+        self.obtain(&mut st, challenge, None, false).await?;
+        st.tokens.clone().ok_or_else(|| ClientError::LoginRequired(self.key.clone()))
     }
 
     /// Refreshes (or repeats client credentials) without discovery, from what was stored.

@@ -3,7 +3,7 @@
 //! MCP server, [`ClientRegistration`] per authorization server issuer), and
 //! the in-memory default.
 
-use crate::client::ClientError;
+use crate::client::error::ClientError;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

@@ -6,7 +6,7 @@
 use super::fetch::{Answer, Fetch, client_auth, oauth_error};
 use super::scope;
 use super::store::ClientRegistration;
-use crate::client::ClientError;
+use crate::client::error::ClientError;
 use crate::client::sanitize::quoted;
 use reqwest::Url;
 use serde_json::Value;

@@ -63,7 +63,7 @@ impl ErrorCode {
 /// The application code of a call the caller may not make: a tool whose OAuth
 /// scopes its token lacks (`data.requiredScopes`). It is the HTTP status the same
 /// refusal gets (403, with the OAuth `insufficient_scope` challenge:
-/// `auth::INSUFFICIENT_SCOPE`), and lies
+/// `protocol::oauth::errors::INSUFFICIENT_SCOPE`), and lies
 /// outside the ranges JSON-RPC and MCP reserve, as application codes should.
 pub const FORBIDDEN: i64 = 403;
 
@@ -149,6 +149,10 @@ pub struct RpcError {
     /// A class the code alone does not tell (never on the wire).
     #[serde(skip)]
     special: Option<ErrorClass>,
+    /// The scopes an [`insufficient_scope`](Self::insufficient_scope) refusal
+    /// names, typed (on the wire: `data.requiredScopes`).
+    #[serde(skip)]
+    required_scopes: Vec<String>,
 }
 
 /// The wire form, read back (a client reads errors; the class follows from the code).
@@ -163,14 +167,14 @@ struct WireError {
 impl<'de> Deserialize<'de> for RpcError {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let w = WireError::deserialize(d)?;
-        Ok(Self { code: w.code, message: w.message, data: w.data, special: None })
+        Ok(Self { code: w.code, message: w.message, data: w.data, special: None, required_scopes: Vec::new() })
     }
 }
 
 impl RpcError {
     /// A new error with no `data`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code: code.code(), message: message.into(), data: None, special: None }
+        Self { code: code.code(), message: message.into(), data: None, special: None, required_scopes: Vec::new() }
     }
 
     /// Adds `data`.
@@ -245,6 +249,7 @@ impl RpcError {
     pub fn insufficient_scope(required: &[String]) -> Self {
         Self {
             special: Some(ErrorClass::InsufficientScope),
+            required_scopes: required.to_vec(),
             ..Self::new(ErrorCode::Other(FORBIDDEN), "Insufficient scope")
                 .data(serde_json::json!({ "requiredScopes": required }))
         }
@@ -260,6 +265,12 @@ impl RpcError {
             e.data = Some(serde_json::json!({ "retryAfterMs": u64::try_from(ms).unwrap_or(u64::MAX) }));
         }
         e
+    }
+
+    /// The scopes an [`insufficient_scope`](Self::insufficient_scope) refusal
+    /// built here names (empty for any other error, and for one read from the wire).
+    pub fn required_scopes(&self) -> &[String] {
+        &self.required_scopes
     }
 
     /// When the client may try again (`data.retryAfterMs`), if the error says.

@@ -8,8 +8,10 @@ use super::HttpConfig;
 use super::conn_auth::ConnCredentials;
 use super::guard::{Refusal, check};
 use super::status::{challenge, error_response, forbidden};
-use crate::auth::{AuthError, INSUFFICIENT_SCOPE, INVALID_REQUEST, INVALID_TOKEN, Principal};
-use crate::protocol::RpcError;
+use crate::auth::{AuthError, Principal};
+use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::oauth::challenge::Challenge;
+use crate::protocol::oauth::errors::{INSUFFICIENT_SCOPE, INVALID_REQUEST, INVALID_TOKEN};
 use crate::quota::ClientKey;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -111,32 +113,31 @@ fn duplicated(headers: &HeaderMap, credentials: &header::HeaderName) -> Option<h
 /// The answer to a failed authentication, with its challenge (RFC 6750 §3).
 fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
     tracing::debug!(error = %e, "authentication failed");
-    let base = super::base_scope(cfg);
-    let scope = |s: Option<&str>| s.map(|s| format!("scope=\"{s}\"")).unwrap_or_default();
-    let described = |code: &str, why: &str| {
-        vec![scope(base), format!("error=\"{code}\""), format!("error_description=\"{}\"", quoted(why))]
+    let base = Challenge { scopes: super::base_scopes(cfg), ..Challenge::default() };
+    let described = |code: &str, why: &str| Challenge {
+        error: Some(code.to_owned()),
+        error_description: Some(why.to_owned()),
+        ..base.clone()
     };
-    let (status, params) = match e {
-        AuthError::Missing => (StatusCode::UNAUTHORIZED, vec![scope(base)]),
+    let (status, c) = match e {
+        AuthError::Missing => (StatusCode::UNAUTHORIZED, base.clone()),
         AuthError::Invalid(why) => (StatusCode::UNAUTHORIZED, described(INVALID_TOKEN, why)),
         AuthError::InvalidRequest(why) => (StatusCode::BAD_REQUEST, described(INVALID_REQUEST, why)),
-        AuthError::InsufficientScope(needed) => (
-            StatusCode::FORBIDDEN,
-            vec![format!("error=\"{INSUFFICIENT_SCOPE}\""), format!("scope=\"{}\"", needed.join(" "))],
-        ),
+        AuthError::InsufficientScope(needed) => {
+            let c = Challenge {
+                scopes: Some(needed.clone()),
+                error: Some(INSUFFICIENT_SCOPE.to_owned()),
+                ..Challenge::default()
+            };
+            (StatusCode::FORBIDDEN, c)
+        }
         AuthError::Unavailable(_) => {
             let mut r = (StatusCode::SERVICE_UNAVAILABLE, "authentication is unavailable; try again").into_response();
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             return r;
         }
     };
-    let params: Vec<String> = params.into_iter().filter(|p| !p.is_empty()).collect();
     let mut r = (status, e.to_string()).into_response();
-    r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, &params.join(", ")));
+    r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, c));
     r
-}
-
-/// Text fit for a quoted header parameter: printable ASCII without quotes or backslashes.
-fn quoted(s: &str) -> String {
-    s.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').filter(|c| !matches!(c, '"' | '\\')).take(200).collect()
 }

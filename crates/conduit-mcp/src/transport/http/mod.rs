@@ -312,10 +312,10 @@ impl HttpConfig {
 }
 
 /// The scopes every request needs, for challenges (`None` without OAuth).
-pub(super) fn base_scope(cfg: &HttpConfig) -> Option<&str> {
+pub(super) fn base_scopes(cfg: &HttpConfig) -> Option<Vec<String>> {
     #[cfg(feature = "oauth")]
     if let Some(pr) = &cfg.protected_resource {
-        return pr.scope();
+        return pr.scope().map(|s| s.split(' ').map(str::to_owned).collect());
     }
     let _ = cfg;
     None

@@ -25,7 +25,9 @@ fn is_endpoint(path: &str) -> bool {
 #[cfg(feature = "oauth")]
 fn is_metadata_path(pr: &crate::auth::oauth::ProtectedResource, path: &str) -> bool {
     pr.is_metadata_path(path)
-        || path.strip_prefix(crate::auth::oauth::WELL_KNOWN_PRM).is_some_and(|rest| rest == MCP_PATH)
+        || path
+            .strip_prefix(crate::protocol::oauth::well_known::PROTECTED_RESOURCE)
+            .is_some_and(|rest| rest == MCP_PATH)
 }
 
 /// Answers one request: the endpoint's handler for its method, 405 for other methods

@@ -2,8 +2,9 @@
 //! class in one table (brief §2.6), and the body and challenges that go with it.
 
 use super::HttpConfig;
-use crate::auth::INSUFFICIENT_SCOPE;
 use crate::protocol::jsonrpc::{ErrorClass, Message, RequestId, RpcError};
+use crate::protocol::oauth::challenge::Challenge;
+use crate::protocol::oauth::errors::INSUFFICIENT_SCOPE;
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -36,14 +37,13 @@ pub(super) fn json_body(status: StatusCode, msg: &Message) -> Response {
 pub(super) fn error_response(cfg: &HttpConfig, id: Option<RequestId>, error: RpcError) -> Response {
     // All the operation needs, in one challenge: the scopes of every request, then the operation's.
     let scopes = (error.class() == ErrorClass::InsufficientScope).then(|| {
-        let mut all: Vec<&str> = super::base_scope(cfg).map(|b| b.split(' ').collect()).unwrap_or_default();
-        let needed = error.data.as_ref().and_then(|d| d.get("requiredScopes")).and_then(|s| s.as_array());
-        for s in needed.into_iter().flatten().filter_map(|v| v.as_str()) {
-            if !all.contains(&s) {
-                all.push(s);
+        let mut all = super::base_scopes(cfg).unwrap_or_default();
+        for s in error.required_scopes() {
+            if !all.contains(s) {
+                all.push(s.clone());
             }
         }
-        all.join(" ")
+        all
     });
     let status = status_for(&error);
     // `Retry-After` in whole seconds, rounded up: never earlier than `data.retryAfterMs`.
@@ -57,29 +57,16 @@ pub(super) fn error_response(cfg: &HttpConfig, id: Option<RequestId>, error: Rpc
     }
     if let Some(scopes) = scopes {
         let scheme = cfg.auth.as_ref().map(|a| a.scheme().to_owned()).unwrap_or_else(|| "Bearer".into());
-        r.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            challenge(cfg, &scheme, &format!("error=\"{INSUFFICIENT_SCOPE}\", scope=\"{scopes}\"")),
-        );
+        let c = Challenge { scopes: Some(scopes), error: Some(INSUFFICIENT_SCOPE.into()), ..Challenge::default() };
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, &scheme, c));
     }
     r
 }
 
-/// A `WWW-Authenticate` value for `scheme` with the resource metadata and `extra`.
-pub(super) fn challenge(cfg: &HttpConfig, scheme: &str, extra: &str) -> HeaderValue {
-    let mut v = scheme.to_owned();
-    let mut parts = Vec::new();
-    if let Some(m) = &cfg.resource_metadata {
-        parts.push(format!("resource_metadata=\"{m}\""));
-    }
-    if !extra.is_empty() {
-        parts.push(extra.to_owned());
-    }
-    if !parts.is_empty() {
-        v.push(' ');
-        v.push_str(&parts.join(", "));
-    }
-    HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+/// The `WWW-Authenticate` value of `c` for `scheme`, naming this endpoint's resource metadata.
+pub(super) fn challenge(cfg: &HttpConfig, scheme: &str, mut c: Challenge) -> HeaderValue {
+    c.resource_metadata.clone_from(&cfg.resource_metadata);
+    HeaderValue::from_str(&c.render(scheme)).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
 }
 
 /// A 403 with an error body without id (the guard refused the request).

@@ -1,27 +1,62 @@
 //! The `WWW-Authenticate: Bearer …` challenge of a 401 or 403 (RFC 6750 §3,
-//! RFC 9728 §5.1): `resource_metadata`, `scope`, `error`.
+//! RFC 9728 §5.1): the server renders it, the client parses it, both with
+//! the same parameters (`resource_metadata`, `scope`, `error`, `error_description`).
 
-/// The parameters of a Bearer challenge that the client acts on.
+use super::errors::INSUFFICIENT_SCOPE;
+
+/// The parameters of a Bearer challenge.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Challenge {
+#[non_exhaustive]
+pub struct Challenge {
     /// Where the protected resource metadata is (RFC 9728).
-    pub(crate) resource_metadata: Option<String>,
+    pub resource_metadata: Option<String>,
     /// The scopes the server asks for, space-separated in the header.
-    pub(crate) scopes: Option<Vec<String>>,
-    /// `invalid_token`, `insufficient_scope`, ...
-    pub(crate) error: Option<String>,
+    pub scopes: Option<Vec<String>>,
+    /// `invalid_token`, `insufficient_scope`, ... ([`errors`](super::errors)).
+    pub error: Option<String>,
+    /// Why, in words (rendered as printable ASCII, at most 200 characters).
+    pub error_description: Option<String>,
 }
+
+/// The most characters of an `error_description` rendered.
+const MAX_DESCRIPTION: usize = 200;
 
 impl Challenge {
     /// Whether this is a 403's call for more scope.
-    pub(crate) fn insufficient_scope(&self) -> bool {
-        self.error.as_deref() == Some("insufficient_scope")
+    pub fn insufficient_scope(&self) -> bool {
+        self.error.as_deref() == Some(INSUFFICIENT_SCOPE)
     }
+
+    /// The header value for `scheme` (`Bearer`, or an authenticator's own):
+    /// `SCHEME resource_metadata="…", scope="…", error="…", error_description="…"`,
+    /// each parameter only when set. Values are quoted strings without `"` or `\`.
+    pub fn render(&self, scheme: &str) -> String {
+        let mut params = Vec::new();
+        let mut param = |name: &str, value: String| params.push(format!("{name}=\"{value}\""));
+        if let Some(m) = &self.resource_metadata {
+            param("resource_metadata", quotable(m).collect());
+        }
+        if let Some(s) = &self.scopes {
+            param("scope", quotable(&s.join(" ")).collect());
+        }
+        if let Some(e) = &self.error {
+            param("error", quotable(e).collect());
+        }
+        if let Some(d) = &self.error_description {
+            param("error_description", quotable(d).take(MAX_DESCRIPTION).collect());
+        }
+        if params.is_empty() { scheme.to_owned() } else { format!("{scheme} {}", params.join(", ")) }
+    }
+}
+
+/// The characters of `s` fit for a quoted header parameter: printable ASCII without quotes or backslashes.
+fn quotable(s: &str) -> impl Iterator<Item = char> + '_ {
+    s.chars().filter(|c| c.is_ascii_graphic() || *c == ' ').filter(|c| !matches!(c, '"' | '\\'))
 }
 
 /// Reads the Bearer challenge out of the `WWW-Authenticate` header values
 /// (joined with `, `); other schemes are skipped. `None` without a Bearer one.
-pub(crate) fn parse(header: &str) -> Option<Challenge> {
+pub fn parse(header: &str) -> Option<Challenge> {
     let mut p = Parser { s: header.as_bytes(), i: 0 };
     let mut in_bearer = false;
     let mut found = None::<Challenge>;
@@ -45,6 +80,7 @@ pub(crate) fn parse(header: &str) -> Option<Challenge> {
                     "resource_metadata" => c.resource_metadata = Some(value),
                     "scope" => c.scopes = Some(value.split_whitespace().map(str::to_owned).collect()),
                     "error" => c.error = Some(value),
+                    "error_description" => c.error_description = Some(value),
                     _ => {}
                 }
             }
@@ -123,6 +159,25 @@ mod tests {
         assert!(c.insufficient_scope());
         assert_eq!(c.scopes.unwrap(), ["mcp:read", "mcp:write"]);
         assert_eq!(c.resource_metadata.unwrap(), "http://h/.well-known/oauth-protected-resource/mcp");
+    }
+
+    #[test]
+    fn what_the_server_renders_the_client_reads() {
+        let c = Challenge {
+            resource_metadata: Some("https://m.example/.well-known/oauth-protected-resource/mcp".into()),
+            scopes: Some(vec!["mcp:read".into(), "mcp:deploy".into()]),
+            error: Some("invalid_token".into()),
+            error_description: Some("expired \"yesterday\"\n".into()),
+        };
+        let header = c.render("Bearer");
+        assert_eq!(
+            header,
+            "Bearer resource_metadata=\"https://m.example/.well-known/oauth-protected-resource/mcp\", \
+             scope=\"mcp:read mcp:deploy\", error=\"invalid_token\", error_description=\"expired yesterday\""
+        );
+        let read = parse(&header).unwrap();
+        assert_eq!(read, Challenge { error_description: Some("expired yesterday".into()), ..c });
+        assert_eq!(Challenge::default().render("ApiKey"), "ApiKey");
     }
 
     #[test]
