@@ -7,7 +7,7 @@
 //! INFO. Needs `DATABASE_URL`; the stall is a proxy in front of it
 //! (`support/stall.rs`).
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{

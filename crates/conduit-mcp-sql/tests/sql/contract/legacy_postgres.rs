@@ -3,7 +3,7 @@
 //! another, and `tasks/result`'s wait on one node woken by a completion on
 //! another through `PgNotifier`. Needs `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock, SystemClock};
 use conduit_mcp::ext::tasks::legacy_store::{LegacyTaskStore, LegacyTasks};

@@ -3,7 +3,7 @@
 //! nodes. Needs `DATABASE_URL`; each test works in schemas of its own and
 //! only ever terminates its own store's sessions.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};

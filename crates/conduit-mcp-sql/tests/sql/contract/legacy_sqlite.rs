@@ -1,7 +1,7 @@
 //! The legacy store contract suite on `SqliteLegacyStore` (a WAL file, and
 //! `:memory:`), and cursors honoured across two processes' stores on one file.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::legacy_store::LegacyTaskStore;

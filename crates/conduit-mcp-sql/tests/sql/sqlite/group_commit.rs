@@ -6,7 +6,7 @@
 //! On a current-thread runtime, futures joined together all reach the queue
 //! before any flush runs, so those tests build one batch deterministically.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, new_task_id};

@@ -2,7 +2,7 @@
 //! closed and reopened, two processes on one file. Nothing acknowledged is
 //! lost, failures are `StoreError::Backend`, and the store recovers.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};

@@ -3,7 +3,7 @@
 //! add up to the rows, and a schema from before the shards (one counter row)
 //! is migrated with counts taken from its rows. Needs `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, new_task_id};
@@ -157,9 +157,9 @@ async fn the_migration_from_one_counter_row_counts_the_rows() {
         .await
         .expect("schema");
     for sql in [
-        include_str!("../migrations/postgres/0001_conduit_tasks.sql"),
-        include_str!("../migrations/postgres/0002_conduit_legacy_tasks.sql"),
-        include_str!("../migrations/postgres/0013_owner_index.sql"),
+        include_str!("../../../migrations/postgres/0001_conduit_tasks.sql"),
+        include_str!("../../../migrations/postgres/0002_conduit_legacy_tasks.sql"),
+        include_str!("../../../migrations/postgres/0013_owner_index.sql"),
         "CREATE TABLE conduit_schema_migrations (version BIGINT NOT NULL PRIMARY KEY, \
          description TEXT NOT NULL, applied_at_ms BIGINT NOT NULL); \
          INSERT INTO conduit_schema_migrations VALUES (1, 'v1', 0), (2, 'v2', 0), (13, 'v13', 0); \

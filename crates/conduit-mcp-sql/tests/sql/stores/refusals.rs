@@ -1,6 +1,6 @@
 //! Files and schemas a store must refuse at open, with a clear error.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{ManualClock, SystemClock};
 use conduit_mcp::ext::tasks::{CreateCaps, TaskRecord, TaskStore, new_task_id};

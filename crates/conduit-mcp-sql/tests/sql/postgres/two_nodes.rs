@@ -4,7 +4,7 @@
 //! under the cap across both (creates batched per node, each batch taking
 //! its room from a shard of the sharded counter). Needs `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use async_trait::async_trait;
 use conduit_mcp::clock::{Clock, ManualClock};
