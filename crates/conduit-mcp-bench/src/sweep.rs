@@ -5,7 +5,7 @@
 
 use crate::stats::quantile;
 use conduit_mcp::Server;
-use conduit_mcp::ext::tasks::{Owner, TaskRecord, Tasks, new_task_id, sweep};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskRecord, Tasks, new_task_id, sweep};
 use conduit_mcp::protocol::jsonrpc::Request;
 use conduit_mcp::protocol::{Message, RequestId};
 use conduit_mcp::server::RequestEnv;
@@ -140,7 +140,7 @@ async fn add_expired(tasks: &Tasks, count: usize, now: u64) -> Result<(), String
     for _ in 0..count {
         // Created 20 s ago with a 10 s lifetime: expired 10 s ago.
         let rec = TaskRecord::new(new_task_id(), None, now - 20_000, Some(10_000));
-        tasks.store().create(rec, None).await.map_err(|e| e.to_string())?;
+        tasks.store().create(rec, CreateCaps::default()).await.map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -162,7 +162,7 @@ pub async fn run(opts: &SweepOptions, rss_kib: impl Fn() -> u64) -> Result<Vec<S
         } else {
             let id = new_task_id();
             let rec = TaskRecord::new(id.clone(), None, now, Some(3_600_000));
-            tasks.store().create(rec, None).await.map_err(|e| e.to_string())?;
+            tasks.store().create(rec, CreateCaps::default()).await.map_err(|e| e.to_string())?;
             ids.push(id);
         }
     }

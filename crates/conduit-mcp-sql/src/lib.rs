@@ -23,7 +23,7 @@
 //!   overwrite a worker's `completed`, and terminal rows never change.
 //! - **Atomic row cap.** `create` bumps a one-row counter under the cap in the
 //!   same transaction (or statement) as the insert; deletes decrement it. The
-//!   per-principal cap (`create_capped`) counts the owner's rows by an index,
+//!   per-principal cap (`create`'s `CreateCaps`) counts the owner's rows by an index,
 //!   in the insert's transaction (PostgreSQL: under a per-owner advisory lock).
 //! - **Group commit.** Creates that queue up behind the commit in flight are
 //!   written together (SQLite: one transaction; PostgreSQL: one statement),
@@ -136,7 +136,7 @@ mod stores;
 mod transaction;
 
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub use common::SqlStore;
+pub use common::{LegacyTable, SqlStore, TaskTable};
 pub use error::OpenError;
 #[cfg(feature = "postgres")]
 pub use pg_notifier::PgNotifier;

@@ -133,18 +133,18 @@ impl<W: BatchWriter> GroupCommit<W> {
 
     /// Inserts `record` (at version 1) under `caps`, committed before
     /// this returns: alone when no other create is under way, else with
-    /// whatever is queued when a flush comes to it.
+    /// whatever is queued when a flush comes to it. Returns `record`.
     pub(crate) async fn insert(
         self: &std::sync::Arc<Self>,
         record: TaskRecord,
         caps: CreateCaps,
-    ) -> Result<(), StoreError> {
+    ) -> Result<TaskRecord, StoreError> {
         let row = NewRow::of(&record, caps)?;
         let in_flight = InFlight::enter(&self.in_flight);
         if in_flight.alone {
             // No other create under way: nothing to batch with, so no queue.
             let mut results = self.write_retrying(&[&row]).await.map_err(|e| W::backend("insert a task", e))?;
-            return results.pop().unwrap_or(Err(StoreError::TaskLimitReached));
+            return results.pop().unwrap_or(Err(StoreError::TaskLimitReached)).map(|()| record);
         }
         let (done, outcome) = oneshot::channel();
         lock(&self.creates).push(Pending { row, done });
@@ -152,23 +152,24 @@ impl<W: BatchWriter> GroupCommit<W> {
         // (its future dropped) never strands the batch it would have led.
         let queue = self.clone();
         tokio::spawn(async move { queue.flush().await });
-        outcome.await.unwrap_or_else(|e| Err(StoreError::backend("the task insert was abandoned", e)))
+        let done = outcome.await.unwrap_or_else(|e| Err(StoreError::backend("the task insert was abandoned", e)));
+        done.map(|()| record)
     }
 
     /// Inserts `record` (at version 1) under `caps` and runs `hook`, in one
     /// transaction on a connection of its own: not batched, so the hook's
-    /// rows commit with this task alone.
+    /// rows commit with this task alone. Returns `record`.
     pub(crate) async fn insert_with(
         &self,
         record: TaskRecord,
         caps: CreateCaps,
         hook: &dyn TransactionHook,
-    ) -> Result<(), StoreError> {
+    ) -> Result<TaskRecord, StoreError> {
         let row = NewRow::of(&record, caps)?;
         let write = HookedCreate { writer: &self.writer, row: &row };
         let conn = self.writer.pool().get().await.map_err(|e| W::backend("insert a task", e))?;
         let done = run_hooked(conn, W::BEGIN, W::STORE, &record, hook, &write, W::broken).await;
-        done.map_err(|e| W::backend("insert a task", e))?.map(|_| ())
+        done.map_err(|e| W::backend("insert a task", e))?.map(|_| record)
     }
 
     /// Takes a turn and a connection, then commits every create queued at

@@ -1,14 +1,15 @@
-//! What both engines share: the row layout (`row`), the store logic over
-//! an engine's row operations (`store`), and the schema checks (`schema`).
+//! What both engines share: the row layout (`row`), the store over an
+//! engine's statements for a task table (`store`, `table`), and the schema
+//! checks (`schema`).
 
 mod group_commit;
 mod hooked;
 mod legacy_insert;
 mod row;
-mod rows_store;
 mod schema;
 mod session;
 mod store;
+mod table;
 
 #[cfg(feature = "postgres")]
 pub(crate) use group_commit::InFlight;
@@ -16,13 +17,12 @@ pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};
 pub(crate) use hooked::{Hooked, RowWrite, Swap, run_hooked};
 pub(crate) use legacy_insert::LegacyInsert;
 pub(crate) use row::{Columns, Query, backend, decode_row};
-pub(crate) use rows_store::rows_task_store;
 pub(crate) use schema::{Migration, check_applied, check_task_table};
 #[cfg(feature = "sqlite")]
 pub(crate) use session::SESSION_COLUMNS;
 pub(crate) use session::{decode_session, digests, id_hash, json_columns, session_backend};
-pub use store::{Engine, SqlStore, Sweep};
-pub(crate) use store::{Rows, Stripes, cleanup, get, modify};
+pub use store::{Engine, Page, SqlStore, Sweep};
+pub use table::{LegacyTable, TableKind, TaskTable};
 
 /// Statuses that still may change, as stored in the `status` column.
 pub(crate) const LIVE_STATUSES: &str = "('working', 'input_required')";

@@ -20,16 +20,16 @@ pub use options::PostgresOptions;
 
 use crate::OpenError;
 use crate::common::{
-    self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, LIVE_STATUSES, RowWrite, SqlStore, Swap, Sweep, run_hooked,
+    self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, Page, RowWrite, SqlStore, Swap, Sweep, TableKind, run_hooked,
 };
 use crate::pool::{Checkout, ConnPool, bounded, is_timeout};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TerminalBound, TransactionHook};
 use sqlx::postgres::{PgConnection, PgRow};
-use sqlx::{AssertSqlSafe, Postgres, SqlSafeStr};
+use sqlx::{Postgres, SqlSafeStr};
 use std::sync::Arc;
-use table_sql::{TASKS_SWAP, sweep_condition};
+use table_sql::TableSql;
 
 const ENGINE: &str = "postgres";
 
@@ -41,8 +41,6 @@ const FLUSHERS: usize = 2;
 
 /// Task ids per lease-renewal statement.
 const RENEW_CHUNK: usize = 1000;
-
-const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc::text FROM conduit_tasks";
 
 /// Tasks in PostgreSQL: every node of a service on one database sees the
 /// same tasks, so a `tasks/get` can land on any of them.
@@ -145,56 +143,12 @@ impl PgEngine {
     }
 }
 
-impl PgEngine {
-    /// Renews the leases of those of `task_ids` in `table` that are live and
-    /// leased to `node` (the task table or the legacy one).
-    pub(super) async fn renew_named(
-        &self,
-        table: &str,
-        node: &str,
-        task_ids: &[String],
-        until_ms: u64,
-    ) -> Result<usize, StoreError> {
-        let sql = format!(
-            "UPDATE {table} SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
-             WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
-        );
-        let sql = AssertSqlSafe(sql).into_sql_str();
-        let mut renewed = 0;
-        for chunk in task_ids.chunks(RENEW_CHUNK) {
-            let q = sqlx::query(sql.clone()).bind(common::ms(until_ms)).bind(node.to_owned()).bind(chunk.to_vec());
-            renewed += self.write("renew leases", q).await?;
-        }
-        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
-    }
-}
-
 type PgQuery<'q> = common::Query<'q, Postgres>;
 
 #[async_trait]
 impl RowWrite<PgConnection> for Swap<'_> {
     async fn write(&self, conn: &mut PgConnection) -> Hooked<bool> {
         Ok(Ok(self.query::<Postgres>().execute(conn).await?.rows_affected() == 1))
-    }
-}
-
-impl PgEngine {
-    /// Runs `swap` (of either task table); `false` when another writer got
-    /// there first. With `hook`, the write and the hook share one transaction.
-    pub(super) async fn swap_row(
-        &self,
-        what: &str,
-        swap: Swap<'_>,
-        hook: Option<&dyn TransactionHook>,
-    ) -> Result<bool, StoreError> {
-        match hook {
-            None => Ok(self.write(what, swap.query()).await? == 1),
-            Some(hook) => {
-                run_hooked(self.conn().await?, "BEGIN", ENGINE, swap.record(), hook, &swap, is_connection_error)
-                    .await
-                    .map_err(|e| backend(what, e))?
-            }
-        }
     }
 }
 
@@ -227,17 +181,6 @@ async fn read_rows<'q>(
     }
 }
 
-/// Runs `sql` (a delete answering rows per shard) and lowers the shards'
-/// counts, in one transaction; how many rows went.
-async fn delete_counted(conn: &mut PgConnection, sql: String, bound: i64) -> Result<i64, sqlx::Error> {
-    let mut tx = sqlx::Connection::begin(conn).await?;
-    let gone: Vec<(i16, i64)> =
-        sqlx::query_as(AssertSqlSafe(sql)).bind(bound).bind(CLEANUP_BATCH).fetch_all(&mut *tx).await?;
-    shards::release(&mut tx, &gone).await?;
-    tx.commit().await?;
-    Ok(gone.iter().map(|(_, k)| k).sum())
-}
-
 fn backend(what: &str, e: sqlx::Error) -> StoreError {
     common::backend(ENGINE, what, e)
 }
@@ -261,97 +204,152 @@ fn decode_row(row: &PgRow) -> Result<TaskRecord, StoreError> {
 impl Engine for PgEngine {
     const NAME: &'static str = ENGINE;
 
-    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        self.reads.read(task_id).await
+    type Sql = TableSql;
+
+    fn sql(kind: TableKind) -> &'static TableSql {
+        table_sql::of(kind)
     }
 
-    async fn swap(
+    fn store_name(kind: TableKind) -> &'static str {
+        match kind {
+            TableKind::Tasks => ENGINE,
+            TableKind::Legacy => "postgres-legacy",
+        }
+    }
+
+    async fn insert(
         &self,
-        next: &TaskRecord,
-        expected: u64,
-        hook: Option<&dyn TransactionHook>,
-    ) -> Result<bool, StoreError> {
-        self.swap_row("write a task", Swap::new(TASKS_SWAP.as_str(), next, expected)?, hook).await
+        sql: &'static TableSql,
+        record: TaskRecord,
+        caps: CreateCaps,
+    ) -> Result<TaskRecord, StoreError> {
+        match sql.kind {
+            TableKind::Tasks => self.commits.insert(record, caps).await,
+            TableKind::Legacy => self.insert_legacy(record, caps).await,
+        }
     }
 
     async fn insert_with(
         &self,
+        sql: &'static TableSql,
         record: TaskRecord,
         caps: CreateCaps,
         hook: &dyn TransactionHook,
-    ) -> Result<(), StoreError> {
-        self.commits.insert_with(record, caps, hook).await
+    ) -> Result<TaskRecord, StoreError> {
+        match sql.kind {
+            TableKind::Tasks => self.commits.insert_with(record, caps, hook).await,
+            TableKind::Legacy => self.insert_legacy_with(record, caps, hook).await,
+        }
     }
 
-    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
-        let condition = sweep_condition(sweep);
-        // One transaction deletes and lowers the count of each deleted row's
-        // shard; rows another node's janitor deleted first are simply not
-        // counted here.
-        let sql = format!(
-            "WITH gone AS (DELETE FROM conduit_tasks WHERE {condition} AND task_id = ANY(ARRAY(\
-                 SELECT task_id FROM conduit_tasks WHERE {condition} LIMIT $2)) RETURNING shard) \
-             SELECT shard, count(*)::bigint FROM gone GROUP BY shard ORDER BY shard"
-        );
-        let mut c = self.conn().await?;
-        let gone = bounded(c.deadline(), delete_counted(c.conn(), sql, bound)).await;
-        let gone = c.finish(gone, is_connection_error).map_err(|e| backend("delete expired tasks", e))?;
-        Ok(u64::try_from(gone).unwrap_or(0))
+    /// The extension's tasks are read in groups (`group_read`); the legacy ones one by one.
+    async fn read(&self, sql: &'static TableSql, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        match sql.kind {
+            TableKind::Tasks => self.reads.read(task_id).await,
+            TableKind::Legacy => {
+                let rows = self.read_rows("read a task", sql.read.as_str(), |q| q.bind(task_id.to_owned())).await?;
+                rows.first().map(decode_row).transpose()
+            }
+        }
     }
 
-    async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
-        self.commits.insert(record, caps).await
+    /// With `hook`, the write and the hook share one transaction.
+    async fn swap(
+        &self,
+        sql: &'static TableSql,
+        next: &TaskRecord,
+        expected: u64,
+        hook: Option<&dyn TransactionHook>,
+    ) -> Result<bool, StoreError> {
+        let swap = Swap::new(sql.swap.as_str(), next, expected)?;
+        match hook {
+            None => Ok(self.write("write a task", swap.query()).await? == 1),
+            Some(hook) => {
+                run_hooked(self.conn().await?, "BEGIN", ENGINE, swap.record(), hook, &swap, is_connection_error)
+                    .await
+                    .map_err(|e| backend("write a task", e))?
+            }
+        }
     }
 
-    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
-        self.trim_terminal_in(&terminal::TASKS, owner, bound).await
+    /// Rows another node's janitor deleted first are simply not counted here.
+    async fn delete_batch(&self, sql: &'static TableSql, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
+        let q = sqlx::query_as(sql.delete(sweep)).bind(bound).bind(CLEANUP_BATCH);
+        self.delete_rows(sql.sharded, "delete expired tasks", q).await
     }
 
-    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
-        self.evict_oldest_terminal_in(&terminal::TASKS, owner).await
+    async fn trim_terminal(
+        &self,
+        sql: &'static TableSql,
+        owner: &str,
+        bound: TerminalBound,
+    ) -> Result<usize, StoreError> {
+        self.trim_terminal_in(&sql.terminal, owner, bound).await
     }
 
-    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
-        // The version moves too, so a compare-and-swap that read the old
-        // lease (a recovery that judged it lapsed) fails and looks again.
-        let sql = format!(
-            "UPDATE conduit_tasks SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
-             WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
-        );
-        let q = sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node.to_owned());
+    async fn evict_oldest_terminal(&self, sql: &'static TableSql, owner: &str) -> Result<bool, StoreError> {
+        self.evict_oldest_terminal_in(&sql.terminal, owner).await
+    }
+
+    async fn renew_leases(&self, sql: &'static TableSql, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+        let q = sqlx::query(sql.renew.as_str()).bind(common::ms(until_ms)).bind(node.to_owned());
         let n = self.write("renew leases", q).await?;
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
-    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
-        self.renew_named("conduit_tasks", node, task_ids, until_ms).await
+    async fn renew_leases_of(
+        &self,
+        sql: &'static TableSql,
+        node: &str,
+        task_ids: &[String],
+        until_ms: u64,
+    ) -> Result<usize, StoreError> {
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(RENEW_CHUNK) {
+            let q = sqlx::query(sql.renew_of.as_str()).bind(common::ms(until_ms)).bind(node.to_owned());
+            renewed += self.write("renew leases", q.bind(chunk.to_vec())).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
     }
 
     async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
         self.hold_node(node).await
     }
 
-    async fn lapsed_leases(&self, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+    async fn lapsed_leases(
+        &self,
+        sql: &'static TableSql,
+        now_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
         let now = common::ms(now_ms);
-        let sql = format!(
-            "{SELECT_ROW} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
-             AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
-        );
         let rows = self
-            .read_rows("list lapsed leases", AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit)))
+            .read_rows("list lapsed leases", sql.lapsed.as_str(), |q| q.bind(now).bind(common::limit(limit)))
             .await?;
         rows.iter().map(decode_row).collect()
     }
 
-    async fn leased_to(&self, node: &str, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+    async fn leased_to(
+        &self,
+        sql: &'static TableSql,
+        node: &str,
+        now_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
         let now = common::ms(now_ms);
-        let sql = format!(
-            "{SELECT_ROW} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
-             AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
-        );
         let rows = self
-            .read_rows("list a node's leases", AssertSqlSafe(sql), |q| {
+            .read_rows("list a node's leases", sql.leased_to.as_str(), |q| {
                 q.bind(node.to_owned()).bind(now).bind(common::limit(limit))
+            })
+            .await?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    async fn list_after(&self, sql: &'static TableSql, page: Page, now_ms: u64) -> Result<Vec<TaskRecord>, StoreError> {
+        let now = common::ms(now_ms);
+        let rows = self
+            .read_rows("list legacy tasks", sql.list_after.as_str(), |q| {
+                q.bind(page.list_owner.clone()).bind(page.after.0).bind(page.after.1.clone()).bind(now).bind(page.limit)
             })
             .await?;
         rows.iter().map(decode_row).collect()

@@ -1,28 +1,121 @@
-//! What the extension's table (`conduit_tasks`) and the legacy era's
-//! (`conduit_legacy_tasks`) share but for the table's name: the row's
-//! compare-and-swap, made once per table, and the condition of each sweep.
+//! Every statement PostgreSQL runs on a task table but the inserts (which
+//! differ by table: `group_commit` for the extension's, `legacy_store` for
+//! the legacy era's): written once here, made once per table. A delete
+//! answers `(shard, rows deleted)` and gives the room back in the same
+//! transaction: the shards' counts for the extension's table, the counter
+//! row for the legacy one.
 
-use crate::common::Sweep;
+use super::terminal::TerminalSql;
+use crate::common::{LIVE_STATUSES, Sweep, TableKind};
 use std::sync::LazyLock;
 
-/// The extension's tasks: the compare-and-swap of one row.
-pub(super) static TASKS_SWAP: LazyLock<String> = LazyLock::new(|| swap("conduit_tasks"));
-
-/// The legacy era's tasks: the compare-and-swap of one row.
-pub(super) static LEGACY_TASKS_SWAP: LazyLock<String> = LazyLock::new(|| swap("conduit_legacy_tasks"));
-
-fn swap(t: &str) -> String {
-    format!(
-        "UPDATE {t} SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
-         expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, lease_expires_ms = $8, doc = $9::json \
-         WHERE task_id = $10 AND version = $11"
-    )
+/// One table's statements.
+#[derive(Debug)]
+pub struct TableSql {
+    pub(super) kind: TableKind,
+    /// Whether its row cap is counted on shards (`conduit_task_shards`).
+    pub(super) sharded: bool,
+    pub(super) read: String,
+    pub(super) swap: String,
+    delete_expired: String,
+    delete_finished_unlimited: String,
+    pub(super) renew: String,
+    pub(super) renew_of: String,
+    pub(super) lapsed: String,
+    pub(super) leased_to: String,
+    /// The legacy table's keyset page (only it has `list_owner`).
+    pub(super) list_after: String,
+    pub(super) terminal: TerminalSql,
 }
 
-/// The rows one `sweep` deletes (`$1` the bound).
-pub(super) fn sweep_condition(sweep: Sweep) -> &'static str {
-    match sweep {
-        Sweep::Expired => "expires_at_ms < $1",
-        Sweep::FinishedUnlimited => "expires_at_ms IS NULL AND terminal_at_ms < $1",
+static TASKS: LazyLock<TableSql> = LazyLock::new(|| TableSql::of(TableKind::Tasks));
+
+static LEGACY_TASKS: LazyLock<TableSql> = LazyLock::new(|| TableSql::of(TableKind::Legacy));
+
+/// The statements on table `kind`.
+pub(super) fn of(kind: TableKind) -> &'static TableSql {
+    match kind {
+        TableKind::Tasks => &TASKS,
+        TableKind::Legacy => &LEGACY_TASKS,
+    }
+}
+
+/// The columns `decode_row` reads.
+const ROW: &str = "version, lease_node, lease_expires_ms, doc::text";
+
+impl TableSql {
+    fn of(kind: TableKind) -> Self {
+        let t = kind.table();
+        let sharded = kind == TableKind::Tasks;
+        let sweep = |condition: &str| {
+            counted_delete(
+                t,
+                sharded,
+                "",
+                &format!("{condition} AND task_id = ANY(ARRAY(SELECT task_id FROM {t} WHERE {condition} LIMIT $2))"),
+            )
+        };
+        Self {
+            kind,
+            sharded,
+            read: format!("SELECT {ROW} FROM {t} WHERE task_id = $1"),
+            swap: format!(
+                "UPDATE {t} SET owner = $1, status = $2, version = $3, created_at_ms = $4, \
+                 expires_at_ms = $5, terminal_at_ms = $6, lease_node = $7, lease_expires_ms = $8, doc = $9::json \
+                 WHERE task_id = $10 AND version = $11"
+            ),
+            delete_expired: sweep("expires_at_ms < $1"),
+            delete_finished_unlimited: sweep("expires_at_ms IS NULL AND terminal_at_ms < $1"),
+            // The version moves too, so a compare-and-swap that read the old
+            // lease (a recovery that judged it lapsed) fails and looks again.
+            renew: format!(
+                "UPDATE {t} SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
+                 WHERE lease_node = $2 AND status IN {LIVE_STATUSES}"
+            ),
+            renew_of: format!(
+                "UPDATE {t} SET lease_expires_ms = GREATEST(lease_expires_ms, $1), version = version + 1 \
+                 WHERE lease_node = $2 AND task_id = ANY($3) AND status IN {LIVE_STATUSES}"
+            ),
+            lapsed: format!(
+                "SELECT {ROW} FROM {t} WHERE lease_expires_ms < $1 AND status IN {LIVE_STATUSES} \
+                 AND (expires_at_ms IS NULL OR expires_at_ms >= $1) ORDER BY lease_expires_ms LIMIT $2"
+            ),
+            leased_to: format!(
+                "SELECT {ROW} FROM {t} WHERE lease_node = $1 AND status IN {LIVE_STATUSES} \
+                 AND (expires_at_ms IS NULL OR expires_at_ms >= $2) LIMIT $3"
+            ),
+            list_after: format!(
+                "SELECT {ROW} FROM {t} WHERE list_owner = $1 AND (created_at_ms, task_id) > ($2, $3) \
+                 AND (expires_at_ms IS NULL OR expires_at_ms >= $4) ORDER BY created_at_ms, task_id LIMIT $5"
+            ),
+            terminal: TerminalSql::of(t, sharded),
+        }
+    }
+
+    /// One batch of `sweep`'s rows deleted (`$1` the bound, `$2` the batch size).
+    pub(super) fn delete(&'static self, sweep: Sweep) -> &'static str {
+        match sweep {
+            Sweep::Expired => &self.delete_expired,
+            Sweep::FinishedUnlimited => &self.delete_finished_unlimited,
+        }
+    }
+}
+
+/// A delete from `t` of the rows `condition` selects (after the CTEs of
+/// `with`, if any), answering `(shard, rows deleted)`; on the unsharded
+/// (legacy) table it also lowers the counter row.
+pub(super) fn counted_delete(t: &str, sharded: bool, with: &str, condition: &str) -> String {
+    let gone = format!(
+        "WITH {with}gone AS (DELETE FROM {t} WHERE {condition} RETURNING {})",
+        if sharded { "shard" } else { "0::smallint AS shard" }
+    );
+    if sharded {
+        format!("{gone} SELECT shard, count(*)::bigint FROM gone GROUP BY shard ORDER BY shard")
+    } else {
+        format!(
+            "{gone}, k AS (SELECT count(*)::bigint AS k FROM gone) \
+             UPDATE conduit_legacy_task_count SET n = GREATEST(n - (SELECT k FROM k), 0) \
+             WHERE id = 1 AND (SELECT k FROM k) > 0 RETURNING 0::smallint, (SELECT k FROM k)"
+        )
     }
 }

@@ -1,32 +1,29 @@
 //! The terminal bounds on PostgreSQL (issue 34), for both task tables: a
 //! principal's oldest terminal rows trimmed to its bound, and its oldest
-//! terminal row making room for its create under the row cap. Each is one transaction: the delete, and the room it gives back (the
-//! shards' counts for the extension's table, the counter row for the legacy
-//! one), so the caps stay exact on every node.
+//! terminal row making room for its create under the row cap. Each is one
+//! transaction: the delete, and the room it gives back (the shards' counts
+//! for the extension's table, the counter row for the legacy one), so the
+//! caps stay exact on every node. `cleanup`'s sweeps give room back the same
+//! way ([`PgEngine::delete_rows`]).
 
+use super::table_sql::counted_delete;
 use super::{PgEngine, backend, is_connection_error, shards};
 use crate::pool::bounded;
 use conduit_mcp::ext::tasks::{StoreError, TerminalBound};
 use sqlx::Postgres;
 use sqlx::postgres::{PgArguments, PgConnection};
-use std::sync::LazyLock;
 
 /// One task table's terminal statements; each answers `(shard, rows deleted)`.
+#[derive(Debug)]
 pub(super) struct TerminalSql {
     sharded: bool,
     trim: String,
     evict: String,
 }
 
-/// The extension's tasks (their room is counted on shards).
-pub(super) static TASKS: LazyLock<TerminalSql> = LazyLock::new(|| TerminalSql::of("conduit_tasks", true));
-
-/// The legacy era's tasks (their room is one counter row).
-pub(super) static LEGACY_TASKS: LazyLock<TerminalSql> =
-    LazyLock::new(|| TerminalSql::of("conduit_legacy_tasks", false));
-
 impl TerminalSql {
-    fn of(t: &str, sharded: bool) -> Self {
+    /// The statements on table `t`, whose room is counted on shards or not.
+    pub(super) fn of(t: &str, sharded: bool) -> Self {
         // An owner's terminal rows, newest first: how many so far and their bytes.
         // Past the newest, a row goes when either passes its bound (`$2` rows,
         // `$3` bytes; NULL: no bound).
@@ -43,47 +40,39 @@ impl TerminalSql {
              ORDER BY terminal_at_ms, task_id LIMIT 1 FOR UPDATE SKIP LOCKED"
         );
         let delete = |victims: String| {
-            let gone = format!(
-                "WITH v AS ({victims}), gone AS (DELETE FROM {t} \
-                 WHERE task_id IN (SELECT task_id FROM v) AND terminal_at_ms IS NOT NULL RETURNING {})",
-                if sharded { "shard" } else { "0::smallint AS shard" }
-            );
-            if sharded {
-                format!("{gone} SELECT shard, count(*)::bigint FROM gone GROUP BY shard ORDER BY shard")
-            } else {
-                format!(
-                    "{gone}, k AS (SELECT count(*)::bigint AS k FROM gone) \
-                     UPDATE conduit_legacy_task_count SET n = GREATEST(n - (SELECT k FROM k), 0) \
-                     WHERE id = 1 AND (SELECT k FROM k) > 0 RETURNING 0::smallint, (SELECT k FROM k)"
-                )
-            }
+            let with = format!("v AS ({victims}), ");
+            counted_delete(t, sharded, &with, "task_id IN (SELECT task_id FROM v) AND terminal_at_ms IS NOT NULL")
         };
         Self { sharded, trim: delete(trim), evict: delete(oldest) }
     }
 }
 
-type Counted<'q> = sqlx::query::QueryAs<'q, Postgres, (i16, i64), PgArguments>;
+pub(super) type Counted<'q> = sqlx::query::QueryAs<'q, Postgres, (i16, i64), PgArguments>;
 
 fn limit(v: Option<usize>) -> Option<i64> {
     v.map(crate::common::limit)
 }
 
-/// Runs `q` and gives the room of the rows it deleted back to the shards
-/// they were counted on (a sharded table), in one transaction; how many went.
+/// Runs `q` (a [`counted_delete`]) and gives the room of the rows it deleted
+/// back to the shards they were counted on (a sharded table), in one
+/// transaction; how many went. On the legacy table the statement itself
+/// lowers the counter row.
 async fn delete_counted(conn: &mut PgConnection, sharded: bool, q: Counted<'_>) -> Result<i64, sqlx::Error> {
+    if !sharded {
+        return Ok(q.fetch_all(conn).await?.iter().map(|(_, k)| k).sum());
+    }
     let mut tx = sqlx::Connection::begin(conn).await?;
     let gone: Vec<(i16, i64)> = q.fetch_all(&mut *tx).await?;
-    if sharded {
-        shards::release(&mut tx, &gone).await?;
-    }
+    shards::release(&mut tx, &gone).await?;
     tx.commit().await?;
     Ok(gone.iter().map(|(_, k)| k).sum())
 }
 
 impl PgEngine {
-    async fn delete_terminal(&self, sql: &TerminalSql, what: &str, q: Counted<'_>) -> Result<u64, StoreError> {
+    /// Runs `q` (a [`counted_delete`] on a table counted on shards or not).
+    pub(super) async fn delete_rows(&self, sharded: bool, what: &str, q: Counted<'_>) -> Result<u64, StoreError> {
         let mut c = self.conn().await?;
-        let done = bounded(c.deadline(), delete_counted(c.conn(), sql.sharded, q)).await;
+        let done = bounded(c.deadline(), delete_counted(c.conn(), sharded, q)).await;
         let gone = c.finish(done, is_connection_error).map_err(|e| backend(what, e))?;
         Ok(u64::try_from(gone).unwrap_or(0))
     }
@@ -97,7 +86,7 @@ impl PgEngine {
     ) -> Result<usize, StoreError> {
         let q = sqlx::query_as(sql.trim.as_str()).bind(owner.to_owned());
         let q = q.bind(limit(bound.max_rows)).bind(limit(bound.max_bytes));
-        let gone = self.delete_terminal(sql, "trim a principal's terminal tasks", q).await?;
+        let gone = self.delete_rows(sql.sharded, "trim a principal's terminal tasks", q).await?;
         Ok(usize::try_from(gone).unwrap_or(usize::MAX))
     }
 
@@ -108,6 +97,6 @@ impl PgEngine {
         owner: &str,
     ) -> Result<bool, StoreError> {
         let q = sqlx::query_as(sql.evict.as_str()).bind(owner.to_owned());
-        Ok(self.delete_terminal(sql, "remove a principal's oldest terminal task", q).await? > 0)
+        Ok(self.delete_rows(sql.sharded, "remove a principal's oldest terminal task", q).await? > 0)
     }
 }

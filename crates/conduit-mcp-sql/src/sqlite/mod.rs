@@ -20,20 +20,18 @@ pub use options::SqliteOptions;
 
 use crate::OpenError;
 use crate::common::{
-    self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, LIVE_STATUSES, RowWrite, SqlStore, Swap, Sweep, run_hooked,
+    self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, Page, RowWrite, SqlStore, Swap, Sweep, TableKind, run_hooked,
 };
 use crate::pool::{Checkout, ConnPool, bounded};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TerminalBound, TransactionHook};
 use sqlx::sqlite::{SqliteConnection, SqliteRow};
-use sqlx::{AssertSqlSafe, SqlSafeStr, Sqlite};
+use sqlx::{SqlSafeStr, Sqlite};
 use std::sync::Arc;
-use table_sql::TASKS;
+use table_sql::TableSql;
 
 const ENGINE: &str = "sqlite";
-
-const SELECT_ROW: &str = "SELECT version, lease_node, lease_expires_ms, doc FROM conduit_tasks";
 
 /// Tasks in an SQLite database: one file in WAL mode, or `:memory:` for tests.
 ///
@@ -123,59 +121,12 @@ impl SqliteEngine {
     }
 }
 
-impl SqliteEngine {
-    /// Renews the leases of those of `task_ids` in `table` that are live and
-    /// leased to `node` (the task table or the legacy one).
-    pub(super) async fn renew_named(
-        &self,
-        table: &str,
-        node: &str,
-        task_ids: &[String],
-        until_ms: u64,
-    ) -> Result<usize, StoreError> {
-        let sql = format!(
-            "UPDATE {table} SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
-             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES} \
-             AND task_id IN (SELECT value FROM json_each(?3))"
-        );
-        let sql = AssertSqlSafe(sql).into_sql_str();
-        let mut renewed = 0;
-        for chunk in task_ids.chunks(1000) {
-            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
-            let q = sqlx::query(sql.clone()).bind(common::ms(until_ms)).bind(node.to_owned()).bind(ids);
-            renewed += self.write("renew leases", q).await?;
-        }
-        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
-    }
-}
-
 type SqlQuery<'q> = common::Query<'q, Sqlite>;
 
 #[async_trait]
 impl RowWrite<SqliteConnection> for Swap<'_> {
     async fn write(&self, conn: &mut SqliteConnection) -> Hooked<bool> {
         Ok(Ok(self.query::<Sqlite>().execute(conn).await?.rows_affected() == 1))
-    }
-}
-
-impl SqliteEngine {
-    /// Runs `swap` (of either task table) on the writer; `false` when another
-    /// writer got there first. With `hook`, the write and the hook share one
-    /// `BEGIN IMMEDIATE` transaction.
-    pub(super) async fn swap_row(
-        &self,
-        what: &str,
-        swap: Swap<'_>,
-        hook: Option<&dyn TransactionHook>,
-    ) -> Result<bool, StoreError> {
-        match hook {
-            None => Ok(self.write(what, swap.query()).await? == 1),
-            Some(hook) => {
-                run_hooked(self.writer().await?, "BEGIN IMMEDIATE", ENGINE, swap.record(), hook, &swap, broken)
-                    .await
-                    .map_err(|e| backend(what, e))?
-            }
-        }
     }
 }
 
@@ -197,87 +148,142 @@ fn decode_row(row: &SqliteRow) -> Result<TaskRecord, StoreError> {
 impl Engine for SqliteEngine {
     const NAME: &'static str = ENGINE;
 
-    async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
-        self.commits.insert(record, caps).await
+    type Sql = TableSql;
+
+    fn sql(kind: TableKind) -> &'static TableSql {
+        table_sql::of(kind)
     }
 
-    async fn read(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+    fn store_name(kind: TableKind) -> &'static str {
+        match kind {
+            TableKind::Tasks => ENGINE,
+            TableKind::Legacy => "sqlite-legacy",
+        }
+    }
+
+    async fn insert(
+        &self,
+        sql: &'static TableSql,
+        record: TaskRecord,
+        caps: CreateCaps,
+    ) -> Result<TaskRecord, StoreError> {
+        match sql.kind {
+            TableKind::Tasks => self.commits.insert(record, caps).await,
+            TableKind::Legacy => self.insert_legacy(record, caps).await,
+        }
+    }
+
+    async fn insert_with(
+        &self,
+        sql: &'static TableSql,
+        record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<TaskRecord, StoreError> {
+        match sql.kind {
+            TableKind::Tasks => self.commits.insert_with(record, caps, hook).await,
+            TableKind::Legacy => self.insert_legacy_with(record, caps, hook).await,
+        }
+    }
+
+    async fn read(&self, sql: &'static TableSql, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let mut c = self.reader().await?;
-        let q = sqlx::query("SELECT version, lease_node, lease_expires_ms, doc FROM conduit_tasks WHERE task_id = ?1")
-            .bind(task_id);
+        let q = sqlx::query(sql.read.as_str()).bind(task_id);
         let row = bounded(c.deadline(), q.fetch_optional(c.conn())).await;
         let row = c.finish(row, broken).map_err(|e| backend("read a task", e))?;
         row.as_ref().map(decode_row).transpose()
     }
 
+    /// Runs the compare-and-swap on the writer; with `hook`, the write and
+    /// the hook share one `BEGIN IMMEDIATE` transaction.
     async fn swap(
         &self,
+        sql: &'static TableSql,
         next: &TaskRecord,
         expected: u64,
         hook: Option<&dyn TransactionHook>,
     ) -> Result<bool, StoreError> {
-        self.swap_row("write a task", Swap::new(TASKS.swap(), next, expected)?, hook).await
+        let swap = Swap::new(sql.swap.as_str(), next, expected)?;
+        match hook {
+            None => Ok(self.write("write a task", swap.query()).await? == 1),
+            Some(hook) => {
+                run_hooked(self.writer().await?, "BEGIN IMMEDIATE", ENGINE, swap.record(), hook, &swap, broken)
+                    .await
+                    .map_err(|e| backend("write a task", e))?
+            }
+        }
     }
 
-    async fn insert_with(
-        &self,
-        record: TaskRecord,
-        caps: CreateCaps,
-        hook: &dyn TransactionHook,
-    ) -> Result<(), StoreError> {
-        self.commits.insert_with(record, caps, hook).await
-    }
-
-    async fn delete_batch(&self, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
-        let sql = TASKS.delete(sweep);
+    async fn delete_batch(&self, sql: &'static TableSql, sweep: Sweep, bound: i64) -> Result<u64, StoreError> {
         // The delete trigger lowers the row counter in the same statement.
-        self.write("delete expired tasks", sqlx::query(sql).bind(bound).bind(CLEANUP_BATCH)).await
+        self.write("delete expired tasks", sqlx::query(sql.delete(sweep)).bind(bound).bind(CLEANUP_BATCH)).await
     }
 
-    async fn trim_terminal(&self, owner: &str, bound: TerminalBound) -> Result<usize, StoreError> {
-        self.trim_terminal_in(&terminal::TASKS, owner, bound).await
+    async fn trim_terminal(
+        &self,
+        sql: &'static TableSql,
+        owner: &str,
+        bound: TerminalBound,
+    ) -> Result<usize, StoreError> {
+        self.trim_terminal_in(&sql.terminal, owner, bound).await
     }
 
-    async fn evict_oldest_terminal(&self, owner: &str) -> Result<bool, StoreError> {
-        self.evict_oldest_terminal_in(&terminal::TASKS, owner).await
+    async fn evict_oldest_terminal(&self, sql: &'static TableSql, owner: &str) -> Result<bool, StoreError> {
+        self.evict_oldest_terminal_in(&sql.terminal, owner).await
     }
 
-    async fn renew_leases(&self, node: &str, until_ms: u64) -> Result<usize, StoreError> {
-        // The version moves too, so a compare-and-swap that read the old
-        // lease (a recovery that judged it lapsed) fails and looks again.
-        let sql = format!(
-            "UPDATE conduit_tasks SET lease_expires_ms = MAX(COALESCE(lease_expires_ms, 0), ?1), \
-             version = version + 1 WHERE lease_node = ?2 AND status IN {LIVE_STATUSES}"
-        );
-        let done =
-            self.write("renew leases", sqlx::query(AssertSqlSafe(sql)).bind(common::ms(until_ms)).bind(node)).await?;
+    async fn renew_leases(&self, sql: &'static TableSql, node: &str, until_ms: u64) -> Result<usize, StoreError> {
+        let q = sqlx::query(sql.renew.as_str()).bind(common::ms(until_ms)).bind(node);
+        let done = self.write("renew leases", q).await?;
         Ok(usize::try_from(done).unwrap_or(usize::MAX))
     }
 
-    async fn renew_leases_of(&self, node: &str, task_ids: &[String], until_ms: u64) -> Result<usize, StoreError> {
-        self.renew_named("conduit_tasks", node, task_ids, until_ms).await
+    async fn renew_leases_of(
+        &self,
+        sql: &'static TableSql,
+        node: &str,
+        task_ids: &[String],
+        until_ms: u64,
+    ) -> Result<usize, StoreError> {
+        let mut renewed = 0;
+        for chunk in task_ids.chunks(1000) {
+            let ids = serde_json::to_string(chunk).map_err(|e| StoreError::backend("sqlite: encode task ids", e))?;
+            let q = sqlx::query(sql.renew_of.as_str()).bind(common::ms(until_ms)).bind(node).bind(ids);
+            renewed += self.write("renew leases", q).await?;
+        }
+        Ok(usize::try_from(renewed).unwrap_or(usize::MAX))
     }
 
     async fn claim_node(&self, node: &str) -> Result<(), StoreError> {
         self.hold_node(node)
     }
 
-    async fn lapsed_leases(&self, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+    async fn lapsed_leases(
+        &self,
+        sql: &'static TableSql,
+        now_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
         let now = common::ms(now_ms);
-        let sql = format!(
-            "{SELECT_ROW} WHERE lease_expires_ms < ?1 AND status IN {LIVE_STATUSES} \
-             AND (expires_at_ms IS NULL OR expires_at_ms >= ?1) ORDER BY lease_expires_ms LIMIT ?2"
-        );
-        self.select(AssertSqlSafe(sql), |q| q.bind(now).bind(common::limit(limit))).await
+        self.select(sql.lapsed.as_str(), |q| q.bind(now).bind(common::limit(limit))).await
     }
 
-    async fn leased_to(&self, node: &str, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+    async fn leased_to(
+        &self,
+        sql: &'static TableSql,
+        node: &str,
+        now_ms: u64,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
         let now = common::ms(now_ms);
-        let sql = format!(
-            "{SELECT_ROW} WHERE lease_node = ?1 AND status IN {LIVE_STATUSES} \
-             AND (expires_at_ms IS NULL OR expires_at_ms >= ?2) LIMIT ?3"
-        );
         let node = node.to_owned();
-        self.select(AssertSqlSafe(sql), move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
+        self.select(sql.leased_to.as_str(), move |q| q.bind(node).bind(now).bind(common::limit(limit))).await
+    }
+
+    async fn list_after(&self, sql: &'static TableSql, page: Page, now_ms: u64) -> Result<Vec<TaskRecord>, StoreError> {
+        let Page { list_owner, after: (created, id), limit } = page;
+        let now = common::ms(now_ms);
+        self.select(sql.list_after.as_str(), move |q| q.bind(list_owner).bind(created).bind(id).bind(now).bind(limit))
+            .await
     }
 }

@@ -5,22 +5,17 @@
 
 use super::SqliteEngine;
 use conduit_mcp::ext::tasks::{StoreError, TerminalBound};
-use std::sync::LazyLock;
 
 /// One task table's terminal statements.
+#[derive(Debug)]
 pub(super) struct TerminalSql {
     trim: String,
     evict: String,
 }
 
-/// The extension's tasks.
-pub(super) static TASKS: LazyLock<TerminalSql> = LazyLock::new(|| TerminalSql::of("conduit_tasks"));
-
-/// The legacy era's tasks.
-pub(super) static LEGACY_TASKS: LazyLock<TerminalSql> = LazyLock::new(|| TerminalSql::of("conduit_legacy_tasks"));
-
 impl TerminalSql {
-    fn of(t: &str) -> Self {
+    /// The statements on table `t`.
+    pub(super) fn of(t: &str) -> Self {
         // An owner's terminal rows, newest first: how many so far and their bytes
         // (`*_owner_ended` holds all of it). Past the newest, a row goes when
         // either passes its bound (`?2` rows, `?3` bytes; NULL: no bound).

@@ -46,7 +46,7 @@ impl TransactionHook for Probe {
 pub async fn transaction_hooks(store: &dyn TaskStore, clock: &ManualClock) {
     let first = record(Some("alice"), Some(60_000), clock.now_ms());
     let probe = Probe::default();
-    match store.create_with(first.clone(), CreateCaps::default(), &probe).await {
+    let created = match store.create_with(first.clone(), CreateCaps::default(), &probe).await {
         Err(StoreError::Unsupported(_)) => {
             assert_eq!(probe.seen(), Vec::new(), "a refused hook never runs");
             assert_eq!(store.get(&first.task_id, Owner::Any).await, Err(StoreError::NotFound));
@@ -55,8 +55,9 @@ pub async fn transaction_hooks(store: &dyn TaskStore, clock: &ManualClock) {
             return;
         }
         done => done.expect("a hooked create"),
-    }
+    };
     let stored = store.get(&first.task_id, Owner::Is(Some("alice"))).await.expect("the hooked task");
+    assert_eq!(created, stored, "a hooked create returns the record as stored");
     assert_eq!(probe.seen(), vec![(first.task_id.clone(), stored.version, TaskStatus::Working)]);
 
     // A failing hook: nothing written, and no room under the cap taken.

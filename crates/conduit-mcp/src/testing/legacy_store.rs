@@ -5,7 +5,7 @@
 use super::{ContractOptions, START, store_contract};
 use crate::clock::{Clock, ManualClock};
 use crate::ext::tasks::legacy_store::{LegacyTaskStore, MAX_PAGE_SIZE};
-use crate::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, new_task_id};
+use crate::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, new_task_id};
 use crate::protocol::tasks::TaskStatus;
 use serde_json::json;
 use std::future::Future;
@@ -80,7 +80,7 @@ async fn create_n(store: &dyn LegacyTaskStore, clock: &ManualClock, owner: Optio
         clock.advance(1);
         let r = TaskRecord::new(new_task_id(), owner.map(String::from), clock.now_ms(), Some(3_600_000));
         out.push(r.task_id.clone());
-        store.create(r, None).await.expect("create");
+        store.create(r, CreateCaps::default()).await.expect("create");
     }
     out
 }
@@ -130,7 +130,7 @@ pub async fn pages_cover_every_task_once(store: &dyn LegacyTaskStore, clock: &Ma
     for _ in 0..4 {
         let r = TaskRecord::new(new_task_id(), Some("alice".into()), clock.now_ms(), Some(3_600_000));
         same.push(r.task_id.clone());
-        store.create(r, None).await.expect("create");
+        store.create(r, CreateCaps::default()).await.expect("create");
     }
     same.sort();
     expected.extend(same);
@@ -175,7 +175,7 @@ pub async fn cursors_are_tamper_evident(store: &dyn LegacyTaskStore, clock: &Man
 pub async fn expired_tasks_are_not_listed(store: &dyn LegacyTaskStore, clock: &ManualClock) {
     clock.advance(1);
     let short = TaskRecord::new(new_task_id(), Some("alice".into()), clock.now_ms(), Some(100));
-    store.create(short.clone(), None).await.expect("create");
+    store.create(short.clone(), CreateCaps::default()).await.expect("create");
     let long = create_n(store, clock, Some("alice"), 3).await;
     let first = store.list(Some("alice"), None, 1).await.expect("list");
     assert_eq!(ids(&first.tasks), vec![short.task_id.clone()]);

@@ -37,7 +37,7 @@ pub use terminal::{
 };
 
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::{Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use crate::ext::tasks::{CreateCaps, Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
 use crate::protocol::tasks::TaskStatus;
 use serde_json::{Value, json};
 use std::future::Future;
@@ -53,7 +53,7 @@ pub struct ContractOptions {
     /// Concurrent writers per task (default 64).
     pub race_writers: usize,
     /// Whether the store counts owners: the per-principal cap on live tasks
-    /// (`create_capped`) and the terminal bounds (`trim_terminal`,
+    /// (`create`'s `max_rows_per_owner`) and the terminal bounds (`trim_terminal`,
     /// `evict_oldest_terminal`; default true).
     pub owner_cap: bool,
 }
@@ -71,8 +71,8 @@ impl ContractOptions {
     }
 
     /// Leaves out the per-principal cap and terminal bound checks, for a
-    /// store that counts no owners (the provided `create_capped` enforces the
-    /// row cap alone, and the provided terminal methods remove nothing).
+    /// store that counts no owners (its `create` enforces the row cap alone,
+    /// and the provided terminal methods remove nothing).
     pub fn without_owner_cap(mut self) -> Self {
         self.owner_cap = false;
         self
@@ -119,26 +119,32 @@ where
     race(store, &clock, options).await;
 }
 
-/// `create` then `get` finds the record, whole; a duplicate id is refused.
+/// `create` returns the record as stored (at version 1), and a `get` then
+/// finds it, whole; a duplicate id is refused.
 pub async fn create_and_get(store: &dyn TaskStore, clock: &ManualClock) {
     let mut r = record(Some("alice"), Some(60_000), clock.now_ms());
     r.status_message = Some("Queued".into());
     r.poll_interval_ms = Some(500);
-    store.create(r.clone(), None).await.expect("create");
+    let created = store.create(r.clone(), CreateCaps::default()).await.expect("create");
+    assert_eq!(created.version, 1, "create stores version 1");
     let got = store.get(&r.task_id, Owner::Is(Some("alice"))).await.expect("get after create");
+    assert_eq!(got, created, "create returns the record as stored");
     assert_eq!(got.task_id, r.task_id);
     assert_eq!(got.status, TaskStatus::Working);
     assert_eq!(got.status_message.as_deref(), Some("Queued"));
     assert_eq!((got.created_at_ms, got.ttl_ms, got.poll_interval_ms), (r.created_at_ms, Some(60_000), Some(500)));
-    assert!(got.version >= 1, "create sets a version");
-    assert_eq!(store.create(r.clone(), None).await, Err(StoreError::Duplicate), "duplicate ids are refused");
+    assert_eq!(
+        store.create(r.clone(), CreateCaps::default()).await,
+        Err(StoreError::Duplicate),
+        "duplicate ids are refused"
+    );
     assert_eq!(store.get("no-such-task", Owner::Any).await, Err(StoreError::NotFound));
 }
 
 /// Another owner's task answers exactly like a missing one; `Any` sees everything.
 pub async fn owner_scoping(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(Some("alice"), Some(60_000), clock.now_ms());
-    store.create(r.clone(), None).await.expect("create");
+    store.create(r.clone(), CreateCaps::default()).await.expect("create");
     assert_eq!(store.get(&r.task_id, Owner::Is(Some("bob"))).await, Err(StoreError::NotFound));
     assert_eq!(store.get(&r.task_id, Owner::Is(None)).await, Err(StoreError::NotFound));
     assert!(store.get(&r.task_id, Owner::Any).await.is_ok());
@@ -146,7 +152,7 @@ pub async fn owner_scoping(store: &dyn TaskStore, clock: &ManualClock) {
     let f = |t: &TaskRecord| Ok(t.clone());
     assert_eq!(store.update(&r.task_id, Owner::Is(Some("bob")), &f).await.map(|_| ()), Err(StoreError::NotFound));
     let anon = record(None, Some(60_000), clock.now_ms());
-    store.create(anon.clone(), None).await.expect("create");
+    store.create(anon.clone(), CreateCaps::default()).await.expect("create");
     assert!(store.get(&anon.task_id, Owner::Is(None)).await.is_ok(), "unauthenticated task, unauthenticated reader");
     assert_eq!(store.get(&anon.task_id, Owner::Is(Some("alice"))).await, Err(StoreError::NotFound));
 }
@@ -154,7 +160,7 @@ pub async fn owner_scoping(store: &dyn TaskStore, clock: &ManualClock) {
 /// `update` replaces the record with the function's output; a refusal leaves it as it was.
 pub async fn update_is_atomic_and_refusals_change_nothing(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(Some("alice"), Some(60_000), clock.now_ms());
-    store.create(r.clone(), None).await.expect("create");
+    store.create(r.clone(), CreateCaps::default()).await.expect("create");
     let before = store.get(&r.task_id, Owner::Any).await.expect("get");
     clock.advance(5);
     let now = clock.now_ms();
@@ -180,7 +186,7 @@ pub async fn update_is_atomic_and_refusals_change_nothing(store: &dyn TaskStore,
 /// injected clock) and returns a terminal one unchanged.
 pub async fn cancel_semantics(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(Some("alice"), Some(60_000), clock.now_ms());
-    store.create(r.clone(), None).await.expect("create");
+    store.create(r.clone(), CreateCaps::default()).await.expect("create");
     clock.advance(7);
     assert_eq!(store.now_ms(), clock.now_ms(), "the store reads the clock it was given");
     let c = store.cancel(&r.task_id, Owner::Is(Some("alice")), None).await.expect("cancel");
@@ -189,7 +195,7 @@ pub async fn cancel_semantics(store: &dyn TaskStore, clock: &ManualClock) {
     let again = store.cancel(&r.task_id, Owner::Is(Some("alice")), Some("again")).await.expect("cancel again");
     assert_eq!(again, c, "cancelling a terminal task changes nothing");
     let done = record(None, Some(60_000), clock.now_ms());
-    store.create(done.clone(), None).await.expect("create");
+    store.create(done.clone(), CreateCaps::default()).await.expect("create");
     let fields = StatusFields { result: Some(json!({"content": []})), ..StatusFields::default() };
     let completed = store.put_status(&done.task_id, TaskStatus::Completed, fields).await.expect("complete");
     assert_eq!(store.cancel(&done.task_id, Owner::Is(None), None).await.expect("cancel"), completed);
@@ -198,7 +204,7 @@ pub async fn cancel_semantics(store: &dyn TaskStore, clock: &ManualClock) {
 /// `put_status` on a terminal task answers `Terminal`; nothing changes it.
 pub async fn terminal_states_are_final(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(None, Some(60_000), clock.now_ms());
-    store.create(r.clone(), None).await.expect("create");
+    store.create(r.clone(), CreateCaps::default()).await.expect("create");
     let fields = StatusFields {
         status_message: Some("done".into()),
         result: Some(json!({"resultType": "complete", "content": [{"type": "text", "text": "ok"}]})),
@@ -222,7 +228,7 @@ pub async fn terminal_states_are_final(store: &dyn TaskStore, clock: &ManualCloc
 /// A task past `created_at + ttl` reads as missing before any cleanup.
 pub async fn expired_reads_as_missing(store: &dyn TaskStore, clock: &ManualClock) {
     let r = record(Some("alice"), Some(1_000), clock.now_ms());
-    store.create(r.clone(), None).await.expect("create");
+    store.create(r.clone(), CreateCaps::default()).await.expect("create");
     clock.advance(1_000);
     assert!(store.get(&r.task_id, Owner::Any).await.is_ok(), "retrievable for the whole ttl");
     clock.advance(1);
@@ -242,7 +248,7 @@ pub async fn cleanup_removes_what_expired(store: &dyn TaskStore, clock: &ManualC
     let forever_live = record(None, None, now);
     let forever_done = record(None, None, now);
     for r in short.iter().chain([&long, &forever_live, &forever_done]) {
-        store.create(r.clone(), None).await.expect("create");
+        store.create(r.clone(), CreateCaps::default()).await.expect("create");
     }
     store.put_status(&forever_done.task_id, TaskStatus::Failed, StatusFields::default()).await.expect("fail");
     assert_eq!(store.cleanup(3_600_000).await.expect("cleanup"), 0, "nothing has expired yet");
@@ -273,7 +279,7 @@ pub async fn leases(store: &dyn TaskStore, clock: &ManualClock) {
     let mut ended = record(None, Some(3_600_000), start);
     ended.lease = lease("contract-n1");
     for r in [&mine, &theirs, &done, &plain, &ended] {
-        store.create(r.clone(), None).await.expect("create");
+        store.create(r.clone(), CreateCaps::default()).await.expect("create");
     }
     store.put_status(&done.task_id, TaskStatus::Completed, StatusFields::default()).await.expect("complete");
     let ids = |v: Vec<TaskRecord>| v.into_iter().map(|r| r.task_id).collect::<Vec<_>>();
@@ -302,48 +308,51 @@ pub async fn leases(store: &dyn TaskStore, clock: &ManualClock) {
 /// `create` stops at `max_rows`; `None` means unlimited.
 pub async fn row_cap(store: &dyn TaskStore, clock: &ManualClock) {
     for _ in 0..3 {
-        store.create(record(None, Some(60_000), clock.now_ms()), Some(3)).await.expect("under the cap");
+        store
+            .create(record(None, Some(60_000), clock.now_ms()), CreateCaps::rows(Some(3)))
+            .await
+            .expect("under the cap");
     }
     assert_eq!(
-        store.create(record(None, Some(60_000), clock.now_ms()), Some(3)).await,
+        store.create(record(None, Some(60_000), clock.now_ms()), CreateCaps::rows(Some(3))).await,
         Err(StoreError::TaskLimitReached)
     );
-    store.create(record(None, Some(60_000), clock.now_ms()), None).await.expect("no cap");
+    store.create(record(None, Some(60_000), clock.now_ms()), CreateCaps::default()).await.expect("no cap");
 }
 
-/// `create_capped` stops one owner at `max_rows_per_owner` live tasks
+/// `create` stops one owner at `max_rows_per_owner` live tasks
 /// (`OwnerLimitReached`) without stopping others or owner-less tasks; its
 /// terminal tasks do not count (they stay readable, and ending a task frees
 /// its slot at once), and a swept task frees its slot.
 pub async fn owner_cap(store: &dyn TaskStore, clock: &ManualClock) {
     let caps = crate::ext::tasks::CreateCaps::new(Some(100), Some(2));
     let short = record(Some("alice"), Some(1_000), clock.now_ms());
-    store.create_capped(short, caps).await.expect("alice's first");
+    store.create(short, caps).await.expect("alice's first");
     let second = record(Some("alice"), Some(60_000), clock.now_ms());
-    store.create_capped(second.clone(), caps).await.expect("alice's second");
-    let third = store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await;
+    store.create(second.clone(), caps).await.expect("alice's second");
+    let third = store.create(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await;
     assert_eq!(third, Err(StoreError::OwnerLimitReached), "alice is at her cap");
-    store.create_capped(record(Some("bob"), Some(60_000), clock.now_ms()), caps).await.expect("bob is not");
+    store.create(record(Some("bob"), Some(60_000), clock.now_ms()), caps).await.expect("bob is not");
     for _ in 0..3 {
-        store.create_capped(record(None, Some(60_000), clock.now_ms()), caps).await.expect("no owner, no owner cap");
+        store.create(record(None, Some(60_000), clock.now_ms()), caps).await.expect("no owner, no owner cap");
     }
     let full = crate::ext::tasks::CreateCaps::new(Some(6), Some(2));
-    let r = store.create_capped(record(Some("carol"), Some(60_000), clock.now_ms()), full).await;
+    let r = store.create(record(Some("carol"), Some(60_000), clock.now_ms()), full).await;
     assert_eq!(r, Err(StoreError::TaskLimitReached), "the row cap still holds");
     // Ending a task frees its slot under her cap at once, cancelled or completed.
     store.cancel(&second.task_id, Owner::Is(Some("alice")), None).await.expect("cancel");
     let fourth = record(Some("alice"), Some(60_000), clock.now_ms());
-    store.create_capped(fourth.clone(), caps).await.expect("a cancelled task holds no live slot");
+    store.create(fourth.clone(), caps).await.expect("a cancelled task holds no live slot");
     let fields = StatusFields { result: Some(json!({"content": []})), ..StatusFields::default() };
     store.put_status(&fourth.task_id, TaskStatus::Completed, fields).await.expect("complete");
-    store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("nor a completed one");
-    let over = store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await;
+    store.create(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("nor a completed one");
+    let over = store.create(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await;
     assert_eq!(over, Err(StoreError::OwnerLimitReached), "two live tasks again");
     let ended = store.get(&second.task_id, Owner::Is(Some("alice"))).await.expect("still readable");
     assert_eq!(ended.status, TaskStatus::Cancelled);
     clock.advance(2_000);
     assert_eq!(store.cleanup(u64::MAX).await.expect("cleanup"), 1, "alice's short task expired");
-    store.create_capped(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("a freed slot");
+    store.create(record(Some("alice"), Some(60_000), clock.now_ms()), caps).await.expect("a freed slot");
 }
 
 /// Many writers per task race `complete`, `fail`, `cancel` and answer updates:
@@ -353,7 +362,7 @@ pub async fn race<S: TaskStore>(store: Arc<S>, clock: &ManualClock, options: Con
     for _ in 0..options.race_tasks {
         let r = record(Some("racer"), Some(86_400_000), clock.now_ms());
         ids.push(r.task_id.clone());
-        store.create(r, None).await.expect("create");
+        store.create(r, CreateCaps::default()).await.expect("create");
     }
     let mut set = tokio::task::JoinSet::new();
     for id in &ids {

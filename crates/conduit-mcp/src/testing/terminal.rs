@@ -4,7 +4,7 @@
 
 use super::record;
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use crate::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
 use crate::protocol::tasks::TaskStatus;
 use serde_json::json;
 
@@ -18,7 +18,7 @@ pub(super) async fn ended_task(
 ) -> TaskRecord {
     clock.advance(1);
     let r = record(owner, Some(3_600_000), clock.now_ms());
-    store.create(r.clone(), None).await.expect("create");
+    store.create(r.clone(), CreateCaps::default()).await.expect("create");
     clock.advance(1);
     let result = json!({ "content": [{ "type": "text", "text": "x".repeat(pad) }] });
     let fields = StatusFields { result: Some(result), ..StatusFields::default() };
@@ -41,7 +41,7 @@ pub async fn trim_keeps_the_newest_terminal_tasks_within_the_bound(store: &dyn T
     use crate::ext::tasks::TerminalBound;
     let owner = format!("trim-{}", new_task_id());
     let live = record(Some(&owner), Some(3_600_000), clock.now_ms());
-    store.create(live.clone(), None).await.expect("create");
+    store.create(live.clone(), CreateCaps::default()).await.expect("create");
     let others = ended_task(store, clock, Some("someone-else"), 1_000).await;
     let anon = ended_task(store, clock, None, 1_000).await;
     let mut ended = Vec::new();
@@ -77,19 +77,19 @@ pub async fn a_terminal_task_makes_room_under_the_row_cap(store: &dyn TaskStore,
     let caps = crate::ext::tasks::CreateCaps::new(Some(4), Some(10));
     let theirs = ended_task(store, clock, Some("bob"), 10).await;
     let live = record(Some("alice"), Some(3_600_000), clock.now_ms());
-    store.create_capped(live.clone(), caps).await.expect("create");
+    store.create(live.clone(), caps).await.expect("create");
     let mine_old = ended_task(store, clock, Some("alice"), 10).await;
     let mine_new = ended_task(store, clock, Some("alice"), 10).await;
     let next = || record(Some("alice"), Some(3_600_000), clock.now_ms());
-    assert_eq!(store.create_capped(next(), caps).await, Err(StoreError::TaskLimitReached), "four rows");
+    assert_eq!(store.create(next(), caps).await, Err(StoreError::TaskLimitReached), "four rows");
     assert!(store.evict_oldest_terminal("alice").await.expect("evict"), "alice has terminal tasks");
     assert_eq!(present(store, &[&mine_old, &mine_new, &theirs]).await, [false, true, true], "her oldest went");
-    store.create_capped(next(), caps).await.expect("the room it made");
-    assert_eq!(store.create_capped(next(), caps).await, Err(StoreError::TaskLimitReached));
+    store.create(next(), caps).await.expect("the room it made");
+    assert_eq!(store.create(next(), caps).await, Err(StoreError::TaskLimitReached));
     assert!(store.evict_oldest_terminal("alice").await.expect("evict"), "her newest terminal task");
-    store.create_capped(next(), caps).await.expect("the room it made");
+    store.create(next(), caps).await.expect("the room it made");
     assert!(!store.evict_oldest_terminal("alice").await.expect("evict"), "only live tasks of hers are left");
     assert!(!store.evict_oldest_terminal("carol").await.expect("evict"), "carol has nothing");
-    assert_eq!(store.create_capped(next(), caps).await, Err(StoreError::TaskLimitReached), "three live rows of hers");
+    assert_eq!(store.create(next(), caps).await, Err(StoreError::TaskLimitReached), "three live rows of hers");
     assert_eq!(present(store, &[&theirs, &live]).await, [true, true], "never another's, never a live one");
 }

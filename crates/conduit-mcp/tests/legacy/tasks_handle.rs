@@ -4,7 +4,7 @@
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, Tasks, TasksConfig, new_task_id, sweep};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, Tasks, TasksConfig, new_task_id, sweep};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::tool::WorkerError;
@@ -38,7 +38,11 @@ async fn a_legacy_task_is_created_under_its_own_cap_and_listed_for_its_owner_onl
     assert_eq!(legacy.create(record("bob", &clock)).await, Err(StoreError::TaskLimitReached), "the legacy cap");
     // The stores are separate: the modern one has no legacy task and its cap is its own.
     assert_eq!(modern.store().get(&a.task_id, Owner::Any).await, Err(StoreError::NotFound));
-    modern.store().create(record("bob", &clock), Some(2)).await.expect("the modern store is not full");
+    modern
+        .store()
+        .create(record("bob", &clock), CreateCaps::rows(Some(2)))
+        .await
+        .expect("the modern store is not full");
     let page = legacy.list(Some("alice"), None, 10).await.expect("list");
     let ids: Vec<&str> = page.tasks.iter().map(|t| t.task_id.as_str()).collect();
     assert_eq!(ids, vec![a.task_id.as_str(), b.task_id.as_str()]);

@@ -9,7 +9,9 @@ use crate::legacy_common;
 use async_trait::async_trait;
 use common::start;
 use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
-use conduit_mcp::ext::tasks::{MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn};
+use conduit_mcp::ext::tasks::{
+    CreateCaps, MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn,
+};
 use conduit_mcp::prelude::*;
 use legacy_common::*;
 use serde_json::json;
@@ -38,8 +40,8 @@ impl TaskStore for Watched {
         self.inner.now_ms()
     }
 
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.inner.create(record, max_rows).await
+    async fn create(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
+        self.inner.create(record, caps).await
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {

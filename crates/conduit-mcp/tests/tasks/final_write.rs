@@ -9,7 +9,9 @@ use crate::common;
 use async_trait::async_trait;
 use client_support::{connect, create_task, listen_tasks, next_notification};
 use common::*;
-use conduit_mcp::ext::tasks::{MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn};
+use conduit_mcp::ext::tasks::{
+    CreateCaps, MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn,
+};
 use conduit_mcp::prelude::*;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -35,8 +37,8 @@ impl TaskStore for Flaky {
     fn now_ms(&self) -> u64 {
         self.inner.now_ms()
     }
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.inner.create(record, max_rows).await
+    async fn create(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
+        self.inner.create(record, caps).await
     }
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
         self.inner.get(task_id, owner).await

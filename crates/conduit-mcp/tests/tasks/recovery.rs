@@ -5,7 +5,7 @@
 use crate::log_capture;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{MemoryStore, TaskStore, Tasks, TasksConfig, recover, recover_own};
+use conduit_mcp::ext::tasks::{CreateCaps, MemoryStore, TaskStore, Tasks, TasksConfig, recover, recover_own};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::RequestId;
 use conduit_mcp::protocol::jsonrpc::{Message, Request};
@@ -140,7 +140,7 @@ async fn resumable_work_restarts_on_a_live_node() {
     orphan.result = None;
     orphan.terminal_at_ms = None;
     orphan.lease = Some(conduit_mcp::ext::tasks::Lease { node: "node-dead".into(), expires_at_ms: clock.now_ms() });
-    store.create(orphan.clone(), None).await.unwrap();
+    store.create(orphan.clone(), CreateCaps::default()).await.unwrap();
     clock.advance(1);
     let r = recover(&b).await.unwrap();
     assert_eq!((r.resumed, r.failed), (1, 0));

@@ -6,7 +6,9 @@ use crate::common;
 
 use async_trait::async_trait;
 use common::*;
-use conduit_mcp::ext::tasks::{MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn};
+use conduit_mcp::ext::tasks::{
+    CreateCaps, MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn,
+};
 use conduit_mcp::prelude::*;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -27,7 +29,7 @@ impl TaskStore for Away {
     fn now_ms(&self) -> u64 {
         self.0.now_ms()
     }
-    async fn create(&self, _record: TaskRecord, _max_rows: Option<usize>) -> Result<(), StoreError> {
+    async fn create(&self, _record: TaskRecord, _caps: CreateCaps) -> Result<TaskRecord, StoreError> {
         Err(away())
     }
     async fn get(&self, _task_id: &str, _owner: Owner<'_>) -> Result<TaskRecord, StoreError> {

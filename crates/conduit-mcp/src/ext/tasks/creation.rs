@@ -119,8 +119,7 @@ pub(crate) async fn create_task(
     rec.client_capabilities = limits::task_capabilities(ctx.client_capabilities());
     // The caps, and at the row cap its owner's oldest terminal task's place (see `terminal`). The
     // hook's rows (a job, an outbox entry) commit with the task or not at all.
-    super::terminal::store_new(tasks, &rec, hook.as_deref()).await.map_err(store_error)?;
-    rec.version = 1;
+    let rec = super::terminal::store_new(tasks, rec, hook.as_deref()).await.map_err(store_error)?;
     crate::metrics::task_created();
     if finished {
         crate::metrics::task_finished("completed");

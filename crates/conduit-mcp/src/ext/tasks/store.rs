@@ -27,7 +27,7 @@ impl Owner<'_> {
 pub use crate::tool::StoreError;
 
 /// The caps a new task must fit under, checked atomically by
-/// [`TaskStore::create_capped`].
+/// [`TaskStore::create`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CreateCaps {
@@ -102,9 +102,10 @@ pub struct StatusFields {
 /// store that keeps no leases and never expires anything.
 ///
 /// The contract (proved for any implementation by `conduit_mcp::testing::store_contract`):
-/// - `create` returns only once a `get` on any connection finds the record, and
-///   fails with `TaskLimitReached` when `max_rows` records exist (checked atomically).
-/// - `create_capped` counts only the owner's live tasks against
+/// - `create` returns the record as stored (at `version` 1) only once a `get`
+///   on any connection finds it, and fails with `TaskLimitReached` when
+///   `max_rows` records exist (checked atomically).
+/// - `create` counts only the owner's live tasks against
 ///   `max_rows_per_owner`; [`trim_terminal`](Self::trim_terminal) and
 ///   [`evict_oldest_terminal`](Self::evict_oldest_terminal) remove one
 ///   owner's terminal tasks oldest first (by `terminal_at_ms`, then id),
@@ -128,25 +129,19 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `put_status` stamp their transitions with.
     fn now_ms(&self) -> u64;
 
-    /// Stores a new record (`version` is set by the store).
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError>;
-
-    /// Stores a new record under both caps: `TaskLimitReached` at the row
-    /// cap, `OwnerLimitReached` when its owner holds `max_rows_per_owner`
-    /// tasks (both checked atomically, across every node sharing the store).
-    ///
-    /// Provided for stores that count no owners: [`create`](Self::create)
-    /// under the row cap alone. The stores of this crate and of
-    /// `conduit-mcp-sql` enforce both.
-    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
-        self.create(record, caps.max_rows).await
-    }
+    /// Stores a new record under both caps and returns it as stored (at
+    /// `version` 1, which the store sets): `TaskLimitReached` at the row cap,
+    /// `OwnerLimitReached` when its owner holds `max_rows_per_owner` live
+    /// tasks (both checked atomically, across every node sharing the store),
+    /// `Duplicate` when its id is taken.
+    async fn create(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError>;
 
     /// Stores a new record under `caps` and runs `hook` in the same
     /// database transaction, after the row is written: both commit or
     /// neither does. A failing hook is [`StoreError::Hook`] with nothing
     /// written; a cap or a duplicate id refuses the create before the hook
-    /// runs. Such creates are written one by one, outside any batching of
+    /// runs; returns the record as stored, as [`create`](Self::create) does.
+    /// Such creates are written one by one, outside any batching of
     /// plain creates.
     ///
     /// Default: [`StoreError::Unsupported`] — a store without transactions
@@ -156,7 +151,7 @@ pub trait TaskStore: Send + Sync + 'static {
         record: TaskRecord,
         caps: CreateCaps,
         hook: &dyn super::TransactionHook,
-    ) -> Result<(), StoreError> {
+    ) -> Result<TaskRecord, StoreError> {
         let _ = (record, caps, hook);
         Err(StoreError::no_transactions(self.name()))
     }

@@ -26,25 +26,30 @@ use crate::tool::TransactionHook;
 const MAX_EVICTIONS: usize = 8;
 
 /// Stores new task `record` under the configured caps (with `hook` in its
-/// transaction, if any). At the row cap, a principal's create takes the place
-/// of that principal's oldest terminal task and tries again:
-/// `TaskLimitReached` only when it has none left to displace (or, under a
-/// burst, after [`MAX_EVICTIONS`] of them).
+/// transaction, if any) and returns it as stored. At the row cap, a
+/// principal's create takes the place of that principal's oldest terminal
+/// task and tries again: `TaskLimitReached` only when it has none left to
+/// displace (or, under a burst, after [`MAX_EVICTIONS`] of them).
 pub(crate) async fn store_new(
     tasks: &Tasks,
-    record: &TaskRecord,
+    record: TaskRecord,
     hook: Option<&dyn TransactionHook>,
-) -> Result<(), StoreError> {
+) -> Result<TaskRecord, StoreError> {
     let caps = tasks.config().create_caps();
+    // Only an owner's create refused at the row cap is tried again, so only
+    // then is a copy kept for another attempt.
+    let may_retry = record.owner.is_some() && caps.max_rows.is_some();
+    let mut record = record;
     let mut evicted = 0;
     loop {
+        let spare = (may_retry && evicted < MAX_EVICTIONS).then(|| record.clone());
         let stored = match hook {
-            None => tasks.store().create_capped(record.clone(), caps).await,
-            Some(hook) => tasks.store().create_with(record.clone(), caps, hook).await,
+            None => tasks.store().create(record, caps).await,
+            Some(hook) => tasks.store().create_with(record, caps, hook).await,
         };
-        match stored {
-            Err(StoreError::TaskLimitReached) if evicted < MAX_EVICTIONS => {
-                let Some(owner) = record.owner.as_deref() else { return Err(StoreError::TaskLimitReached) };
+        match (stored, spare) {
+            (Err(StoreError::TaskLimitReached), Some(spare)) => {
+                let owner = spare.owner.as_deref().unwrap_or_default();
                 if !tasks.store().evict_oldest_terminal(owner).await? {
                     return Err(StoreError::TaskLimitReached);
                 }
@@ -52,8 +57,9 @@ pub(crate) async fn store_new(
                     "a principal's oldest terminal task went before its TTL, to make room under the row cap"
                 );
                 evicted += 1;
+                record = spare;
             }
-            done => return done,
+            (done, _) => return done,
         }
     }
 }

@@ -111,9 +111,8 @@ impl LegacyTasks {
     /// Stores a new task under the configured caps (the row cap, where it
     /// may take a terminal task's place, and the per-principal cap on live
     /// tasks), then tells the notifier, as a tool's task is stored.
-    pub async fn create(&self, mut record: TaskRecord) -> Result<TaskRecord, StoreError> {
-        crate::ext::tasks::terminal::store_new(&self.tasks, &record, None).await?;
-        record.version = 1;
+    pub async fn create(&self, record: TaskRecord) -> Result<TaskRecord, StoreError> {
+        let record = crate::ext::tasks::terminal::store_new(&self.tasks, record, None).await?;
         self.tasks.after_write(&record);
         crate::ext::tasks::ended(&self.tasks, &record).await;
         Ok(record)

@@ -152,15 +152,11 @@ impl TaskStore for MemoryLegacyStore {
         self.clock.now_ms()
     }
 
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.create_capped(record, CreateCaps::rows(max_rows)).await
-    }
-
-    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+    async fn create(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
         let id: Id = Arc::from(record.task_id.as_str());
         let (owner, created, expires) = (record.owner.clone(), record.created_at_ms, record.expires_at_ms());
         let terminal = (record.is_terminal() && record.ttl_ms.is_none()).then_some(record.terminal_at_ms).flatten();
-        self.records.create_capped(record, caps).await?;
+        let stored = self.records.create(record, caps).await?;
         let mut index = lock(&self.index);
         index.by_owner.entry(owner.clone()).or_default().insert((created, id.clone()));
         if let Some(e) = expires {
@@ -170,7 +166,7 @@ impl TaskStore for MemoryLegacyStore {
             index.terminal_unlimited.insert((t, id.clone()));
         }
         index.entries.insert(id, (owner, created));
-        Ok(())
+        Ok(stored)
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {

@@ -109,7 +109,7 @@ impl MemoryStore {
     /// `create` under both caps: the owner's live count is checked and its
     /// slot reserved under the owners' lock (released before any shard lock),
     /// the row count by compare-and-swap; whatever fails after gives both back.
-    fn insert(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+    fn insert(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
         let live = !record.is_terminal();
         let owner = record.owner.clone();
         if let Some(o) = &owner
@@ -134,6 +134,8 @@ impl MemoryStore {
             }
         }
         record.version = 1;
+        // The caller's copy: the stored one is taken apart into the shard.
+        let created = record.clone();
         let expires = record.expires_at_ms();
         let leased = record.lease.is_some() && live;
         let bytes = if live || owner.is_none() { 0 } else { record.stored_len() };
@@ -161,7 +163,7 @@ impl MemoryStore {
             }
         }
         shard.map.insert(id, Box::new(stored));
-        Ok(())
+        Ok(created)
     }
 
     /// Counts removed records out of their owners' tallies (after the shard lock is released).
@@ -275,11 +277,7 @@ impl TaskStore for MemoryStore {
         self.clock.now_ms()
     }
 
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.insert(record, CreateCaps::rows(max_rows))
-    }
-
-    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
+    async fn create(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
         self.insert(record, caps)
     }
 
@@ -395,11 +393,11 @@ mod tests {
             if i % 3 == 0 {
                 live.push(rec.task_id.clone());
             }
-            store.create(rec, None).await.unwrap();
+            store.create(rec, CreateCaps::default()).await.unwrap();
         }
         let mut unlimited = TaskRecord::new("unlimited".into(), None, 1_000_000, None);
         unlimited.lease = Some(Lease { node: "n".into(), expires_at_ms: 1 });
-        store.create(unlimited, None).await.unwrap();
+        store.create(unlimited, CreateCaps::default()).await.unwrap();
         store.put_status("unlimited", TaskStatus::Completed, StatusFields::default()).await.unwrap();
         assert!(store.lapsed_leases(10).await.unwrap().is_empty(), "a terminal task holds no lease");
         clock.advance(100);

@@ -7,11 +7,12 @@
 //! INFO. Needs `DATABASE_URL`; the stall is a proxy in front of it
 //! (`support/stall.rs`).
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{
-    ListenNotifier, Notifier, NotifierConfig, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, new_task_id,
+    CreateCaps, ListenNotifier, Notifier, NotifierConfig, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig,
+    new_task_id,
 };
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;
@@ -67,13 +68,13 @@ async fn store_calls_fail_within_the_operation_timeout_while_connections_hang() 
     let proxy = StallProxy::start(upstream_of(&url)).await;
     let store = store_behind(&proxy, &url, &schema).await;
     let known = record();
-    store.create(known.clone(), None).await.expect("create before the stall");
+    store.create(known.clone(), CreateCaps::default()).await.expect("create before the stall");
 
     proxy.stall();
     let t = Instant::now();
     assert_timed_out(within("a read", store.get(&known.task_id, Owner::Any)).await, t);
     let t = Instant::now();
-    assert_timed_out(within("a create", store.create(record(), None)).await, t);
+    assert_timed_out(within("a create", store.create(record(), CreateCaps::default())).await, t);
     let t = Instant::now();
     let same = |r: &TaskRecord| Ok(r.clone());
     let update = store.update(&known.task_id, Owner::Any, &same);
@@ -90,7 +91,7 @@ async fn store_calls_fail_within_the_operation_timeout_while_connections_hang() 
     // The hung connections were closed, not kept: the next calls open new ones.
     let read = within("a read after the stall", store.get(&known.task_id, Owner::Any)).await.expect("read");
     assert_eq!(read.task_id, known.task_id);
-    within("a create after the stall", store.create(record(), None)).await.expect("create");
+    within("a create after the stall", store.create(record(), CreateCaps::default())).await.expect("create");
 }
 
 /// Each task id and status a notifier saw, in order.

@@ -7,7 +7,7 @@
 //! a minute on a quiet 2-core machine that shares its cores with PostgreSQL);
 //! `CONDUIT_RACE_TASKS=1000` shortens it for a quick local run.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::testing::{ContractOptions, store_contract};
 use conduit_mcp_sql::PostgresStore;

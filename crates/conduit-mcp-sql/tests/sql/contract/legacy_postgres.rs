@@ -3,11 +3,11 @@
 //! another, and `tasks/result`'s wait on one node woken by a completion on
 //! another through `PgNotifier`. Needs `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock, SystemClock};
 use conduit_mcp::ext::tasks::legacy_store::{LegacyTaskStore, LegacyTasks};
-use conduit_mcp::ext::tasks::{NotifierConfig, Owner, TaskRecord, TaskStore, TasksConfig, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, NotifierConfig, Owner, TaskRecord, TaskStore, TasksConfig, new_task_id};
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::protocol::tools::CallToolResult;
 use conduit_mcp::testing::{ContractOptions, legacy_store_contract};
@@ -47,7 +47,7 @@ async fn a_cursor_issued_on_one_node_pages_on_another() {
         clock.advance(1);
         let r = TaskRecord::new(new_task_id(), Some("alice".into()), clock.now_ms(), Some(60_000));
         ids.push(r.task_id.clone());
-        la.create(r, None).await.expect("create on a");
+        la.create(r, CreateCaps::default()).await.expect("create on a");
     }
     let first = la.list(Some("alice"), None, 2).await.expect("list on a");
     let second = lb.list(Some("alice"), first.next_cursor.as_deref(), 2).await.expect("the cursor pages on b");

@@ -7,7 +7,7 @@
 //! Every result is validated against the official 2025-11-25 schema. Needs
 //! `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use support::legacy_session;
 

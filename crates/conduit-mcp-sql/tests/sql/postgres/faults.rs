@@ -3,10 +3,10 @@
 //! nodes. Needs `DATABASE_URL`; each test works in schemas of its own and
 //! only ever terminates its own store's sessions.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp_sql::{PostgresOptions, PostgresStore};
 use serde_json::json;
@@ -85,8 +85,8 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
     let clock = ManualClock::new(START);
     let store = node(&url, &schema, &app, &clock).await;
     let (a, b) = (task(&clock), task(&clock));
-    store.create(a.clone(), None).await.expect("create a");
-    store.create(b.clone(), None).await.expect("create b");
+    store.create(a.clone(), CreateCaps::default()).await.expect("create a");
+    store.create(b.clone(), CreateCaps::default()).await.expect("create b");
     let a_acked = store.put_status(&a.task_id, TaskStatus::Working, progress("step 1")).await.expect("progress a");
     let b_acked = store.put_status(&b.task_id, TaskStatus::Completed, done()).await.expect("complete b");
 
@@ -130,7 +130,7 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
     assert_eq!(store.get(&b.task_id, Owner::Any).await.expect("read b"), b_acked);
     let completed = store.put_status(&a.task_id, TaskStatus::Completed, done()).await.expect("write after reconnect");
     assert_eq!(completed.status, TaskStatus::Completed);
-    store.create(task(&clock), None).await.expect("create after reconnect");
+    store.create(task(&clock), CreateCaps::default()).await.expect("create after reconnect");
 
     // Kill the idle sessions too: every later operation still ends well
     // (reads retry; a write may fail once per dead connection, with Backend).
@@ -141,8 +141,8 @@ async fn terminated_sessions_fail_in_flight_writes_and_the_store_reconnects() {
     let c = task(&clock);
     let mut failures = 0;
     loop {
-        match store.create(c.clone(), None).await {
-            Ok(()) => break,
+        match store.create(c.clone(), CreateCaps::default()).await {
+            Ok(_) => break,
             Err(StoreError::Backend { .. }) if failures < 4 => failures += 1,
             other => panic!("create after idle sessions were killed: {other:?}"),
         }
@@ -167,7 +167,7 @@ async fn two_nodes_share_tasks_and_the_row_cap() {
     let mut ids = Vec::new();
     for _ in 0..100 {
         let r = task(&clock);
-        a.create(r.clone(), None).await.expect("create on a");
+        a.create(r.clone(), CreateCaps::default()).await.expect("create on a");
         ids.push(r.task_id);
     }
     for id in &ids {
@@ -222,12 +222,12 @@ async fn two_nodes_share_tasks_and_the_row_cap() {
     for i in 0..80 {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };
         let r = task(&clock);
-        set.spawn(async move { store.create(r, Some(150)).await });
+        set.spawn(async move { store.create(r, CreateCaps::rows(Some(150))).await });
     }
     let (mut ok, mut capped) = (0, 0);
     while let Some(r) = set.join_next().await {
         match r.expect("creator") {
-            Ok(()) => ok += 1,
+            Ok(_) => ok += 1,
             Err(StoreError::TaskLimitReached) => capped += 1,
             Err(e) => panic!("unexpected {e:?}"),
         }
@@ -236,7 +236,7 @@ async fn two_nodes_share_tasks_and_the_row_cap() {
     // Cleanup on one node frees room for both.
     clock.advance(3_600_001);
     assert_eq!(b.cleanup(3_600_000).await.expect("cleanup"), 150);
-    a.create(task(&clock), Some(1)).await.expect("room again");
+    a.create(task(&clock), CreateCaps::rows(Some(1))).await.expect("room again");
     a.close().await;
     b.close().await;
 }
@@ -259,7 +259,7 @@ async fn creates_after_idle_connections_were_killed_land() {
     let mut burst = Vec::new();
     for t in &warm {
         let (store, t) = (store.clone(), t.clone());
-        burst.push(tokio::spawn(async move { store.create(t, None).await }));
+        burst.push(tokio::spawn(async move { store.create(t, CreateCaps::default()).await }));
     }
     for b in burst {
         b.await.expect("join").expect("warm-up create");
@@ -272,12 +272,12 @@ async fn creates_after_idle_connections_were_killed_land() {
 
     // One create alone, then a batch of concurrent ones: every one lands.
     let alone = task(&clock);
-    store.create(alone.clone(), None).await.expect("a create after the kill lands");
+    store.create(alone.clone(), CreateCaps::default()).await.expect("a create after the kill lands");
     let batch: Vec<TaskRecord> = (0..32).map(|_| task(&clock)).collect();
     let mut running = Vec::new();
     for t in &batch {
         let (store, t) = (store.clone(), t.clone());
-        running.push(tokio::spawn(async move { store.create(t, None).await }));
+        running.push(tokio::spawn(async move { store.create(t, CreateCaps::default()).await }));
     }
     for r in running {
         r.await.expect("join").expect("a batched create after the kill lands");
@@ -287,5 +287,5 @@ async fn creates_after_idle_connections_were_killed_land() {
         assert_eq!(got.task_id, t.task_id);
     }
     // A real duplicate is still refused.
-    assert!(matches!(store.create(alone.clone(), None).await, Err(StoreError::Duplicate)));
+    assert!(matches!(store.create(alone.clone(), CreateCaps::default()).await, Err(StoreError::Duplicate)));
 }

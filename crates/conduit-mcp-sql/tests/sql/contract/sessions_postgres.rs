@@ -1,7 +1,7 @@
 //! The session store contract on `PostgresSessionStore` (a schema of its own
 //! per store), and two nodes serving one session. Needs `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::SystemClock;
 use conduit_mcp::session::{SessionError, SessionLimits, SessionRecord, SessionStore, new_session_id};

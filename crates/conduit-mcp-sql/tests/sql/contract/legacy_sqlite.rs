@@ -1,11 +1,11 @@
 //! The legacy store contract suite on `SqliteLegacyStore` (a WAL file, and
 //! `:memory:`), and cursors honoured across two processes' stores on one file.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::legacy_store::LegacyTaskStore;
-use conduit_mcp::ext::tasks::{TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, TaskRecord, TaskStore, new_task_id};
 use conduit_mcp::testing::{ContractOptions, legacy_store_contract};
 use conduit_mcp_sql::SqliteStore;
 use std::sync::{Arc, Mutex};
@@ -47,7 +47,7 @@ async fn a_cursor_from_one_store_pages_on_another_on_the_same_file_and_the_store
         clock.advance(1);
         let r = TaskRecord::new(new_task_id(), Some("alice".into()), clock.now_ms(), Some(60_000));
         ids.push(r.task_id.clone());
-        la.create(r, None).await.expect("create");
+        la.create(r, CreateCaps::default()).await.expect("create");
     }
     let first = la.list(Some("alice"), None, 2).await.expect("list on a");
     let rest = lb.list(Some("alice"), first.next_cursor.as_deref(), 2).await.expect("the cursor pages on b");

@@ -1,7 +1,7 @@
 //! The session store contract on `SqliteSessionStore` (a WAL file, and
 //! `:memory:`), and sessions that outlive a reopen of the file.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::SystemClock;
 use conduit_mcp::session::{SessionLimits, SessionRecord, SessionStore, new_session_id};

@@ -6,10 +6,10 @@
 //! On a current-thread runtime, futures joined together all reach the queue
 //! before any flush runs, so those tests build one batch deterministically.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, new_task_id};
 use conduit_mcp_sql::SqliteStore;
 use futures_util::FutureExt;
 use futures_util::future::join_all;
@@ -28,24 +28,27 @@ async fn open(db: &support::TempDb, clock: &ManualClock) -> SqliteStore {
 /// The row counter is exactly `n`: one more create fits under `n + 1` and
 /// not under `n` (it leaves one extra row behind).
 async fn assert_count(store: &SqliteStore, clock: &ManualClock, n: usize) {
-    let r = store.create(task(clock, &new_task_id()), Some(n)).await;
+    let r = store.create(task(clock, &new_task_id()), CreateCaps::rows(Some(n))).await;
     assert_eq!(r, Err(StoreError::TaskLimitReached), "the counter should be {n}");
-    store.create(task(clock, &new_task_id()), Some(n + 1)).await.expect("the counter should be below n + 1");
+    store
+        .create(task(clock, &new_task_id()), CreateCaps::rows(Some(n + 1)))
+        .await
+        .expect("the counter should be below n + 1");
 }
 
 async fn cap_race(store: SqliteStore, clock: &ManualClock, spawn: bool) {
     let ids: Vec<String> = (0..200).map(|_| new_task_id()).collect();
-    let results: Vec<Result<(), StoreError>> = if spawn {
+    let results: Vec<Result<TaskRecord, StoreError>> = if spawn {
         let handles: Vec<_> = ids
             .iter()
             .map(|id| {
                 let (store, t) = (store.clone(), task(clock, id));
-                tokio::spawn(async move { store.create(t, Some(50)).await })
+                tokio::spawn(async move { store.create(t, CreateCaps::rows(Some(50))).await })
             })
             .collect();
         join_all(handles).await.into_iter().map(|r| r.expect("create task")).collect()
     } else {
-        join_all(ids.iter().map(|id| store.create(task(clock, id), Some(50)))).await
+        join_all(ids.iter().map(|id| store.create(task(clock, id), CreateCaps::rows(Some(50))))).await
     };
     let ok = results.iter().filter(|r| r.is_ok()).count();
     let refused = results.iter().filter(|r| matches!(r, Err(StoreError::TaskLimitReached))).count();
@@ -90,7 +93,8 @@ async fn each_create_in_a_batch_has_its_own_cap() {
     let store = open(&db, &clock).await;
     let caps = [Some(1), Some(1), None, Some(3), Some(2), Some(5)];
     let ids: Vec<String> = caps.iter().map(|_| new_task_id()).collect();
-    let results = join_all(ids.iter().zip(caps).map(|(id, cap)| store.create(task(&clock, id), cap))).await;
+    let creates = ids.iter().zip(caps).map(|(id, cap)| store.create(task(&clock, id), CreateCaps::rows(cap)));
+    let results: Vec<_> = join_all(creates).await.into_iter().map(|r| r.map(drop)).collect();
     let limit = Err(StoreError::TaskLimitReached);
     assert_eq!(results, vec![Ok(()), limit.clone(), Ok(()), Ok(()), limit, Ok(())]);
     assert_count(&store, &clock, 4).await;
@@ -105,10 +109,11 @@ async fn a_duplicate_in_a_batch_fails_alone() {
     let clock = ManualClock::new(START);
     let store = open(&db, &clock).await;
     let old = new_task_id();
-    store.create(task(&clock, &old), None).await.expect("first create");
+    store.create(task(&clock, &old), CreateCaps::default()).await.expect("first create");
     let (a, b, c) = (new_task_id(), new_task_id(), new_task_id());
     let batch = [(&a, Some(4)), (&old, Some(4)), (&b, Some(4)), (&a, Some(4)), (&c, Some(4))];
-    let results = join_all(batch.iter().map(|(id, cap)| store.create(task(&clock, id), *cap))).await;
+    let creates = batch.iter().map(|(id, cap)| store.create(task(&clock, id), CreateCaps::rows(*cap)));
+    let results: Vec<_> = join_all(creates).await.into_iter().map(|r| r.map(drop)).collect();
     assert_eq!(
         results,
         vec![Ok(()), Err(StoreError::Duplicate), Ok(()), Err(StoreError::Duplicate), Ok(())],
@@ -132,11 +137,11 @@ async fn a_dropped_create_strands_no_one() {
     // Alone, so it runs its statement directly; dropped in the middle (or
     // done already: SQLite may answer within the one poll).
     let alone = new_task_id();
-    let _ = store.create(task(&clock, &alone), None).now_or_never();
+    let _ = store.create(task(&clock, &alone), CreateCaps::default()).now_or_never();
     // A create still waiting for SQLite, so that the next one queues.
     let mut done_at_once = 0;
     let first = loop {
-        let mut f = store.create(task(&clock, &new_task_id()), None);
+        let mut f = store.create(task(&clock, &new_task_id()), CreateCaps::default());
         match (&mut f).now_or_never() {
             None => break f,
             Some(r) => {
@@ -147,10 +152,12 @@ async fn a_dropped_create_strands_no_one() {
     };
     // Queued behind `first`, then dropped.
     let gone = new_task_id();
-    assert!(store.create(task(&clock, &gone), None).now_or_never().is_none(), "a queued create waits");
+    assert!(store.create(task(&clock, &gone), CreateCaps::default()).now_or_never().is_none(), "a queued create waits");
     let ids: Vec<String> = (0..8).map(|_| new_task_id()).collect();
-    let (first, results) =
-        futures_util::join!(first, join_all(ids.iter().map(|id| store.create(task(&clock, id), None))));
+    let (first, results) = futures_util::join!(
+        first,
+        join_all(ids.iter().map(|id| store.create(task(&clock, id), CreateCaps::default())))
+    );
     first.expect("the create that ran alone");
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
     for id in ids.iter().chain([&gone]) {

@@ -6,7 +6,7 @@
 //! checks what only a real connection can show. PostgreSQL needs
 //! `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{

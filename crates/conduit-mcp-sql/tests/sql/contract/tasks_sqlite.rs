@@ -2,7 +2,7 @@
 //! 64-writer race over 10 000 tasks (`CONDUIT_RACE_TASKS` changes it), and on
 //! `:memory:` — one connection for everything — with a race over 1 000.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::testing::{ContractOptions, store_contract};
 use conduit_mcp_sql::SqliteStore;

@@ -1,5 +1,4 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -113,7 +112,7 @@ pub fn race_tasks(default: usize) -> usize {
 #[track_caller]
 pub fn assert_legacy_schema(def: &str, value: &serde_json::Value) {
     let mut root: serde_json::Value =
-        serde_json::from_str(include_str!("../../../conduit-mcp/tests/schema/mcp-2025-11-25.schema.json"))
+        serde_json::from_str(include_str!("../../../../conduit-mcp/tests/schema/mcp-2025-11-25.schema.json"))
             .expect("JSON");
     root["$ref"] = serde_json::json!(format!("#/$defs/{def}"));
     let v = jsonschema::validator_for(&root).expect("the schema compiles");

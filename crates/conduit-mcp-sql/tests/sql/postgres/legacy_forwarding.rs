@@ -7,7 +7,7 @@
 //! for an id nobody waits on is still 400. Messages are validated against the
 //! official 2025-11-25 schema. Needs `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use support::assert_legacy_schema as assert_schema;
 

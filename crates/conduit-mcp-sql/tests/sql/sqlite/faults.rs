@@ -2,10 +2,10 @@
 //! closed and reopened, two processes on one file. Nothing acknowledged is
 //! lost, failures are `StoreError::Backend`, and the store recovers.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp_sql::{SqliteOptions, SqliteStore};
 use serde_json::json;
@@ -53,8 +53,8 @@ async fn a_locked_database_fails_writes_and_recovers() {
         .await
         .expect("open");
     let (a, b) = (task(&clock, Some(3_600_000)), task(&clock, Some(3_600_000)));
-    store.create(a.clone(), None).await.expect("create a");
-    store.create(b.clone(), None).await.expect("create b");
+    store.create(a.clone(), CreateCaps::default()).await.expect("create a");
+    store.create(b.clone(), CreateCaps::default()).await.expect("create b");
     store.put_status(&a.task_id, TaskStatus::Working, progress("step 1")).await.expect("progress a");
     let b_done = store.put_status(&b.task_id, TaskStatus::Completed, done()).await.expect("complete b");
 
@@ -66,7 +66,7 @@ async fn a_locked_database_fails_writes_and_recovers() {
     assert!(is_backend(&failed), "a write under a foreign lock is a backend error: {failed:?}");
     let msg = format!("{:?}", failed.unwrap_err());
     assert!(msg.contains("locked"), "the error says why: {msg}");
-    assert!(is_backend(&store.create(task(&clock, None), None).await), "create too");
+    assert!(is_backend(&store.create(task(&clock, None), CreateCaps::default()).await), "create too");
     assert!(is_backend(&store.cancel(&a.task_id, Owner::Any, None).await), "cancel too");
     // Reads still work, and show exactly what was acknowledged.
     let got = store.get(&a.task_id, Owner::Any).await.expect("read under the lock");
@@ -76,7 +76,7 @@ async fn a_locked_database_fails_writes_and_recovers() {
     sqlx::raw_sql("ROLLBACK").execute(&mut other).await.expect("unlock");
     let completed = store.put_status(&a.task_id, TaskStatus::Completed, done()).await.expect("write after unlock");
     assert_eq!(completed.status, TaskStatus::Completed);
-    store.create(task(&clock, None), None).await.expect("create after unlock");
+    store.create(task(&clock, None), CreateCaps::default()).await.expect("create after unlock");
 
     // A write that is waiting on the lock when it is released succeeds.
     let slow = SqliteOptions::new(db.path())
@@ -85,7 +85,7 @@ async fn a_locked_database_fails_writes_and_recovers() {
         .await
         .expect("open with a long busy timeout");
     let c = task(&clock, None);
-    slow.create(c.clone(), None).await.expect("create c");
+    slow.create(c.clone(), CreateCaps::default()).await.expect("create c");
     sqlx::raw_sql("BEGIN EXCLUSIVE").execute(&mut other).await.expect("lock again");
     let waiting = {
         let (slow, id) = (slow.clone(), c.task_id.clone());
@@ -111,7 +111,7 @@ async fn reopening_keeps_everything_acknowledged() {
     let mut acked = Vec::new();
     for i in 0..40 {
         let r = task(&clock, if i % 2 == 0 { Some(3_600_000) } else { None });
-        store.create(r.clone(), None).await.expect("create");
+        store.create(r.clone(), CreateCaps::default()).await.expect("create");
         let rec = match i % 4 {
             0 => store.put_status(&r.task_id, TaskStatus::Completed, done()).await.expect("complete"),
             1 => store.cancel(&r.task_id, Owner::Is(Some("alice")), None).await.expect("cancel"),
@@ -129,14 +129,17 @@ async fn reopening_keeps_everything_acknowledged() {
     }
     store.close().await;
     assert!(is_backend(&store.get(&acked[0].task_id, Owner::Any).await), "a closed store answers Backend");
-    assert!(is_backend(&store.create(task(&clock, None), None).await));
+    assert!(is_backend(&store.create(task(&clock, None), CreateCaps::default()).await));
 
     let reopened = SqliteStore::open(db.path(), Arc::new(clock.clone())).await.expect("reopen");
     for rec in &acked {
         assert_eq!(&reopened.get(&rec.task_id, Owner::Any).await.expect("still there"), rec);
     }
-    assert_eq!(reopened.create(task(&clock, None), Some(40)).await, Err(StoreError::TaskLimitReached));
-    reopened.create(task(&clock, None), Some(41)).await.expect("under the cap");
+    assert_eq!(
+        reopened.create(task(&clock, None), CreateCaps::rows(Some(40))).await,
+        Err(StoreError::TaskLimitReached)
+    );
+    reopened.create(task(&clock, None), CreateCaps::rows(Some(41))).await.expect("under the cap");
 }
 
 /// Two stores on one file (two processes) racing on the same tasks: the
@@ -152,7 +155,7 @@ async fn two_processes_on_one_file_race_safely() {
         let mut ids = Vec::new();
         for _ in 0..100 {
             let r = task(&clock, Some(3_600_000));
-            one.create(r.clone(), None).await.expect("create");
+            one.create(r.clone(), CreateCaps::default()).await.expect("create");
             ids.push(r.task_id);
         }
         ids
@@ -205,16 +208,19 @@ async fn counter_and_leases() {
     let clock = ManualClock::new(START);
     let store = SqliteStore::open(":memory:", Arc::new(clock.clone())).await.expect("open");
     for _ in 0..3 {
-        store.create(task(&clock, Some(100)), Some(3)).await.expect("under the cap");
+        store.create(task(&clock, Some(100)), CreateCaps::rows(Some(3))).await.expect("under the cap");
     }
-    assert_eq!(store.create(task(&clock, Some(100)), Some(3)).await, Err(StoreError::TaskLimitReached));
+    assert_eq!(
+        store.create(task(&clock, Some(100)), CreateCaps::rows(Some(3))).await,
+        Err(StoreError::TaskLimitReached)
+    );
     clock.advance(101);
     assert_eq!(store.cleanup(3_600_000).await.expect("cleanup"), 3);
-    store.create(task(&clock, Some(100)), Some(3)).await.expect("room again after cleanup");
+    store.create(task(&clock, Some(100)), CreateCaps::rows(Some(3))).await.expect("room again after cleanup");
 
     let mut leased = task(&clock, Some(1_000));
     leased.lease = Some(conduit_mcp::ext::tasks::Lease { node: "n1".into(), expires_at_ms: clock.now_ms() + 10 });
-    store.create(leased.clone(), None).await.expect("create leased");
+    store.create(leased.clone(), CreateCaps::default()).await.expect("create leased");
     let before = store.get(&leased.task_id, Owner::Any).await.expect("get");
     assert_eq!(store.renew_leases("n1", clock.now_ms() + 500).await.expect("renew"), 1);
     let after = store.get(&leased.task_id, Owner::Any).await.expect("get");

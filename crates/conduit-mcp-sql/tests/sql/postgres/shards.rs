@@ -3,10 +3,10 @@
 //! add up to the rows, and a schema from before the shards (one counter row)
 //! is migrated with counts taken from its rows. Needs `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, new_task_id};
 use conduit_mcp_sql::{PostgresOptions, PostgresStore};
 use sqlx::Connection;
 use std::sync::Arc;
@@ -43,9 +43,9 @@ async fn tally(c: &mut sqlx::PgConnection) -> (i64, i64, i64) {
 
 /// `store` is at exactly `n` rows: a create under `n` is refused, one under `n + 1` fits.
 async fn assert_count(store: &dyn TaskStore, clock: &ManualClock, n: usize) {
-    let r = store.create(task(clock, 3_600_000), Some(n)).await;
+    let r = store.create(task(clock, 3_600_000), CreateCaps::rows(Some(n))).await;
     assert_eq!(r, Err(StoreError::TaskLimitReached), "the count should be {n}");
-    store.create(task(clock, 3_600_000), Some(n + 1)).await.expect("the count should be below n + 1");
+    store.create(task(clock, 3_600_000), CreateCaps::rows(Some(n + 1))).await.expect("the count should be below n + 1");
 }
 
 /// Rounds of 300 creates from two nodes at once, 30 concurrent callers each,
@@ -66,7 +66,7 @@ async fn two_nodes_creating_near_the_cap_never_pass_it() {
     for i in 0..500 {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };
         let t = task(&clock, if i % 5 == 0 { (i / 100) as u64 * 1_000 + 500 } else { 3_600_000 });
-        setup.push(tokio::spawn(async move { store.create(t, Some(CAP)).await }));
+        setup.push(tokio::spawn(async move { store.create(t, CreateCaps::rows(Some(CAP))).await }));
     }
     for s in setup {
         s.await.expect("join").expect("under the cap");
@@ -81,8 +81,8 @@ async fn two_nodes_creating_near_the_cap_never_pass_it() {
             set.spawn(async move {
                 let mut won = 0;
                 for _ in 0..5 {
-                    match store.create(task(&clock, 3_600_000), Some(CAP)).await {
-                        Ok(()) => won += 1,
+                    match store.create(task(&clock, 3_600_000), CreateCaps::rows(Some(CAP))).await {
+                        Ok(_) => won += 1,
                         Err(StoreError::TaskLimitReached) => {}
                         Err(e) => panic!("unexpected {e:?}"),
                     }
@@ -122,13 +122,13 @@ async fn uncapped_creates_and_changed_caps_stay_exact() {
     let (a, b) = (node(&url, &schema, &clock).await, node(&url, &schema, &clock).await);
     let mut admin = admin(&url, &schema).await;
     for _ in 0..10 {
-        a.create(task(&clock, 3_600_000), Some(1_000)).await.expect("capped");
+        a.create(task(&clock, 3_600_000), CreateCaps::rows(Some(1_000))).await.expect("capped");
     }
     let mut set = tokio::task::JoinSet::new();
     for i in 0..40 {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };
         let t = task(&clock, 3_600_000);
-        set.spawn(async move { store.create(t, None).await });
+        set.spawn(async move { store.create(t, CreateCaps::default()).await });
     }
     while let Some(r) = set.join_next().await {
         r.expect("join").expect("uncapped");
@@ -157,9 +157,9 @@ async fn the_migration_from_one_counter_row_counts_the_rows() {
         .await
         .expect("schema");
     for sql in [
-        include_str!("../migrations/postgres/0001_conduit_tasks.sql"),
-        include_str!("../migrations/postgres/0002_conduit_legacy_tasks.sql"),
-        include_str!("../migrations/postgres/0013_owner_index.sql"),
+        include_str!("../../../migrations/postgres/0001_conduit_tasks.sql"),
+        include_str!("../../../migrations/postgres/0002_conduit_legacy_tasks.sql"),
+        include_str!("../../../migrations/postgres/0013_owner_index.sql"),
         "CREATE TABLE conduit_schema_migrations (version BIGINT NOT NULL PRIMARY KEY, \
          description TEXT NOT NULL, applied_at_ms BIGINT NOT NULL); \
          INSERT INTO conduit_schema_migrations VALUES (1, 'v1', 0), (2, 'v2', 0), (13, 'v13', 0); \

@@ -3,7 +3,7 @@
 //! process that died is removed by the next node that starts — so node ids
 //! that differ on every start leave nothing behind next to the database.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::SystemClock;
 use conduit_mcp::ext::tasks::{StoreError, TaskStore};

@@ -1,9 +1,9 @@
 //! Files and schemas a store must refuse at open, with a clear error.
 
-mod support;
+use crate::support;
 
 use conduit_mcp::clock::{ManualClock, SystemClock};
-use conduit_mcp::ext::tasks::{TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, TaskRecord, TaskStore, new_task_id};
 use conduit_mcp_sql::{OpenError, PostgresStore, SqliteStore};
 use sqlx::Connection;
 use std::sync::Arc;
@@ -92,7 +92,7 @@ async fn a_corrupted_store_is_refused() {
     for _ in 0..300 {
         let mut r = TaskRecord::new(new_task_id(), Some("alice".into()), 1_800_000_000_000, None);
         r.status_message = Some("x".repeat(400));
-        store.create(r, None).await.expect("create");
+        store.create(r, CreateCaps::default()).await.expect("create");
     }
     store.close().await; // checkpoints the WAL into the file
     let mut bytes = std::fs::read(db.as_path()).expect("read");

@@ -3,7 +3,7 @@
 //! server on the file serves them, over real sockets); the URLs and schemas
 //! it cannot serve are refused before anything is opened.
 
-mod support;
+use crate::support;
 
 use support::legacy_session;
 

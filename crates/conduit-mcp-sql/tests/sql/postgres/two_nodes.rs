@@ -4,7 +4,7 @@
 //! under the cap across both (creates batched per node, each batch taking
 //! its room from a shard of the sharded counter). Needs `DATABASE_URL`.
 
-mod support;
+use crate::support;
 
 use async_trait::async_trait;
 use conduit_mcp::clock::{Clock, ManualClock};
@@ -49,12 +49,8 @@ impl TaskStore for TwoNodes {
         self.nodes[0].now_ms()
     }
 
-    async fn create(&self, record: TaskRecord, max_rows: Option<usize>) -> Result<(), StoreError> {
-        self.node().create(record, max_rows).await
-    }
-
-    async fn create_capped(&self, record: TaskRecord, caps: CreateCaps) -> Result<(), StoreError> {
-        self.node().create_capped(record, caps).await
+    async fn create(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
+        self.node().create(record, caps).await
     }
 
     async fn get(&self, task_id: &str, owner: Owner<'_>) -> Result<TaskRecord, StoreError> {
@@ -117,9 +113,12 @@ fn task(clock: &ManualClock, id: &str) -> TaskRecord {
 
 /// The counter is exactly `n`: a create under `n` is refused, one under `n + 1` fits.
 async fn assert_count(store: &dyn TaskStore, clock: &ManualClock, n: usize) {
-    let r = store.create(task(clock, &new_task_id()), Some(n)).await;
+    let r = store.create(task(clock, &new_task_id()), CreateCaps::rows(Some(n))).await;
     assert_eq!(r, Err(StoreError::TaskLimitReached), "the counter should be {n}");
-    store.create(task(clock, &new_task_id()), Some(n + 1)).await.expect("the counter should be below n + 1");
+    store
+        .create(task(clock, &new_task_id()), CreateCaps::rows(Some(n + 1)))
+        .await
+        .expect("the counter should be below n + 1");
 }
 
 /// 400 creates from two nodes at once race for 100 slots: exactly 100 win,
@@ -136,7 +135,7 @@ async fn group_commit_keeps_the_cap_across_nodes() {
         .enumerate()
         .map(|(i, id)| {
             let (store, t) = (two.nodes[i % 2].clone(), task(&clock, id));
-            tokio::spawn(async move { store.create(t, Some(100)).await })
+            tokio::spawn(async move { store.create(t, CreateCaps::rows(Some(100))).await })
         })
         .collect();
     let results: Vec<_> = join_all(handles).await.into_iter().map(|r| r.expect("create task")).collect();
@@ -162,11 +161,11 @@ async fn a_duplicate_in_a_batch_fails_alone() {
     let clock = ManualClock::new(START);
     let store = PostgresStore::with_schema(&url, &schemas.fresh(), Arc::new(clock.clone())).await.expect("connect");
     let old = new_task_id();
-    store.create(task(&clock, &old), None).await.expect("first create");
+    store.create(task(&clock, &old), CreateCaps::default()).await.expect("first create");
     let (a, b, c) = (new_task_id(), new_task_id(), new_task_id());
     // Joined on one thread: the first runs alone, the other four queue into a batch.
     let batch = [&a, &old, &b, &a, &c];
-    let results = join_all(batch.iter().map(|id| store.create(task(&clock, id), Some(4)))).await;
+    let results = join_all(batch.iter().map(|id| store.create(task(&clock, id), CreateCaps::rows(Some(4))))).await;
     assert_eq!(results[1], Err(StoreError::Duplicate), "the stored id");
     let a_wins = [&results[0], &results[3]].iter().filter(|r| r.is_ok()).count();
     assert_eq!(a_wins, 1, "one of the two creates of one id wins: {results:?}");
@@ -174,7 +173,7 @@ async fn a_duplicate_in_a_batch_fails_alone() {
     // batch had filled it (the create alone and the batch commit side by side).
     let loser = if results[0].is_ok() { &results[3] } else { &results[0] };
     assert!(matches!(loser, Err(StoreError::Duplicate | StoreError::TaskLimitReached)), "{results:?}");
-    assert_eq!((&results[2], &results[4]), (&Ok(()), &Ok(())), "under the cap: {results:?}");
+    assert_eq!((results[2].is_ok(), results[4].is_ok()), (true, true), "under the cap: {results:?}");
     for id in [&old, &a, &b, &c] {
         store.get(id, Owner::Any).await.expect("stored");
     }
@@ -194,7 +193,7 @@ async fn the_per_principal_cap_holds_across_nodes() {
     let handles: Vec<_> = (0..200)
         .map(|i| {
             let (store, t) = (two.nodes[i % 2].clone(), task(&clock, &new_task_id()));
-            tokio::spawn(async move { store.create_capped(t, caps).await })
+            tokio::spawn(async move { store.create(t, caps).await })
         })
         .collect();
     let results: Vec<_> = join_all(handles).await.into_iter().map(|r| r.expect("create task")).collect();
@@ -202,5 +201,5 @@ async fn the_per_principal_cap_holds_across_nodes() {
     let refused = results.iter().filter(|r| matches!(r, Err(StoreError::OwnerLimitReached))).count();
     assert_eq!((ok, refused), (20, 180), "{results:?}");
     let bob = TaskRecord::new(new_task_id(), Some("bob".into()), clock.now_ms(), None);
-    two.create_capped(bob, caps).await.expect("another principal");
+    two.create(bob, caps).await.expect("another principal");
 }

@@ -1,0 +1,6 @@
+//! `SqliteStore` on its own: a file that is locked, slow or corrupted, creates
+//! committed in groups, and the lock file that holds a node's id.
+
+mod faults;
+mod group_commit;
+mod node_lock;
