@@ -2,9 +2,9 @@
 //! wired to each other (the task stores of both eras, the session store, and
 //! on PostgreSQL the notifiers that carry changes between nodes).
 
-#[cfg(feature = "postgres")]
-use crate::PgNotifier;
 use crate::error::OpenError;
+#[cfg(feature = "postgres")]
+use crate::pg_notifier::PgNotifier;
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::legacy_store::{LegacyTaskStore, MemoryLegacyStore};
 use conduit_mcp::ext::tasks::{
@@ -204,7 +204,7 @@ impl StoresOptions {
 
     #[cfg(feature = "sqlite")]
     async fn open_sqlite(&self, path: &str) -> Result<Stores, StoresError> {
-        let store = crate::SqliteStore::open(path, self.clock.clone()).await?;
+        let store = crate::sqlite::SqliteStore::open(path, self.clock.clone()).await?;
         let legacy = store.legacy().await?;
         let mut stores = Stores::memory(self.clock.clone());
         stores.kind = Kind::Sqlite(path.to_owned());
@@ -232,7 +232,7 @@ impl StoresOptions {
         {
             return Err(StoresError::Schema(schema.to_owned()));
         }
-        let mut options = crate::PostgresOptions::new(url);
+        let mut options = crate::postgres::PostgresOptions::new(url);
         if let Some(s) = &self.schema {
             options = options.schema(s);
         }

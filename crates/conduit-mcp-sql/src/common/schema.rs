@@ -1,7 +1,8 @@
 //! The schema: the migrations an engine ships, and the rules that admit a
 //! database that already has tables.
 
-use crate::{OpenError, SCHEMA_VERSION};
+use crate::SCHEMA_VERSION;
+use crate::error::OpenError;
 
 /// One schema migration shipped with the crate.
 #[derive(Debug, Clone, Copy)]

@@ -18,10 +18,10 @@ pub use legacy_sessions::PostgresSessionStore;
 pub use legacy_store::PostgresLegacyStore;
 pub use options::PostgresOptions;
 
-use crate::OpenError;
 use crate::common::{
     self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, Page, RowWrite, SqlStore, Swap, Sweep, TableKind, run_hooked,
 };
+use crate::error::OpenError;
 use crate::pool::{Checkout, ConnPool, bounded, is_timeout};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;

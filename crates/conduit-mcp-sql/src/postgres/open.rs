@@ -3,8 +3,8 @@
 
 use super::options::PostgresOptions;
 use super::{PgEngine, PostgresStore};
-use crate::OpenError;
 use crate::common::{self, Migration};
+use crate::error::OpenError;
 use crate::pool::{ConnPool, Setup};
 use conduit_mcp::clock::Clock;
 use futures_util::future::BoxFuture;

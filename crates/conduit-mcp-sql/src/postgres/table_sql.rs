@@ -5,6 +5,7 @@
 //! transaction: the shards' counts for the extension's table, the counter
 //! row for the legacy one.
 
+use super::shards::counted_delete;
 use super::terminal::TerminalSql;
 use crate::common::{LIVE_STATUSES, Sweep, TableKind};
 use std::sync::LazyLock;
@@ -98,24 +99,5 @@ impl TableSql {
             Sweep::Expired => &self.delete_expired,
             Sweep::FinishedUnlimited => &self.delete_finished_unlimited,
         }
-    }
-}
-
-/// A delete from `t` of the rows `condition` selects (after the CTEs of
-/// `with`, if any), answering `(shard, rows deleted)`; on the unsharded
-/// (legacy) table it also lowers the counter row.
-pub(super) fn counted_delete(t: &str, sharded: bool, with: &str, condition: &str) -> String {
-    let gone = format!(
-        "WITH {with}gone AS (DELETE FROM {t} WHERE {condition} RETURNING {})",
-        if sharded { "shard" } else { "0::smallint AS shard" }
-    );
-    if sharded {
-        format!("{gone} SELECT shard, count(*)::bigint FROM gone GROUP BY shard ORDER BY shard")
-    } else {
-        format!(
-            "{gone}, k AS (SELECT count(*)::bigint AS k FROM gone) \
-             UPDATE conduit_legacy_task_count SET n = GREATEST(n - (SELECT k FROM k), 0) \
-             WHERE id = 1 AND (SELECT k FROM k) > 0 RETURNING 0::smallint, (SELECT k FROM k)"
-        )
     }
 }

@@ -6,7 +6,7 @@
 //! caps stay exact on every node. `cleanup`'s sweeps give room back the same
 //! way ([`PgEngine::delete_rows`]).
 
-use super::table_sql::counted_delete;
+use super::shards::counted_delete;
 use super::{PgEngine, backend, is_connection_error, shards};
 use crate::pool::bounded;
 use conduit_mcp::ext::tasks::{StoreError, TerminalBound};

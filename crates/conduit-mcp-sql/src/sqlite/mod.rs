@@ -18,10 +18,10 @@ pub use legacy_sessions::SqliteSessionStore;
 pub use legacy_store::SqliteLegacyStore;
 pub use options::SqliteOptions;
 
-use crate::OpenError;
 use crate::common::{
     self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, Page, RowWrite, SqlStore, Swap, Sweep, TableKind, run_hooked,
 };
+use crate::error::OpenError;
 use crate::pool::{Checkout, ConnPool, bounded};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;

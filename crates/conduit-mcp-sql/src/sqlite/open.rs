@@ -3,8 +3,8 @@
 
 use super::options::SqliteOptions;
 use super::{SqliteEngine, SqliteStore};
-use crate::OpenError;
 use crate::common::{self, Migration};
+use crate::error::OpenError;
 use crate::pool::ConnPool;
 use conduit_mcp::clock::Clock;
 use sqlx::Connection;

@@ -1,6 +1,6 @@
 //! [`SqliteOptions`]: which file, and the few knobs worth turning.
 
-use crate::OpenError;
+use crate::error::OpenError;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use std::str::FromStr;
 use std::time::Duration;

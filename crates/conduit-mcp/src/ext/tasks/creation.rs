@@ -14,7 +14,7 @@ use super::runtime::Work;
 use super::task::{TaskRecord, TaskStatus};
 use super::task_id::{new_legacy_task_id, new_task_id};
 use super::worker::Tasks;
-use crate::Ctx;
+use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::tool::{TaskSpec, TaskWork};
 use std::panic::AssertUnwindSafe;

@@ -58,8 +58,8 @@ pub use tls::TlsConfig;
 #[cfg(feature = "oauth")]
 pub use well_known::well_known_router;
 
-use crate::Server;
 use crate::auth::Authenticate;
+use crate::server::Server;
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -7,7 +7,7 @@ use super::body::{Deadline, Guarded};
 use super::conn::{InFlight, Watched};
 use super::route::dispatch;
 use super::{AppState, HttpConfig, started};
-use crate::Server;
+use crate::server::Server;
 use axum::body::Body;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
