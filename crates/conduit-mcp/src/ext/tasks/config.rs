@@ -92,11 +92,10 @@ pub struct TasksConfig {
     /// How many tasks one client (its principal; without authentication its
     /// address, or the stdio process) may create, per node (default `None`:
     /// no rate). A create past it gets `-32000` with `data.retryAfterMs`
-    /// (HTTP 429 with `Retry-After`); nothing is stored or started. Clones of
-    /// this configuration share one count per client.
+    /// (HTTP 429 with `Retry-After`); nothing is stored or started. The
+    /// counts live in the [`Tasks`](super::Tasks) handle, shared with its
+    /// legacy twin.
     pub create_rate: Option<RateLimit>,
-    /// The counts behind `create_rate`, shared by clones.
-    pub(crate) create_rates: super::create_rate::CreateRates,
     /// Run in the transaction that stores an answer to a task's input
     /// request (`tasks/update`, or the 2025-11-25 era's answered
     /// elicitation): a queue re-enqueues the job that asked, and the job and
@@ -165,7 +164,6 @@ impl Default for TasksConfig {
             node_id: format!("node-{:016x}", rand::random::<u64>()),
             lease: Duration::from_secs(30),
             create_rate: None,
-            create_rates: Default::default(),
             answer_hook: None,
         }
     }
@@ -265,11 +263,6 @@ impl TasksConfig {
     pub fn create_rate(mut self, rate: Option<RateLimit>) -> Self {
         self.create_rate = rate;
         self
-    }
-
-    /// Counts one task create of `client` against [`create_rate`](Self::create_rate).
-    pub(crate) fn admit_create(&self, client: &crate::quota::ClientKey) -> Result<(), crate::protocol::RpcError> {
-        self.create_rates.admit(self.create_rate, client)
     }
 
     /// Sets the default task lifetime.

@@ -8,6 +8,7 @@
 mod calls;
 
 use super::config::{NotifierConfig, TasksConfig};
+use super::create_rate::CreateRates;
 use super::legacy_store::{LegacyTasks, MemoryLegacyStore};
 use super::memory::{IdBuild, MemoryStore};
 use super::notifier::ListenNotifier;
@@ -64,6 +65,9 @@ pub(crate) struct TasksInner {
     pub(super) legacy: OnceLock<LegacyTasks>,
     /// Whether this is the legacy era's runtime (its ids say so).
     pub(super) legacy_ids: bool,
+    /// The per-client counts behind `create_rate` (made on first use; a
+    /// legacy twin shares its pair's).
+    create_rates: OnceLock<CreateRates>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -113,6 +117,7 @@ impl Tasks {
                 started_at_ms,
                 legacy: OnceLock::new(),
                 legacy_ids,
+                create_rates: OnceLock::new(),
             }),
         }
     }
@@ -171,6 +176,12 @@ impl Tasks {
             return;
         }
         let _ = self.inner.legacy.set(legacy.clone());
+        let _ = target.inner.create_rates.set(self.create_rates().clone());
+    }
+
+    /// The per-client counts of task creates, shared with the legacy twin.
+    pub(crate) fn create_rates(&self) -> &CreateRates {
+        self.inner.create_rates.get_or_init(CreateRates::default)
     }
 
     /// The legacy twin to serve the `2025-11-25` era's tasks with: the paired
@@ -197,7 +208,9 @@ impl Tasks {
     /// valid already.
     fn build_twin(&self, config: TasksConfig, store: Arc<dyn super::legacy_store::LegacyTaskStore>) -> Tasks {
         let store: Arc<dyn TaskStore> = store;
-        Self::runtime(config.store(store), self.inner.clock.clone(), true)
+        let twin = Self::runtime(config.store(store), self.inner.clock.clone(), true);
+        let _ = twin.inner.create_rates.set(self.create_rates().clone());
+        twin
     }
 
     /// Forgets the waker of task `id` (once nothing can wake it any more).
