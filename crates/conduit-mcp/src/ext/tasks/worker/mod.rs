@@ -78,12 +78,12 @@ impl std::fmt::Debug for Tasks {
 
 impl Tasks {
     /// A handle for this configuration, on the system clock.
-    pub fn new(config: TasksConfig) -> Result<Self, super::ConfigError> {
+    pub fn new(config: TasksConfig) -> Result<Self, crate::config::ConfigError> {
         Self::with_clock(config, Arc::new(SystemClock))
     }
 
     /// A handle on an injected clock (the default memory store uses it too).
-    pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, super::ConfigError> {
+    pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, crate::config::ConfigError> {
         Self::build(config, clock, false)
     }
 
@@ -92,7 +92,7 @@ impl Tasks {
         config: TasksConfig,
         clock: Arc<dyn Clock>,
         legacy_ids: bool,
-    ) -> Result<Self, super::ConfigError> {
+    ) -> Result<Self, crate::config::ConfigError> {
         config.validate()?;
         Ok(Self::runtime(config, clock, legacy_ids))
     }
