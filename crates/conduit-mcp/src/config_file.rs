@@ -43,11 +43,13 @@ struct Tables {
     #[cfg(feature = "http")]
     http: Option<HttpTable>,
     #[cfg(not(feature = "http"))]
+    #[allow(dead_code)] // there only to be refused
     #[serde(default, deserialize_with = "without_http")]
     http: Option<std::convert::Infallible>,
     #[cfg(feature = "oauth")]
     oauth: Option<OAuthTable>,
     #[cfg(not(feature = "oauth"))]
+    #[allow(dead_code)] // there only to be refused
     #[serde(default, deserialize_with = "without_oauth")]
     oauth: Option<std::convert::Infallible>,
 }

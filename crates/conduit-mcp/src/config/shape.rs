@@ -68,6 +68,7 @@ impl Shape for Positive {
 
 /// An integer of zero or more.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))]
 pub(crate) struct NonNegative(pub(crate) u64);
 
 impl Shape for NonNegative {
@@ -104,6 +105,7 @@ impl Shape for Rate {
 
 /// A rate, or `"off"` (`None`).
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) struct RateOrOff(pub(crate) Option<RateLimit>);
 
 impl Shape for RateOrOff {
@@ -145,6 +147,7 @@ impl<'de> Deserialize<'de> for RateOrOff {
 
 /// A list of words: an array of strings, or one space-separated string.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(not(feature = "oauth"), allow(dead_code))]
 pub(crate) struct Words(pub(crate) Vec<String>);
 
 impl<'de> Deserialize<'de> for Words {
