@@ -2,22 +2,20 @@
 //! never a panic; what is accepted is valid.
 #![no_main]
 
-use conduit_mcp::ext::tasks::TasksConfig;
+use conduit_mcp::config_file::ConfigFile;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for read in [TasksConfig::from_toml, TasksConfig::from_server_toml] {
-        match read(text) {
-            Ok((cfg, store)) => {
-                if cfg.enabled {
-                    cfg.validate().expect("an accepted configuration is valid");
-                }
-                if let Some(s) = store {
-                    assert!(s.starts_with("sqlite:") || s.starts_with("postgres"), "{s}");
-                }
+    match ConfigFile::parse(text) {
+        Ok(file) => {
+            if let Some(cfg) = file.tasks.filter(|c| c.enabled) {
+                cfg.validate().expect("an accepted configuration is valid");
             }
-            Err(e) => assert!(!e.to_string().is_empty()),
+            if let Some(s) = file.store {
+                assert!(s.starts_with("sqlite:") || s.starts_with("postgres"), "{s}");
+            }
         }
+        Err(e) => assert!(!e.to_string().is_empty()),
     }
 });

@@ -60,12 +60,8 @@ impl LimitArgs {
         }
     }
 
-    /// `cfg` with the `[http]` table of the config file, then these flags, applied.
-    pub(crate) fn apply(&self, mut cfg: HttpConfig, file: Option<&std::path::PathBuf>) -> Result<HttpConfig, String> {
-        if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            cfg = cfg.apply_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        }
+    /// `cfg` (with the config file's `[http]` table applied) with these flags applied.
+    pub(crate) fn apply(&self, mut cfg: HttpConfig) -> HttpConfig {
         if let Some(n) = self.max_listen_streams {
             cfg = cfg.max_listen_streams(n as usize);
         }
@@ -84,7 +80,7 @@ impl LimitArgs {
         if let Some(RateOrOff(rate)) = self.auth_failure_rate {
             cfg = cfg.auth_failure_rate(rate);
         }
-        Ok(cfg)
+        cfg
     }
 }
 

@@ -4,8 +4,8 @@
 //! the in-memory defaults and the Tasks extension on; `--stdio` serves the
 //! same tools on stdin/stdout; `--store sqlite:PATH` or `--store postgres:URL`
 //! keeps tasks in a database (several nodes can share a PostgreSQL one);
-//! `--config FILE` reads a TOML configuration whose `[ext_tasks]` table
-//! configures the Tasks extension and `[sessions]` the legacy sessions;
+//! `--config FILE` reads a TOML configuration ([`ConfigFile`]: `[ext_tasks]`,
+//! `[sessions]`, `[http]`, `[oauth]`, parsed and validated once);
 //! `--era modern|legacy|both` (default both) restricts the protocol eras.
 //! The client commands (`tools`, `call`, `task`, `watch`) talk to any MCP
 //! server, over HTTP or to a child process over stdio.
@@ -36,8 +36,8 @@ mod usage;
 use args::{Cli, Command, ServeArgs};
 use clap::{CommandFactory, Parser};
 use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
+use conduit_mcp::config_file::ConfigFile;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
-use conduit_mcp::session::SessionConfig;
 use conduit_mcp::transport::http::{self, HostPolicy, HttpConfig};
 use conduit_mcp::transport::stdio;
 use std::hash::BuildHasher;
@@ -54,13 +54,11 @@ fn init_tracing() {
     tracing_subscriber::fmt().with_env_filter(filter).with_ansi(ansi).with_writer(std::io::stderr).init();
 }
 
-/// The `[ext_tasks]` configuration (and its store) and the `[sessions]` table.
-fn read_config(path: Option<&PathBuf>) -> Result<(TasksConfig, Option<String>, SessionConfig), String> {
-    let Some(path) = path else { return Ok((TasksConfig::enabled(), None, SessionConfig::default())) };
+/// The `--config` file, parsed and validated once (no file: no tables).
+fn read_config(path: Option<&PathBuf>) -> Result<ConfigFile, String> {
+    let Some(path) = path else { return Ok(ConfigFile::default()) };
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let (tasks, store) = TasksConfig::from_server_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let sessions = SessionConfig::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((tasks, store, sessions))
+    ConfigFile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A node id no other live process has: the host name, the process id, and
@@ -78,10 +76,12 @@ fn default_node_id() -> String {
 
 async fn build(
     args: &ServeArgs,
+    file: &ConfigFile,
     tool_scopes: &demo::ToolScopes,
 ) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
-    let (cfg, config_store, sessions) = read_config(args.config.as_ref())?;
-    let cfg = args.limits.apply_tasks(cfg);
+    // Without `[ext_tasks]` (or without a file) tasks are on, with defaults.
+    let cfg = args.limits.apply_tasks(file.tasks.clone().unwrap_or_else(TasksConfig::enabled));
+    let (config_store, sessions) = (file.store.clone(), file.sessions.clone());
     if !cfg.enabled {
         let serving = demo::Serving { eras: args.era, sessions, tool_scopes };
         return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into()));
@@ -115,14 +115,14 @@ async fn listen_addr(listen: &str) -> Result<SocketAddr, String> {
     found.next().ok_or_else(|| format!("--listen {listen:?}: the name has no address"))
 }
 
-fn http_config(args: &ServeArgs, oauth: Option<OAuthConfig>) -> Result<HttpConfig, String> {
+fn http_config(args: &ServeArgs, file: &ConfigFile, oauth: Option<OAuthConfig>) -> Result<HttpConfig, String> {
     let cfg = HttpConfig::default()
         .header_timeout(Duration::from_secs(args.header_timeout_s))
         .body_timeout(Duration::from_secs(args.body_timeout_s))
         .idle_timeout(Duration::from_secs(args.idle_timeout_s))
         .max_connections(args.max_connections)
         .shutdown_timeout(Duration::from_secs(args.shutdown_timeout_s));
-    let mut cfg = args.limits.apply(cfg, args.config.as_ref())?;
+    let mut cfg = args.limits.apply(file.http(cfg));
     if !args.allow_hosts.is_empty() {
         cfg = cfg.hosts(HostPolicy::AllowList(args.allow_hosts.clone()));
     }
@@ -161,19 +161,19 @@ async fn main() -> ExitCode {
     init_tracing();
     let prepared = async {
         args.check()?;
-        // The whole file first: a syntax error is reported as one, before any table is read.
-        let _ = read_config(args.config.as_ref())?;
+        // The whole file first, every table validated: one error, before anything starts.
+        let file = read_config(args.config.as_ref())?;
         #[cfg(feature = "metrics")]
         if let Some(addr) = args.metrics {
             metrics::install(addr)?;
         }
-        let oauth = args.oauth.config(oauth_args::read_table(args.config.as_ref())?)?;
+        let oauth = args.oauth.config(file.oauth.clone())?;
         if args.stdio && oauth.is_some() {
             return Err("[oauth] has no effect with --stdio (stdio has no HTTP, and no authentication)".into());
         }
         let tool_scopes = oauth.as_ref().map(|o| o.tool_scopes.clone()).unwrap_or_default();
-        let http_cfg = http_config(&args, oauth)?;
-        let built = build(&args, &tool_scopes).await?;
+        let http_cfg = http_config(&args, &file, oauth)?;
+        let built = build(&args, &file, &tool_scopes).await?;
         Ok::<_, String>((http_cfg, built))
     };
     let (http_cfg, (server, tasks, label)) = match prepared.await {

@@ -35,13 +35,6 @@ pub(crate) struct OAuthArgs {
     pub(crate) introspection_clients: Vec<String>,
 }
 
-/// The `[oauth]` table of the `--config` file, if there is one.
-pub(crate) fn read_table(path: Option<&std::path::PathBuf>) -> Result<Option<OAuthConfig>, String> {
-    let Some(path) = path else { return Ok(None) };
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    OAuthConfig::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))
-}
-
 fn pair<'a>(flag: &str, v: &'a str, sep: char, shape: &str) -> Result<(&'a str, &'a str), String> {
     v.split_once(sep)
         .map(|(a, b)| (a.trim(), b.trim()))

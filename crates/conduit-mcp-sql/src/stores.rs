@@ -6,10 +6,9 @@ use crate::error::OpenError;
 #[cfg(feature = "postgres")]
 use crate::pg_notifier::PgNotifier;
 use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp::config::ConfigError;
 use conduit_mcp::ext::tasks::legacy_store::{LegacyTaskStore, MemoryLegacyStore};
-use conduit_mcp::ext::tasks::{
-    ConfigError, LegacyTasks, MemoryStore, NotifierConfig, StoreError, TaskStore, Tasks, TasksConfig,
-};
+use conduit_mcp::ext::tasks::{LegacyTasks, MemoryStore, NotifierConfig, StoreError, TaskStore, Tasks, TasksConfig};
 use conduit_mcp::session::{SessionConfig, SessionStore};
 use std::fmt;
 use std::sync::Arc;

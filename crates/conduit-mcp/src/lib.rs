@@ -54,6 +54,7 @@
 //! | [`auth`] | who is asking: bearer tokens, API keys, JWTs, an OAuth 2.1 resource server; an [`auth::Principal`] on every request |
 //! | [`quota`], [`bounds`] | what one client may hold or do (counts, bytes, rates), and how much of a client's text is kept |
 //! | [`subscriptions`] | `subscriptions/listen` streams and the [`subscriptions::Changes`] handle that announces list and resource changes |
+//! | [`config_file`], [`config`] | a server's TOML configuration file, read once into each part's configuration; [`config::ConfigError`] |
 //! | [`clock`] | the time the server reads ([`clock::ManualClock`] for tests) |
 //! | [`client`] | the client: connect to either era, call tools, follow tasks, log in with OAuth 2.1 |
 //! | [`testing`] | the contract suites any task or session store can prove itself with |
@@ -102,6 +103,10 @@ pub mod bounds;
 pub mod client;
 #[cfg(feature = "server")]
 pub mod clock;
+#[cfg(feature = "server")]
+pub mod config;
+#[cfg(feature = "server")]
+pub mod config_file;
 #[cfg(feature = "server")]
 mod ctx;
 #[cfg(feature = "server")]

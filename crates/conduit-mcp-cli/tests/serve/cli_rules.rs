@@ -34,7 +34,7 @@ async fn a_misspelt_table_is_an_error_and_a_file_without_one_keeps_tasks_on() {
     let bad = temp_config("[ext_task]\nmax_rows = 5\n");
     let (code, stderr) = Node::refused(&["--config", &bad.display().to_string()]).await;
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("ext_task:") && stderr.contains("unknown top-level key"), "{stderr}");
+    assert!(stderr.contains("[ext_task]: unknown table `ext_task`, expected one of `ext_tasks`,"), "{stderr}");
     let empty = temp_config("# nothing\n");
     let node = Node::start(&["--config", &empty.display().to_string()]).await;
     let id = create(&node, None, "job", json!({})).await;
@@ -152,7 +152,7 @@ async fn a_file_that_is_not_toml_is_reported_as_such_with_its_line_and_column() 
     let (code, stderr) = Node::refused(&["--config", &bad.display().to_string()]).await;
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("not valid TOML: line 2, column 12"), "{stderr}");
-    assert!(!stderr.contains("invalid ext_tasks configuration"), "a syntax error is no setting's fault: {stderr}");
+    assert!(!stderr.contains("invalid configuration"), "a syntax error is no setting's fault: {stderr}");
     let _ = std::fs::remove_file(bad);
 }
 
@@ -166,6 +166,24 @@ async fn undocumented_aliases_are_refused() {
         let (code, stderr) = Node::refused(&["--config", &cfg.display().to_string()]).await;
         assert_eq!(code, Some(2), "{text}: {stderr}");
         assert!(stderr.contains(&format!("{key}: unknown key")), "{text}: {stderr}");
+        let _ = std::fs::remove_file(cfg);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_key_names_its_table_and_lists_the_allowed_keys() {
+    let oauth = "[oauth]\nissuer = \"https://as.example\"\nresource = \"https://r.example/mcp\"\nscope = \"x\"\n";
+    for (text, table, key, allowed) in [
+        ("[ext_tasks]\nmax_row = 5\n", "ext_tasks", "max_row", "`max_rows`, `max_rows_per_principal`"),
+        ("[sessions]\nmax_session = 5\n", "sessions", "max_session", "`max_sessions`, `max_sessions_per_client`"),
+        ("[http]\nrequest_rates = \"5/s\"\n", "http", "request_rates", "`request_rate`, `auth_failure_rate`"),
+        (oauth, "oauth", "scope", "`resource`, `scopes`"),
+    ] {
+        let cfg = temp_config(text);
+        let (code, stderr) = Node::refused(&["--config", &cfg.display().to_string()]).await;
+        assert_eq!(code, Some(2), "{text}: {stderr}");
+        let said = format!("invalid configuration [{table}] {key}: unknown key `{key}`, expected one of ");
+        assert!(stderr.contains(&said) && stderr.contains(allowed), "{text}: {stderr}");
         let _ = std::fs::remove_file(cfg);
     }
 }

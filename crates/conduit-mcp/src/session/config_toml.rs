@@ -1,5 +1,5 @@
-//! The `[sessions]` TOML table, validated like `[ext_tasks]`: an error names
-//! the table and the key.
+//! The `[sessions]` TOML table ([`ConfigFile`](crate::config_file::ConfigFile)
+//! reads it) and its validation into a [`SessionConfig`].
 //!
 //! ```toml
 //! [sessions]
@@ -19,57 +19,57 @@
 //! ```
 
 use super::manager::SessionConfig;
+use crate::config::ConfigError;
+use crate::config::shape::Positive;
+use std::time::Duration;
 
-/// Why a `[sessions]` table was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid configuration [sessions] {key}: {message}")]
-#[non_exhaustive]
-pub struct SessionConfigError {
-    /// The key at fault (`sessions` for the table itself).
-    pub key: String,
-    /// What is wrong.
-    pub message: String,
+/// The `[sessions]` table as written: each key a positive integer.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SessionsTable {
+    idle_timeout_ms: Option<Positive>,
+    max_sessions: Option<Positive>,
+    max_sessions_per_client: Option<Positive>,
+    evict_idle_ms: Option<Positive>,
+    replay_events: Option<Positive>,
+    replay_bytes: Option<Positive>,
+    oversize_replay_bytes_per_client: Option<Positive>,
+    max_waiting_per_session: Option<Positive>,
+    max_waiting_per_client: Option<Positive>,
+    max_waiting_bytes_per_session: Option<Positive>,
+    max_waiting_bytes_per_client: Option<Positive>,
+    abandon_after_ms: Option<Positive>,
+    max_retained_bytes: Option<Positive>,
 }
 
-fn err(key: &str, message: &str) -> SessionConfigError {
-    SessionConfigError { key: key.to_owned(), message: message.to_owned() }
+/// Sets `slot` when the table gives a value.
+fn set<T>(slot: &mut T, value: Option<Positive>, into: impl Fn(Positive) -> T) {
+    if let Some(v) = value {
+        *slot = into(v);
+    }
 }
 
-impl SessionConfig {
-    /// Reads the `[sessions]` table of a TOML document (defaults when it is absent).
-    pub fn from_toml(doc: &str) -> Result<Self, SessionConfigError> {
-        let root: toml::Table = doc.parse().map_err(|e: toml::de::Error| err("sessions", e.message()))?;
-        let mut cfg = Self::default();
-        let Some(v) = root.get("sessions") else { return Ok(cfg) };
-        let toml::Value::Table(t) = v else { return Err(err("sessions", "must be a table")) };
-        for (k, v) in t {
-            let n = v.as_integer().filter(|n| *n > 0).ok_or_else(|| err(k, "must be a positive integer"))? as u64;
-            match k.as_str() {
-                "idle_timeout_ms" => cfg.limits.idle_ms = n,
-                "max_sessions" => cfg.limits.max_sessions = n as usize,
-                "max_sessions_per_client" => cfg.limits.max_per_client = n as usize,
-                "evict_idle_ms" => cfg.limits.evict_idle_ms = n,
-                "replay_events" => cfg.replay_events = n as usize,
-                "replay_bytes" => cfg.replay_bytes = n as usize,
-                "oversize_replay_bytes_per_client" => cfg.oversize_replay_bytes_per_client = n as usize,
-                "max_waiting_per_session" => cfg.max_waiting_per_session = n as usize,
-                "max_waiting_per_client" => cfg.max_waiting_per_client = n as usize,
-                "max_waiting_bytes_per_session" => cfg.max_waiting_bytes_per_session = n as usize,
-                "max_waiting_bytes_per_client" => cfg.max_waiting_bytes_per_client = n as usize,
-                "abandon_after_ms" => cfg.abandon_after = std::time::Duration::from_millis(n),
-                "max_retained_bytes" => cfg.max_retained_bytes = n as usize,
-                _ => {
-                    return Err(err(
-                        k,
-                        "unknown key (expected idle_timeout_ms, max_sessions, max_sessions_per_client, evict_idle_ms, \
-                         replay_events, replay_bytes, oversize_replay_bytes_per_client, max_waiting_per_session, max_waiting_per_client, \
-                         max_waiting_bytes_per_session, max_waiting_bytes_per_client, abandon_after_ms, max_retained_bytes)",
-                    ));
-                }
-            }
-        }
+impl SessionsTable {
+    /// The table over the defaults, validated.
+    pub(crate) fn config(&self) -> Result<SessionConfig, ConfigError> {
+        let mut cfg = SessionConfig::default();
+        let (ms, count) = (|p: Positive| p.0, Positive::count);
+        set(&mut cfg.limits.idle_ms, self.idle_timeout_ms, ms);
+        set(&mut cfg.limits.max_sessions, self.max_sessions, count);
+        set(&mut cfg.limits.max_per_client, self.max_sessions_per_client, count);
+        set(&mut cfg.limits.evict_idle_ms, self.evict_idle_ms, ms);
+        set(&mut cfg.replay_events, self.replay_events, count);
+        set(&mut cfg.replay_bytes, self.replay_bytes, count);
+        set(&mut cfg.oversize_replay_bytes_per_client, self.oversize_replay_bytes_per_client, count);
+        set(&mut cfg.max_waiting_per_session, self.max_waiting_per_session, count);
+        set(&mut cfg.max_waiting_per_client, self.max_waiting_per_client, count);
+        set(&mut cfg.max_waiting_bytes_per_session, self.max_waiting_bytes_per_session, count);
+        set(&mut cfg.max_waiting_bytes_per_client, self.max_waiting_bytes_per_client, count);
+        set(&mut cfg.abandon_after, self.abandon_after_ms, |p| Duration::from_millis(p.0));
+        set(&mut cfg.max_retained_bytes, self.max_retained_bytes, count);
         if cfg.max_retained_bytes < cfg.replay_bytes {
-            return Err(err("max_retained_bytes", "must be at least replay_bytes (room for one session)"));
+            let why = "must be at least replay_bytes (room for one session)";
+            return Err(ConfigError::new("sessions", "max_retained_bytes", why));
         }
         Ok(cfg)
     }
@@ -78,20 +78,33 @@ impl SessionConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::read::one_table;
+
+    fn read(text: &str) -> Result<SessionConfig, ConfigError> {
+        one_table::<SessionsTable>("sessions", text)?.config()
+    }
 
     #[test]
     fn reads_and_validates_the_table() {
-        let c = SessionConfig::from_toml("[sessions]\nidle_timeout_ms = 1000\nmax_sessions = 3\n").expect("valid");
+        let c = read("[sessions]\nidle_timeout_ms = 1000\nmax_sessions = 3\n").expect("valid");
         assert_eq!((c.limits.idle_ms, c.limits.max_sessions), (1000, 3));
-        assert_eq!(SessionConfig::from_toml("").expect("absent").limits.idle_ms, 30 * 60 * 1000);
-        let e = SessionConfig::from_toml("[sessions]\nmax_sessions = 0\n").expect_err("zero");
-        assert_eq!(e.key, "max_sessions");
+        assert_eq!(read("").expect("absent").limits.idle_ms, 30 * 60 * 1000);
+        let e = read("[sessions]\nmax_sessions = 0\n").expect_err("zero");
+        assert_eq!((e.table(), e.key()), ("sessions", "max_sessions"));
         assert!(e.to_string().contains("[sessions] max_sessions"), "{e}");
-        assert_eq!(SessionConfig::from_toml("[sessions]\nbogus = 1\n").expect_err("unknown").key, "bogus");
-        assert_eq!(SessionConfig::from_toml("sessions = 1\n").expect_err("not a table").key, "sessions");
-        let c = SessionConfig::from_toml("[sessions]\nmax_retained_bytes = 1048576\n").expect("valid");
+        assert_eq!(read("[sessions]\nbogus = 1\n").expect_err("unknown").key(), "bogus");
+        assert_eq!(read("sessions = 1\n").expect_err("not a table").key(), "sessions");
+        let c = read("[sessions]\nmax_retained_bytes = 1048576\n").expect("valid");
         assert_eq!(c.max_retained_bytes, 1024 * 1024);
         let small = "[sessions]\nreplay_bytes = 2048\nmax_retained_bytes = 1024\n";
-        assert_eq!(SessionConfig::from_toml(small).expect_err("no room for a session").key, "max_retained_bytes");
+        assert_eq!(read(small).expect_err("no room for a session").key(), "max_retained_bytes");
+    }
+
+    #[test]
+    fn an_unknown_key_lists_the_allowed_ones() {
+        let e = read("[sessions]\nidle_timeout = 5\n").expect_err("unknown");
+        assert_eq!((e.table(), e.key()), ("sessions", "idle_timeout"));
+        assert!(e.reason().starts_with("unknown key `idle_timeout`, expected one of `idle_timeout_ms`,"), "{e}");
+        assert!(e.reason().ends_with("`max_retained_bytes`"), "every key of the struct: {e}");
     }
 }

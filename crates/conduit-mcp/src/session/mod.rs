@@ -18,7 +18,7 @@
 // The guide to both eras on one endpoint (docs/eras.md).
 #![doc = include_str!("../../guides/eras.md")]
 
-mod config_toml;
+pub(crate) mod config_toml;
 mod events;
 mod forward;
 mod live;
@@ -29,7 +29,6 @@ mod retained;
 mod store;
 mod waits;
 
-pub use config_toml::SessionConfigError;
 pub use events::{DEFAULT_OVERSIZE_REPLAY_BYTES_PER_CLIENT, DEFAULT_REPLAY, DEFAULT_REPLAY_BYTES, Event, EventLog};
 pub(crate) use forward::Routed;
 pub use live::LegacySession;

@@ -7,6 +7,7 @@ use crate::legacy_common;
 
 use common::start;
 use conduit_mcp::bounds::MAX_STATUS_MESSAGE_BYTES;
+use conduit_mcp::config_file::ConfigFile;
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::{DEFAULT_REPLAY_BYTES, SessionConfig};
 use legacy_common::*;
@@ -143,7 +144,7 @@ async fn many_addresses_cannot_add_up_past_the_nodes_byte_ceiling() {
         Ok(CallToolResult::text("b".repeat(ANSWER)))
     });
     let doc = format!("[sessions]\nreplay_bytes = {BUDGET}\nmax_retained_bytes = {CEILING}\n");
-    let sessions = SessionConfig::from_toml(&doc).expect("a valid [sessions] table");
+    let sessions = ConfigFile::parse(&doc).expect("a valid [sessions] table").sessions;
     let server = Server::builder("replay", "1").tool(big).sessions(sessions).build().expect("server");
     let h = common::serve_with(server, HttpConfig::default()).await;
     let (mut admitted, mut refusal) = (Vec::new(), None);

@@ -7,6 +7,7 @@ use crate::common;
 use crate::legacy_common;
 
 use common::start_with;
+use conduit_mcp::config_file::ConfigFile;
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::SessionConfig;
 use legacy_common::*;
@@ -160,7 +161,7 @@ async fn a_cancelled_waiting_call_frees_its_place_in_the_session() {
 async fn waiting_requests_count_against_the_nodes_byte_ceiling() {
     let kib = 1024;
     let doc = format!("[sessions]\nreplay_bytes = {}\nmax_retained_bytes = {}\n", 16 * kib, 4 * 64 * kib + 32 * kib);
-    let sessions = SessionConfig::from_toml(&doc).expect("a valid [sessions] table");
+    let sessions = ConfigFile::parse(&doc).expect("a valid [sessions] table").sessions;
     let server = Server::builder("waits", "1").tool(ask_tool()).sessions(sessions).build().expect("server");
     let h = start_with(server, HttpConfig::default()).await;
     let mut a = Legacy::new(&h.url);

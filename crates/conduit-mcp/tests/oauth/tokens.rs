@@ -350,9 +350,9 @@ async fn an_opaque_token_goes_only_to_issuers_with_their_own_credentials() {
     let (a, b) = (IntrospectionAs::start().await, IntrospectionAs::start().await);
     let two = OAuthConfig::new(&a.issuer, "http://127.0.0.1:9/mcp").issuer(&b.issuer);
     let e = OAuth::new(two.clone().introspection_client("rs-a", "secret-a")).expect_err("whose credentials?");
-    assert_eq!(e.key, "introspection_client", "{e}");
+    assert_eq!(e.key(), "introspection_client", "{e}");
     let e = OAuth::new(two.introspection_client_for("https://c.example", "rs", "s")).expect_err("not trusted");
-    assert_eq!(e.key, "introspection_client", "{e}");
+    assert_eq!(e.key(), "introspection_client", "{e}");
 
     // Credentials for A only: B, which would call anything active, never sees a token.
     let rs = start(&[&a.issuer, &b.issuer], |c| c.introspection_client_for(&a.issuer, "rs-a", "secret-a")).await;

@@ -1,4 +1,6 @@
-//! The `[oauth]` TOML table; an error names the table and the key.
+//! The `[oauth]` TOML table ([`ConfigFile`](crate::config_file::ConfigFile)
+//! reads it) and its validation into an [`OAuthConfig`]; an error names the
+//! table and the key.
 //!
 //! ```toml
 //! [oauth]
@@ -30,138 +32,134 @@
 //! ```
 
 use super::config::{ClientCredentials, OAuthConfig};
+use crate::config::ConfigError;
+use crate::config::shape::{NonNegative, Positive, Words};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Why an OAuth configuration was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid configuration [oauth] {key}: {message}")]
-#[non_exhaustive]
-pub struct OAuthConfigError {
-    /// The key at fault (`oauth` for the table itself).
-    pub key: String,
-    /// What is wrong.
-    pub message: String,
+/// The `[oauth]` table as written.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OAuthTable {
+    issuer: Option<String>,
+    issuers: Option<Words>,
+    resource: Option<String>,
+    scopes: Option<Words>,
+    resource_metadata_url: Option<String>,
+    resource_name: Option<String>,
+    introspection_client_id: Option<String>,
+    introspection_client_secret: Option<String>,
+    introspection_client_secret_env: Option<String>,
+    introspection: Option<Vec<IntrospectionTable>>,
+    leeway_s: Option<NonNegative>,
+    keys_ttl_s: Option<NonNegative>,
+    refetch_interval_s: Option<NonNegative>,
+    introspection_ttl_s: Option<NonNegative>,
+    introspection_inactive_ttl_s: Option<NonNegative>,
+    introspection_inactive_cache_bytes: Option<Positive>,
+    max_concurrent_introspections: Option<Positive>,
+    introspection_backoff_ms: Option<NonNegative>,
+    fetch_timeout_ms: Option<NonNegative>,
+    tool_scopes: Option<BTreeMap<String, Words>>,
+    scope_hierarchy: Option<BTreeMap<String, Words>>,
 }
 
-fn err(key: &str, message: impl Into<String>) -> OAuthConfigError {
-    OAuthConfigError { key: key.to_owned(), message: message.into() }
+/// One `[[oauth.introspection]]` table: a trusted issuer and its credentials.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IntrospectionTable {
+    issuer: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    client_secret_env: Option<String>,
 }
 
-fn string(key: &str, v: &toml::Value) -> Result<String, OAuthConfigError> {
-    v.as_str().map(str::to_owned).ok_or_else(|| err(key, "must be a string"))
+fn err(key: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::new("oauth", key, reason)
 }
 
-/// A list of strings: an array, or one space-separated string.
-fn strings(key: &str, v: &toml::Value) -> Result<Vec<String>, OAuthConfigError> {
-    match v {
-        toml::Value::String(s) => Ok(s.split_whitespace().map(str::to_owned).collect()),
-        toml::Value::Array(a) => a.iter().map(|x| string(key, x)).collect(),
-        _ => Err(err(key, "must be an array of strings")),
+/// A secret named by an environment variable (`…_env`, which wins) or given in place.
+fn secret(key: &str, given: &Option<String>, env: &Option<String>) -> Result<Option<String>, ConfigError> {
+    match env {
+        Some(var) => std::env::var(var)
+            .map(Some)
+            .map_err(|_| err(&format!("{key}_env"), format!("environment variable {var} is not set"))),
+        None => Ok(given.clone()),
     }
 }
 
-fn seconds(key: &str, v: &toml::Value, unit_ms: bool) -> Result<Duration, OAuthConfigError> {
-    let n = v.as_integer().filter(|n| *n >= 0).ok_or_else(|| err(key, "must be a non-negative integer"))? as u64;
-    Ok(if unit_ms { Duration::from_millis(n) } else { Duration::from_secs(n) })
-}
-
-fn count(key: &str, v: &toml::Value) -> Result<usize, OAuthConfigError> {
-    v.as_integer().filter(|n| *n > 0).map(|n| n as usize).ok_or_else(|| err(key, "must be a positive integer"))
-}
-
-/// A secret given in place (`…secret`) or named by an environment variable (`…secret_env`).
-fn secret(key: &str, v: &toml::Value, from_env: bool) -> Result<String, OAuthConfigError> {
-    let value = string(key, v)?;
-    if !from_env {
-        return Ok(value);
+fn seconds(slot: &mut Duration, value: Option<NonNegative>) {
+    if let Some(n) = value {
+        *slot = Duration::from_secs(n.0);
     }
-    std::env::var(&value).map_err(|_| err(key, format!("environment variable {value} is not set")))
 }
 
-/// One `[[oauth.introspection]]` table: the issuer and its credentials.
-fn introspection_table(key: &str, v: &toml::Value) -> Result<(String, ClientCredentials), OAuthConfigError> {
-    let t = v.as_table().ok_or_else(|| err(key, "must be a table with issuer, client_id and a secret"))?;
-    let (mut issuer, mut id, mut secret_value) = (None, None, None);
-    for (k, v) in t {
-        let at = format!("{key}.{k}");
-        match k.as_str() {
-            "issuer" => issuer = Some(string(&at, v)?),
-            "client_id" => id = Some(string(&at, v)?),
-            "client_secret" => secret_value = Some(secret(&at, v, false)?),
-            "client_secret_env" => secret_value = Some(secret(&at, v, true)?),
-            _ => return Err(err(&at, "unknown key (expected issuer, client_id, client_secret, client_secret_env)")),
-        }
+fn millis(slot: &mut Duration, value: Option<NonNegative>) {
+    if let Some(n) = value {
+        *slot = Duration::from_millis(n.0);
     }
-    let need = |what: &str| err(&format!("{key}.{what}"), "is required");
-    let issuer = issuer.ok_or_else(|| need("issuer"))?;
-    let id = id.ok_or_else(|| need("client_id"))?;
-    let secret_value = secret_value.ok_or_else(|| need("client_secret"))?;
-    Ok((issuer, ClientCredentials::new(id, secret_value)))
 }
 
-fn map(key: &str, v: &toml::Value) -> Result<BTreeMap<String, Vec<String>>, OAuthConfigError> {
-    let t = v.as_table().ok_or_else(|| err(key, "must be a table"))?;
-    t.iter().map(|(k, v)| Ok((k.clone(), strings(&format!("{key}.{k}"), v)?))).collect()
+fn words(map: &Option<BTreeMap<String, Words>>) -> Option<BTreeMap<String, Vec<String>>> {
+    map.as_ref().map(|m| m.iter().map(|(k, v)| (k.clone(), v.0.clone())).collect())
 }
 
-impl OAuthConfig {
-    /// Reads the `[oauth]` table of a TOML document; `None` when there is none.
-    pub fn from_toml(doc: &str) -> Result<Option<Self>, OAuthConfigError> {
-        let root: toml::Table = doc.parse().map_err(|e: toml::de::Error| err("oauth", e.message()))?;
-        let Some(v) = root.get("oauth") else { return Ok(None) };
-        let t = v.as_table().ok_or_else(|| err("oauth", "must be a table"))?;
-        let resource = string("resource", t.get("resource").ok_or_else(|| err("resource", "is required"))?)?;
-        let issuers = match (t.get("issuer"), t.get("issuers")) {
-            (Some(i), None) => vec![string("issuer", i)?],
-            (None, Some(list)) => strings("issuers", list)?,
+impl IntrospectionTable {
+    /// The issuer and its credentials, each required.
+    fn credentials(&self) -> Result<(String, ClientCredentials), ConfigError> {
+        let secret_value = secret("introspection.client_secret", &self.client_secret, &self.client_secret_env)?;
+        let need = |what: &str| err(&format!("introspection.{what}"), "is required");
+        let issuer = self.issuer.clone().ok_or_else(|| need("issuer"))?;
+        let id = self.client_id.clone().ok_or_else(|| need("client_id"))?;
+        let secret_value = secret_value.ok_or_else(|| need("client_secret"))?;
+        Ok((issuer, ClientCredentials::new(id, secret_value)))
+    }
+}
+
+impl OAuthTable {
+    /// The table validated into an [`OAuthConfig`].
+    pub(crate) fn config(&self) -> Result<OAuthConfig, ConfigError> {
+        let resource = self.resource.clone().ok_or_else(|| err("resource", "is required"))?;
+        let issuers = match (&self.issuer, &self.issuers) {
+            (Some(i), None) => vec![i.clone()],
+            (None, Some(list)) => list.0.clone(),
             (Some(_), Some(_)) => return Err(err("issuers", "give issuer or issuers, not both")),
             (None, None) => return Err(err("issuer", "is required")),
         };
         let (first, rest) = issuers.split_first().ok_or_else(|| err("issuers", "must name at least one issuer"))?;
-        let mut cfg = rest.iter().fold(Self::new(first.clone(), resource), |c, i| c.issuer(i.clone()));
-        let (mut client_id, mut flat_secret) = (None, None);
-        let mut per_issuer = Vec::new();
-        for (k, v) in t {
-            match k.as_str() {
-                "resource" | "issuer" | "issuers" => {}
-                "scopes" => cfg.scopes = strings(k, v)?,
-                "resource_metadata_url" => cfg.resource_metadata_url = Some(string(k, v)?),
-                "resource_name" => cfg.resource_name = Some(string(k, v)?),
-                "introspection_client_id" => client_id = Some(string(k, v)?),
-                "introspection_client_secret" => flat_secret = Some(secret(k, v, false)?),
-                "introspection_client_secret_env" => flat_secret = Some(secret(k, v, true)?),
-                "introspection" => {
-                    let tables = v.as_array().ok_or_else(|| err(k, "must be [[oauth.introspection]] tables"))?;
-                    for t in tables {
-                        per_issuer.push(introspection_table(k, t)?);
-                    }
-                }
-                "introspection_inactive_ttl_s" => cfg.introspection_inactive_ttl = seconds(k, v, false)?,
-                "introspection_inactive_cache_bytes" => cfg.introspection_inactive_cache_bytes = count(k, v)?,
-                "max_concurrent_introspections" => cfg.max_concurrent_introspections = count(k, v)?,
-                "introspection_backoff_ms" => cfg.introspection_backoff = seconds(k, v, true)?,
-                "leeway_s" => cfg.leeway = seconds(k, v, false)?,
-                "keys_ttl_s" => cfg.keys_ttl = seconds(k, v, false)?,
-                "refetch_interval_s" => cfg.refetch_interval = seconds(k, v, false)?,
-                "introspection_ttl_s" => cfg.introspection_ttl = seconds(k, v, false)?,
-                "fetch_timeout_ms" => cfg.fetch_timeout = seconds(k, v, true)?,
-                "tool_scopes" => cfg.tool_scopes = map(k, v)?,
-                "scope_hierarchy" => cfg.scope_hierarchy = map(k, v)?,
-                _ => {
-                    return Err(err(
-                        k,
-                        "unknown key (expected issuer, issuers, resource, scopes, resource_metadata_url, \
-                         resource_name, introspection_client_id, introspection_client_secret, \
-                         introspection_client_secret_env, introspection, leeway_s, keys_ttl_s, \
-                         refetch_interval_s, introspection_ttl_s, introspection_inactive_ttl_s, \
-                         introspection_inactive_cache_bytes, max_concurrent_introspections, \
-                         introspection_backoff_ms, fetch_timeout_ms, tool_scopes, scope_hierarchy)",
-                    ));
-                }
-            }
+        let mut cfg = rest.iter().fold(OAuthConfig::new(first.clone(), resource), |c, i| c.issuer(i.clone()));
+        if let Some(s) = &self.scopes {
+            cfg.scopes = s.0.clone();
         }
-        match (client_id, flat_secret) {
+        cfg.resource_metadata_url = self.resource_metadata_url.clone().or(cfg.resource_metadata_url);
+        cfg.resource_name = self.resource_name.clone().or(cfg.resource_name);
+        seconds(&mut cfg.leeway, self.leeway_s);
+        seconds(&mut cfg.keys_ttl, self.keys_ttl_s);
+        seconds(&mut cfg.refetch_interval, self.refetch_interval_s);
+        seconds(&mut cfg.introspection_ttl, self.introspection_ttl_s);
+        seconds(&mut cfg.introspection_inactive_ttl, self.introspection_inactive_ttl_s);
+        millis(&mut cfg.introspection_backoff, self.introspection_backoff_ms);
+        millis(&mut cfg.fetch_timeout, self.fetch_timeout_ms);
+        if let Some(n) = self.introspection_inactive_cache_bytes {
+            cfg.introspection_inactive_cache_bytes = n.count();
+        }
+        if let Some(n) = self.max_concurrent_introspections {
+            cfg.max_concurrent_introspections = n.count();
+        }
+        if let Some(m) = words(&self.tool_scopes) {
+            cfg.tool_scopes = m;
+        }
+        if let Some(m) = words(&self.scope_hierarchy) {
+            cfg.scope_hierarchy = m;
+        }
+        let flat_secret = secret(
+            "introspection_client_secret",
+            &self.introspection_client_secret,
+            &self.introspection_client_secret_env,
+        )?;
+        let per_issuer = self.introspection.iter().flatten().map(IntrospectionTable::credentials);
+        let per_issuer = per_issuer.collect::<Result<Vec<_>, _>>()?;
+        match (self.introspection_client_id.clone(), flat_secret) {
             (Some(_), Some(_)) if cfg.issuers.len() > 1 => {
                 return Err(err(
                     "introspection_client_id",
@@ -184,13 +182,19 @@ impl OAuthConfig {
             }
             i.introspection_client = Some(creds);
         }
-        Ok(Some(cfg))
+        Ok(cfg)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::read::one_table;
+
+    fn from_toml(text: &str) -> Result<Option<OAuthConfig>, ConfigError> {
+        let table = one_table::<Option<OAuthTable>>("oauth", text)?;
+        table.map(|t| t.config()).transpose()
+    }
 
     #[test]
     fn reads_and_validates_the_table() {
@@ -207,14 +211,14 @@ deploy = ["mcp:deploy"]
 [oauth.scope_hierarchy]
 "mcp:admin" = "mcp:deploy mcp:read"
 "#;
-        let c = OAuthConfig::from_toml(doc).expect("valid").expect("present");
+        let c = from_toml(doc).expect("valid").expect("present");
         assert_eq!(c.scopes, ["mcp:read"]);
         assert_eq!(c.issuers[0].introspection_client.as_ref().map(|c| c.id.as_str()), Some("rs"));
         assert_eq!(c.leeway, Duration::from_secs(30));
         assert_eq!(c.scopes_of_tool("deploy"), ["mcp:deploy"]);
         assert_eq!(c.scope_hierarchy["mcp:admin"], ["mcp:deploy", "mcp:read"]);
-        assert!(OAuthConfig::from_toml("").expect("absent").is_none());
-        let e = |d: &str| OAuthConfig::from_toml(d).expect_err(d).key;
+        assert!(from_toml("").expect("absent").is_none());
+        let e = |d: &str| from_toml(d).expect_err(d).key().to_owned();
         assert_eq!(e("[oauth]\nissuer = \"https://a\"\n"), "resource");
         assert_eq!(e("[oauth]\nresource = \"https://r\"\n"), "issuer");
         assert_eq!(e("[oauth]\nresource = \"https://r\"\nissuer = \"https://a\"\nbogus = 1\n"), "bogus");
@@ -232,11 +236,11 @@ deploy = ["mcp:deploy"]
             "{two}max_concurrent_introspections = 3\nintrospection_backoff_ms = 250\n\
              [[oauth.introspection]]\nissuer = \"https://b\"\nclient_id = \"rs-b\"\nclient_secret = \"sb\"\n"
         );
-        let c = OAuthConfig::from_toml(&doc).expect("valid").expect("present");
+        let c = from_toml(&doc).expect("valid").expect("present");
         let ids: Vec<_> = c.issuers.iter().map(|i| i.introspection_client.as_ref().map(|c| c.id.as_str())).collect();
         assert_eq!(ids, [None, Some("rs-b")], "only b's, and only at b");
         assert_eq!((c.max_concurrent_introspections, c.introspection_backoff), (3, Duration::from_millis(250)));
-        let e = |d: &str| OAuthConfig::from_toml(d).expect_err(d).key;
+        let e = |d: &str| from_toml(d).expect_err(d).key().to_owned();
         let flat = format!("{two}introspection_client_id = \"rs\"\nintrospection_client_secret = \"s\"\n");
         assert_eq!(e(&flat), "introspection_client_id", "one secret for two issuers");
         let table = |body: &str| format!("{two}[[oauth.introspection]]\n{body}");

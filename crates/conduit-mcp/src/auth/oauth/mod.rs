@@ -51,7 +51,7 @@
 
 mod access_token;
 mod config;
-mod config_toml;
+pub(crate) mod config_toml;
 mod fetch;
 mod introspect;
 mod introspect_gate;
@@ -63,7 +63,6 @@ mod single_flight;
 mod token_cache;
 
 pub use config::{ClientCredentials, Issuer, MAX_LEEWAY, OAuthConfig};
-pub use config_toml::OAuthConfigError;
 pub use resource::ProtectedResource;
 
 use super::{AuthError, Authenticate, Principal, bearer_token};
@@ -104,8 +103,8 @@ impl std::fmt::Debug for OAuth {
 
 impl OAuth {
     /// Checks `cfg` and builds the resource server (no request is made yet).
-    pub fn new(cfg: OAuthConfig) -> Result<Self, OAuthConfigError> {
-        let bad = |key: &str, message: String| OAuthConfigError { key: key.to_owned(), message };
+    pub fn new(cfg: OAuthConfig) -> Result<Self, crate::config::ConfigError> {
+        let bad = |key: &str, message: String| crate::config::ConfigError::new("oauth", key, message);
         if cfg.issuers.is_empty() {
             return Err(bad("issuer", "at least one issuer is required".into()));
         }

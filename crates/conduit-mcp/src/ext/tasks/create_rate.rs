@@ -1,15 +1,15 @@
 //! The task-creation rate per client ([`TasksConfig::create_rate`](super::TasksConfig::create_rate)):
 //! a create past it is refused with `-32000` and `data.retryAfterMs` (HTTP 429,
 //! `Retry-After`) before anything is stored or started, on both eras and both
-//! transports. The counts live beside the configuration and are shared by its
-//! clones, so the modern and the legacy handles built from one configuration
-//! draw on one budget per client.
+//! transports. The counts live in the [`Tasks`](super::Tasks) handle and are
+//! shared with its legacy twin (paired or made at install), so both eras draw
+//! on one budget per client.
 
 use crate::protocol::RpcError;
 use crate::quota::{ClientKey, RateLimit, Rates};
 use std::sync::{Arc, OnceLock};
 
-/// The per-client counts of one configuration (made on first use).
+/// The per-client counts of one handle and its twin (made on first use).
 #[derive(Clone, Default)]
 pub(crate) struct CreateRates(Arc<OnceLock<Rates>>);
 

@@ -67,7 +67,7 @@ pub(crate) async fn create_task(
     requested: Requested,
 ) -> Result<TaskRecord, RpcError> {
     // Past the client's creation rate, nothing is stored or started.
-    tasks.config().admit_create(ctx.client_key())?;
+    tasks.create_rates().admit(tasks.config().create_rate, ctx.client_key())?;
     let ttl_ms = ttl_ms(tasks, &spec, requested.ttl_ms)?;
     let poll_ms = match spec.poll_interval {
         None => None,

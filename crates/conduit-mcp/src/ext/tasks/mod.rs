@@ -46,7 +46,7 @@
 
 mod answers;
 mod config;
-mod config_error;
+pub(crate) mod config_toml;
 mod create_rate;
 mod creation;
 mod extension;
@@ -66,7 +66,6 @@ mod worker;
 
 pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use config::{JanitorConfig, NotifierConfig, TasksConfig};
-pub use config_error::{ConfigError, TOML_SYNTAX};
 pub use extension::MAX_LISTEN_TASK_IDS;
 pub use janitor::sweep;
 pub use legacy_store::LegacyTasks;

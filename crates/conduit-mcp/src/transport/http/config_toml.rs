@@ -1,5 +1,6 @@
-//! The `[http]` TOML table: the endpoint's per-client limits, validated like
-//! `[sessions]`: an error names the table and the key.
+//! The `[http]` TOML table: the endpoint's per-client limits
+//! ([`ConfigFile`](crate::config_file::ConfigFile) reads it; a value of the
+//! wrong shape is refused there, naming the table and the key).
 //!
 //! ```toml
 //! [http]
@@ -12,77 +13,68 @@
 //! ```
 
 use super::HttpConfig;
+use crate::config::shape::{Positive, Rate, RateOrOff};
 use std::time::Duration;
 
-/// Why an `[http]` table was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid configuration [http] {key}: {message}")]
-#[non_exhaustive]
-pub struct HttpConfigError {
-    /// The key at fault (`http` for the table itself).
-    pub key: String,
-    /// What is wrong.
-    pub message: String,
+/// The `[http]` table as written.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct HttpTable {
+    max_listen_streams: Option<Positive>,
+    max_listen_streams_per_client: Option<Positive>,
+    listen_idle_timeout_ms: Option<Positive>,
+    require_task_name: Option<bool>,
+    request_rate: Option<Rate>,
+    auth_failure_rate: Option<RateOrOff>,
 }
 
-fn err(key: &str, message: &str) -> HttpConfigError {
-    HttpConfigError { key: key.to_owned(), message: message.to_owned() }
-}
-
-const KEYS: &str = "expected max_listen_streams, max_listen_streams_per_client, listen_idle_timeout_ms, \
-                    require_task_name, request_rate, auth_failure_rate";
-
-impl HttpConfig {
-    /// Applies the `[http]` table of a TOML document to this configuration
-    /// (unchanged when the table is absent).
-    pub fn apply_toml(mut self, doc: &str) -> Result<Self, HttpConfigError> {
-        let root: toml::Table = doc.parse().map_err(|e: toml::de::Error| err("http", e.message()))?;
-        let Some(v) = root.get("http") else { return Ok(self) };
-        let toml::Value::Table(t) = v else { return Err(err("http", "must be a table")) };
-        for (k, v) in t {
-            let positive = || v.as_integer().filter(|n| *n > 0).ok_or_else(|| err(k, "must be a positive integer"));
-            match k.as_str() {
-                "max_listen_streams" => self.max_listen_streams = positive()? as usize,
-                "max_listen_streams_per_client" => self.max_listen_streams_per_client = positive()? as usize,
-                "listen_idle_timeout_ms" => self.listen_idle_timeout = Duration::from_millis(positive()? as u64),
-                "require_task_name" => {
-                    self.require_task_name = v.as_bool().ok_or_else(|| err(k, "must be true or false"))?;
-                }
-                "request_rate" => {
-                    let rate = v.as_str().and_then(|s| s.parse().ok());
-                    let why = "must be a rate such as \"50/s\", \"600/min\" or \"50/s,burst=100\"";
-                    self.request_rate = Some(rate.ok_or_else(|| err(k, why))?);
-                }
-                "auth_failure_rate" => {
-                    let why = "must be a rate such as \"30/min,burst=20\", or \"off\"";
-                    self.auth_failure_rate = match v.as_str() {
-                        Some("off") => None,
-                        s => Some(s.and_then(|s| s.parse().ok()).ok_or_else(|| err(k, why))?),
-                    };
-                }
-                _ => return Err(err(k, &format!("unknown key ({KEYS})"))),
-            }
+impl HttpTable {
+    /// `cfg` with the values the table gives (every other setting kept).
+    pub(crate) fn apply(&self, mut cfg: HttpConfig) -> HttpConfig {
+        if let Some(n) = self.max_listen_streams {
+            cfg.max_listen_streams = n.count();
         }
-        Ok(self)
+        if let Some(n) = self.max_listen_streams_per_client {
+            cfg.max_listen_streams_per_client = n.count();
+        }
+        if let Some(ms) = self.listen_idle_timeout_ms {
+            cfg.listen_idle_timeout = Duration::from_millis(ms.0);
+        }
+        if let Some(on) = self.require_task_name {
+            cfg.require_task_name = on;
+        }
+        if let Some(rate) = self.request_rate {
+            cfg.request_rate = Some(rate.0);
+        }
+        if let Some(rate) = self.auth_failure_rate {
+            cfg.auth_failure_rate = rate.0;
+        }
+        cfg
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::ConfigError;
+    use crate::config::read::one_table;
+
+    fn read(text: &str) -> Result<HttpConfig, ConfigError> {
+        Ok(one_table::<HttpTable>("http", text)?.apply(HttpConfig::default()))
+    }
 
     #[test]
     fn reads_and_validates_the_table() {
         let doc = "[http]\nmax_listen_streams = 8\nmax_listen_streams_per_client = 2\nlisten_idle_timeout_ms = 1500\n\
                    require_task_name = true\nrequest_rate = \"5/s\"\nauth_failure_rate = \"6/min,burst=3\"\n";
-        let c = HttpConfig::default().apply_toml(doc).expect("valid");
+        let c = read(doc).expect("valid");
         assert_eq!((c.max_listen_streams, c.max_listen_streams_per_client), (8, 2));
         assert_eq!((c.listen_idle_timeout, c.require_task_name), (Duration::from_millis(1500), true));
         assert_eq!(c.request_rate, crate::quota::RateLimit::per_second(5));
         assert_eq!(c.auth_failure_rate, crate::quota::RateLimit::per_minute(6).map(|r| r.burst(3)));
-        let off = HttpConfig::default().apply_toml("[http]\nauth_failure_rate = \"off\"\n").expect("valid");
+        let off = read("[http]\nauth_failure_rate = \"off\"\n").expect("valid");
         assert_eq!(off.auth_failure_rate, None);
-        let d = HttpConfig::default().apply_toml("[ext_tasks]\nmax_rows = 3\n").expect("absent");
+        let d = read("").expect("absent");
         assert_eq!(d.max_listen_streams, HttpConfig::default().max_listen_streams);
         for (doc, key) in [
             ("[http]\nmax_listen_streams = 0\n", "max_listen_streams"),
@@ -93,9 +85,20 @@ mod tests {
             ("[http]\nauth_failure_rate = 3\n", "auth_failure_rate"),
             ("http = 1\n", "http"),
         ] {
-            let e = HttpConfig::default().apply_toml(doc).expect_err(doc);
-            assert_eq!(e.key, key, "{doc}");
-            assert!(e.to_string().contains(&format!("[http] {key}")), "{e}");
+            let e = read(doc).expect_err(doc);
+            assert_eq!((e.table(), e.key()), ("http", key), "{doc}");
+            assert!(e.to_string().contains(&format!("[http] {key}")) || key == "http", "{e}");
         }
+    }
+
+    #[test]
+    fn an_unknown_key_lists_the_allowed_ones() {
+        let e = read("[http]\nmax_streams = 5\n").expect_err("unknown");
+        assert_eq!(
+            e.to_string(),
+            "invalid configuration [http] max_streams: unknown key `max_streams`, expected one of \
+             `max_listen_streams`, `max_listen_streams_per_client`, `listen_idle_timeout_ms`, \
+             `require_task_name`, `request_rate`, `auth_failure_rate`"
+        );
     }
 }

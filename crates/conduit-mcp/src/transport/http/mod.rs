@@ -29,7 +29,7 @@
 
 mod admit;
 mod body;
-mod config_toml;
+pub(crate) mod config_toml;
 mod conn;
 mod conn_auth;
 mod guard;
@@ -49,7 +49,6 @@ mod tls;
 #[cfg(feature = "oauth")]
 mod well_known;
 
-pub use config_toml::HttpConfigError;
 pub use guard::HostPolicy;
 pub use serve::{Bound, bind, serve};
 pub use status::status_for;

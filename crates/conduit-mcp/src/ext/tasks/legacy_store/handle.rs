@@ -4,7 +4,8 @@
 use super::memory::MemoryLegacyStore;
 use super::store::{LegacyTaskStore, TaskPage};
 use crate::clock::{Clock, SystemClock};
-use crate::ext::tasks::{ConfigError, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig};
+use crate::config::ConfigError;
+use crate::ext::tasks::{Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -8,6 +8,7 @@
 mod calls;
 
 use super::config::{NotifierConfig, TasksConfig};
+use super::create_rate::CreateRates;
 use super::legacy_store::{LegacyTasks, MemoryLegacyStore};
 use super::memory::{IdBuild, MemoryStore};
 use super::notifier::ListenNotifier;
@@ -68,6 +69,9 @@ pub(crate) struct TasksInner {
     pub(super) legacy: OnceLock<LegacyTasks>,
     /// Whether this is the legacy era's runtime (its ids say so).
     pub(super) legacy_ids: bool,
+    /// The per-client counts behind `create_rate` (made on first use; a
+    /// legacy twin shares its pair's).
+    create_rates: OnceLock<CreateRates>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -78,12 +82,12 @@ impl std::fmt::Debug for Tasks {
 
 impl Tasks {
     /// A handle for this configuration, on the system clock.
-    pub fn new(config: TasksConfig) -> Result<Self, super::ConfigError> {
+    pub fn new(config: TasksConfig) -> Result<Self, crate::config::ConfigError> {
         Self::with_clock(config, Arc::new(SystemClock))
     }
 
     /// A handle on an injected clock (the default memory store uses it too).
-    pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, super::ConfigError> {
+    pub fn with_clock(config: TasksConfig, clock: Arc<dyn Clock>) -> Result<Self, crate::config::ConfigError> {
         Self::build(config, clock, false)
     }
 
@@ -92,7 +96,7 @@ impl Tasks {
         config: TasksConfig,
         clock: Arc<dyn Clock>,
         legacy_ids: bool,
-    ) -> Result<Self, super::ConfigError> {
+    ) -> Result<Self, crate::config::ConfigError> {
         config.validate()?;
         Ok(Self::runtime(config, clock, legacy_ids))
     }
@@ -117,6 +121,7 @@ impl Tasks {
                 started_at_ms,
                 legacy: OnceLock::new(),
                 legacy_ids,
+                create_rates: OnceLock::new(),
             }),
         }
     }
@@ -175,6 +180,12 @@ impl Tasks {
             return;
         }
         let _ = self.inner.legacy.set(legacy.clone());
+        let _ = target.inner.create_rates.set(self.create_rates().clone());
+    }
+
+    /// The per-client counts of task creates, shared with the legacy twin.
+    pub(crate) fn create_rates(&self) -> &CreateRates {
+        self.inner.create_rates.get_or_init(CreateRates::default)
     }
 
     /// The legacy twin to serve the `2025-11-25` era's tasks with: the paired
@@ -201,7 +212,9 @@ impl Tasks {
     /// valid already.
     fn build_twin(&self, config: TasksConfig, store: Arc<dyn super::legacy_store::LegacyTaskStore>) -> Tasks {
         let store: Arc<dyn TaskStore> = store;
-        Self::runtime(config.store(store), self.inner.clock.clone(), true)
+        let twin = Self::runtime(config.store(store), self.inner.clock.clone(), true);
+        let _ = twin.inner.create_rates.set(self.create_rates().clone());
+        twin
     }
 
     /// Forgets the waker of task `id` (once nothing can wake it any more).
