@@ -10,8 +10,11 @@
 //! refused with [`StoreError::InvalidCursor`](super::StoreError::InvalidCursor)
 //! (`-32602` on the wire).
 //!
-//! This module is storage only; the `2025-11-25` wire (`tasks/get`,
-//! `tasks/result`, `tasks/list`, `tasks/cancel`) is the server's.
+//! Here: the store trait and its memory store, the sealed cursor, and
+//! [`LegacyTasks`], the Tasks runtime over such a store (plus `list` and `wait`)
+//! that a [`Tasks`](super::Tasks) handle owns as its twin. The `2025-11-25` wire
+//! (`tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`) is
+//! `ext::legacy_task_wire`'s.
 
 mod cursor;
 mod handle;
