@@ -17,4 +17,7 @@ case "$target_dir" in
   /*) export CARGO_TARGET_DIR="$target_dir" ;;
   *) export CARGO_TARGET_DIR="$root/$target_dir" ;;
 esac
+# A packaged crate has no workspace profile: without this, its build would write full debug
+# info for every dependency, which only makes the check slower.
+export CARGO_PROFILE_DEV_DEBUG=0
 cargo package --locked --allow-dirty -p conduit-mcp -p conduit-mcp-sql -p conduit-mcp-cli
