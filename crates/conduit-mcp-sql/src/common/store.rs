@@ -33,20 +33,25 @@ pub trait Engine: std::fmt::Debug + Send + Sync + 'static {
     /// The store's name for logs: the engine's, with `-legacy` for the legacy table.
     fn store_name(kind: TableKind) -> &'static str;
 
-    /// Inserts `record` (already at version 1) under `caps`, committed
-    /// before this returns; the record as stored.
-    async fn insert(
-        &self,
-        sql: &'static Self::Sql,
-        record: TaskRecord,
-        caps: CreateCaps,
-    ) -> Result<TaskRecord, StoreError>;
+    /// Inserts `record` (already at version 1) into the extension's table under `caps`,
+    /// committed before this returns (batched with other creates); the record as stored.
+    async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError>;
 
-    /// Inserts `record` (version 1) under `caps` and runs `hook`, in one
-    /// transaction of its own (never batched); the record as stored.
+    /// Inserts `record` (version 1) into the extension's table under `caps` and runs `hook`,
+    /// in one transaction of its own (never batched); the record as stored.
     async fn insert_with(
         &self,
-        sql: &'static Self::Sql,
+        record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<TaskRecord, StoreError>;
+
+    /// [`insert`](Self::insert) into the legacy table (its own row counter).
+    async fn insert_legacy(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError>;
+
+    /// [`insert_with`](Self::insert_with) into the legacy table.
+    async fn insert_legacy_with(
+        &self,
         record: TaskRecord,
         caps: CreateCaps,
         hook: &dyn TransactionHook,
@@ -212,7 +217,10 @@ impl<E: Engine, T: Table> TaskStore for SqlStore<E, T> {
 
     async fn create(&self, mut record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
         record.version = 1;
-        self.engine().insert(self.sql(), record, caps).await
+        match T::KIND {
+            TableKind::Tasks => self.engine().insert(record, caps).await,
+            TableKind::Legacy => self.engine().insert_legacy(record, caps).await,
+        }
     }
 
     async fn create_with(
@@ -222,7 +230,10 @@ impl<E: Engine, T: Table> TaskStore for SqlStore<E, T> {
         hook: &dyn TransactionHook,
     ) -> Result<TaskRecord, StoreError> {
         record.version = 1;
-        self.engine().insert_with(self.sql(), record, caps, hook).await
+        match T::KIND {
+            TableKind::Tasks => self.engine().insert_with(record, caps, hook).await,
+            TableKind::Legacy => self.engine().insert_legacy_with(record, caps, hook).await,
+        }
     }
 
     /// `NotFound` when the row is missing, another owner's, or expired.

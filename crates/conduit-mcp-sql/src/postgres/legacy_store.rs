@@ -104,7 +104,7 @@ impl PgEngine {
     /// A legacy create. Under a per-owner cap: in one transaction, the
     /// owner's creates take turns on an advisory lock (on every node), count
     /// the owner's live rows, then claim a slot under the row cap and insert.
-    pub(super) async fn insert_legacy(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
+    pub(super) async fn write_legacy(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
         let insert = LegacyInsert::new(&record, caps)?;
         let mut conn = self.conn().await?;
         let done = bounded(conn.deadline(), async {
@@ -130,7 +130,7 @@ impl PgEngine {
     }
 
     /// A legacy create and `hook`, in one transaction.
-    pub(super) async fn insert_legacy_with(
+    pub(super) async fn write_legacy_with(
         &self,
         record: TaskRecord,
         caps: CreateCaps,

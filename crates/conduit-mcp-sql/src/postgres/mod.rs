@@ -217,29 +217,30 @@ impl Engine for PgEngine {
         }
     }
 
-    async fn insert(
-        &self,
-        sql: &'static TableSql,
-        record: TaskRecord,
-        caps: CreateCaps,
-    ) -> Result<TaskRecord, StoreError> {
-        match sql.kind {
-            TableKind::Tasks => self.commits.insert(record, caps).await,
-            TableKind::Legacy => self.insert_legacy(record, caps).await,
-        }
+    async fn insert(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
+        self.commits.insert(record, caps).await
     }
 
     async fn insert_with(
         &self,
-        sql: &'static TableSql,
         record: TaskRecord,
         caps: CreateCaps,
         hook: &dyn TransactionHook,
     ) -> Result<TaskRecord, StoreError> {
-        match sql.kind {
-            TableKind::Tasks => self.commits.insert_with(record, caps, hook).await,
-            TableKind::Legacy => self.insert_legacy_with(record, caps, hook).await,
-        }
+        self.commits.insert_with(record, caps, hook).await
+    }
+
+    async fn insert_legacy(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
+        self.write_legacy(record, caps).await
+    }
+
+    async fn insert_legacy_with(
+        &self,
+        record: TaskRecord,
+        caps: CreateCaps,
+        hook: &dyn TransactionHook,
+    ) -> Result<TaskRecord, StoreError> {
+        self.write_legacy_with(record, caps, hook).await
     }
 
     /// The extension's tasks are read in groups (`group_read`); the legacy ones one by one.

@@ -75,7 +75,7 @@ impl SqliteEngine {
     /// A legacy create: one statement under both caps (the writer connection
     /// orders every create on the file): the row counter, and the owner's
     /// live rows; a refusal is then told apart by that count.
-    pub(super) async fn insert_legacy(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
+    pub(super) async fn write_legacy(&self, record: TaskRecord, caps: CreateCaps) -> Result<TaskRecord, StoreError> {
         let insert = LegacyInsert::new(&record, caps)?;
         let mut conn = self.writer().await?;
         let done = bounded(conn.deadline(), insert.write(conn.conn())).await;
@@ -83,7 +83,7 @@ impl SqliteEngine {
     }
 
     /// A legacy create and `hook`, in one `BEGIN IMMEDIATE` transaction.
-    pub(super) async fn insert_legacy_with(
+    pub(super) async fn write_legacy_with(
         &self,
         record: TaskRecord,
         caps: CreateCaps,

@@ -9,7 +9,6 @@ use std::sync::LazyLock;
 /// One table's statements.
 #[derive(Debug)]
 pub struct TableSql {
-    pub(super) kind: TableKind,
     pub(super) read: String,
     pub(super) swap: String,
     delete_expired: String,
@@ -42,7 +41,6 @@ impl TableSql {
     fn of(kind: TableKind) -> Self {
         let t = kind.table();
         Self {
-            kind,
             read: format!("SELECT {ROW} FROM {t} WHERE task_id = ?1"),
             swap: format!(
                 "UPDATE {t} SET owner = ?1, status = ?2, version = ?3, created_at_ms = ?4, \
