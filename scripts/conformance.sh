@@ -126,6 +126,15 @@ trap 'exit 143' TERM
 log "building the fixture and the conformance client"
 build_bins
 
+# The runner and Node 22 are installed once by npx; each run then calls them from where npx
+# put them (a call through npx costs about two seconds more, and there are ~80 runs).
+runner_bin=$(npx -y -p node@22 -p "$CONFORMANCE_PACKAGE" -- sh -c 'dirname "$(command -v conformance)"' 2>/dev/null)
+if [[ ! -x "$runner_bin/conformance" || ! -x "$runner_bin/node" ]]; then
+  log "npx did not install the conformance runner and Node 22 (found: '$runner_bin')"
+  exit 1
+fi
+log "conformance runner $CONFORMANCE_PACKAGE on Node $("$runner_bin/node" --version)"
+
 RUNNER_FAILED=0
 # run_suite LOG ARGS...: one run of the suite's runner (`conformance ARGS`), its output also in $OUT/LOG.log.
 run_suite() {
@@ -133,7 +142,7 @@ run_suite() {
   shift
   log "running conformance $*"
   set +e
-  npx -y -p node@22 -p "$CONFORMANCE_PACKAGE" -- conformance "$@" 2>&1 | tee -a "$OUT/$log_name.log"
+  PATH="$runner_bin:$PATH" conformance "$@" 2>&1 | tee -a "$OUT/$log_name.log"
   local rc=${PIPESTATUS[0]}
   set -e
   if ((rc != 0)); then

@@ -1,23 +1,51 @@
 #!/usr/bin/env bash
 # The published crates package as crates.io would take them, in dependency order:
 # conduit-mcp, conduit-mcp-sql, conduit-mcp-cli (`cargo package` resolves each against
-# the ones before it, as `cargo publish --workspace` would), and each packaged crate
-# builds on its own from its .crate file. Their versions move together.
-# Usage: scripts/package.sh   (scripts/test.sh runs it)
+# the ones before it, as `cargo publish --workspace` would), and the packaged crates
+# compile on their own from their .crate files. Their versions move together.
+# Usage: scripts/package.sh   (scripts/test.sh runs it, after clippy)
 set -euo pipefail
 source "$(dirname "$0")/lib/repo.sh"
 
 crates=(crates/conduit-mcp crates/conduit-mcp-sql crates/conduit-mcp-cli)
-python3 scripts/lib/published_versions.py "${crates[@]}"
-# --locked: the lockfile the workspace tests with is the one the packages are checked with;
-# --allow-dirty: a check of uncommitted work too (nothing is published).
-# The packaged crates are built in the workspace's target directory: left unset, cargo
-# gives each its own (target/package/NAME/target) and builds every dependency three times.
+names=(conduit-mcp conduit-mcp-sql conduit-mcp-cli)
+# Prints "published crates at VERSION: NAMES" when they move together, or fails.
+together=$(python3 scripts/lib/published_versions.py "${crates[@]}") || { echo "$together"; exit 1; }
+echo "$together"
+version=$(sed -n 's/^published crates at \([^:]*\):.*/\1/p' <<<"$together")
+[[ -n "$version" ]] || { log "the published crates' version could not be read"; exit 1; }
 case "$target_dir" in
   /*) export CARGO_TARGET_DIR="$target_dir" ;;
   *) export CARGO_TARGET_DIR="$root/$target_dir" ;;
 esac
-# A packaged crate has no workspace profile: without this, its build would write full debug
-# info for every dependency, which only makes the check slower.
-export CARGO_PROFILE_DEV_DEBUG=0
-cargo package --locked --allow-dirty -p conduit-mcp -p conduit-mcp-sql -p conduit-mcp-cli
+# --locked: the lockfile the workspace tests with is the one the packages are made with;
+# --allow-dirty: a check of uncommitted work too (nothing is published).
+# --no-verify: cargo's own verification builds each package (code generation, every
+# dependency again); the check below type-checks them instead, against the dependencies
+# clippy has checked already, which finds the same thing: a file a package lacks.
+cargo package --locked --allow-dirty --no-verify -p conduit-mcp -p conduit-mcp-sql -p conduit-mcp-cli
+
+# The three .crate files unpacked side by side into a workspace of their own, each
+# published dependency on another patched to its unpacked copy (what the registry
+# would serve once the earlier ones are published).
+check="$CARGO_TARGET_DIR/package/check"
+rm -rf "$check"
+mkdir -p "$check"
+members=()
+patches=()
+for name in "${names[@]}"; do
+  tar -xzf "$CARGO_TARGET_DIR/package/$name-$version.crate" -C "$check"
+  members+=("\"$name-$version\"")
+  patches+=("$name = { path = \"$name-$version\" }")
+done
+{
+  echo "[workspace]"
+  echo "resolver = \"2\""
+  echo "members = [$(IFS=,; echo "${members[*]}")]"
+  echo "[patch.crates-io]"
+  printf '%s\n' "${patches[@]}"
+} >"$check/Cargo.toml"
+# The workspace's lockfile as the starting point: the same versions of every dependency.
+cp Cargo.lock "$check/Cargo.lock"
+cargo check --manifest-path "$check/Cargo.toml" --workspace --all-features --offline
+log "the packages of ${names[*]} $version compile from their .crate files"

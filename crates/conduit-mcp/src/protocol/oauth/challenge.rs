@@ -22,6 +22,12 @@ pub struct Challenge {
 const MAX_DESCRIPTION: usize = 200;
 
 impl Challenge {
+    /// A 403's call for more scope (RFC 6750 §3.1): `error="insufficient_scope"` and the
+    /// scopes the request needs. The server's one way to write it.
+    pub fn more_scope(scopes: Vec<String>) -> Challenge {
+        Challenge { scopes: Some(scopes), error: Some(INSUFFICIENT_SCOPE.to_owned()), ..Challenge::default() }
+    }
+
     /// Whether this is a 403's call for more scope.
     pub fn insufficient_scope(&self) -> bool {
         self.error.as_deref() == Some(INSUFFICIENT_SCOPE)
@@ -178,6 +184,15 @@ mod tests {
         let read = parse(&header).unwrap();
         assert_eq!(read, Challenge { error_description: Some("expired yesterday".into()), ..c });
         assert_eq!(Challenge::default().render("ApiKey"), "ApiKey");
+    }
+
+    #[test]
+    fn a_call_for_more_scope_is_read_back_as_one() {
+        let header = Challenge::more_scope(vec!["mcp:deploy".into()]).render("Bearer");
+        assert_eq!(header, "Bearer scope=\"mcp:deploy\", error=\"insufficient_scope\"");
+        let read = parse(&header).unwrap();
+        assert!(read.insufficient_scope());
+        assert_eq!(read.scopes.unwrap(), ["mcp:deploy"]);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::status::{challenge, error_response, forbidden};
 use crate::auth::{AuthError, Principal};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::oauth::challenge::Challenge;
-use crate::protocol::oauth::errors::{INSUFFICIENT_SCOPE, INVALID_REQUEST, INVALID_TOKEN};
+use crate::protocol::oauth::errors::{INVALID_REQUEST, INVALID_TOKEN};
 use crate::quota::ClientKey;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -123,14 +123,7 @@ fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
         AuthError::Missing => (StatusCode::UNAUTHORIZED, base.clone()),
         AuthError::Invalid(why) => (StatusCode::UNAUTHORIZED, described(INVALID_TOKEN, why)),
         AuthError::InvalidRequest(why) => (StatusCode::BAD_REQUEST, described(INVALID_REQUEST, why)),
-        AuthError::InsufficientScope(needed) => {
-            let c = Challenge {
-                scopes: Some(needed.clone()),
-                error: Some(INSUFFICIENT_SCOPE.to_owned()),
-                ..Challenge::default()
-            };
-            (StatusCode::FORBIDDEN, c)
-        }
+        AuthError::InsufficientScope(needed) => (StatusCode::FORBIDDEN, Challenge::more_scope(needed.clone())),
         AuthError::Unavailable(_) => {
             let mut r = (StatusCode::SERVICE_UNAVAILABLE, "authentication is unavailable; try again").into_response();
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));

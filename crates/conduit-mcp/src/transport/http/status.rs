@@ -4,7 +4,6 @@
 use super::HttpConfig;
 use crate::protocol::jsonrpc::{ErrorClass, Message, RequestId, RpcError};
 use crate::protocol::oauth::challenge::Challenge;
-use crate::protocol::oauth::errors::INSUFFICIENT_SCOPE;
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -57,8 +56,7 @@ pub(super) fn error_response(cfg: &HttpConfig, id: Option<RequestId>, error: Rpc
     }
     if let Some(scopes) = scopes {
         let scheme = cfg.auth.as_ref().map(|a| a.scheme().to_owned()).unwrap_or_else(|| "Bearer".into());
-        let c = Challenge { scopes: Some(scopes), error: Some(INSUFFICIENT_SCOPE.into()), ..Challenge::default() };
-        r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, &scheme, c));
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, &scheme, Challenge::more_scope(scopes)));
     }
     r
 }
