@@ -1,9 +1,10 @@
 //! The reference server's demo tools.
 
-use conduit_mcp::ext::tasks::{Owner, StoreError};
+use conduit_mcp::ext::tasks::Owner;
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::version::ServedEras;
 use conduit_mcp::session::SessionConfig;
+use conduit_mcp::task::StoreError;
 use serde_json::json;
 use std::time::Duration;
 

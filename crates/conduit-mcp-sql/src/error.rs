@@ -1,6 +1,6 @@
 //! Why a store could not be opened.
 
-use conduit_mcp::ext::tasks::StoreError;
+use conduit_mcp::task::StoreError;
 
 /// Why [`SqliteStore::open`](crate::SqliteStore::open) or
 /// [`PostgresStore::connect`](crate::PostgresStore::connect) refused to start.

@@ -33,7 +33,7 @@
 //! - **Leases** (the node running a task's work) live in their own indexed
 //!   columns and are authoritative over the document: renewal is one `UPDATE`.
 //! - **Faults are errors, not losses.** A database that goes away turns into
-//!   [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend)
+//!   [`StoreError::Backend`](conduit_mcp::task::StoreError::Backend)
 //!   (`-32603` on the wire); nothing already acknowledged is lost, and the pool
 //!   reconnects when the database returns.
 //!

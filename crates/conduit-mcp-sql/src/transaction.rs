@@ -1,11 +1,11 @@
 //! The connection of a store's transaction, for a
-//! [`TransactionHook`](conduit_mcp::tool::TransactionHook): the hook
+//! [`TransactionHook`](conduit_mcp::task::TransactionHook): the hook
 //! runs its own statements on it, and they commit with the task write.
 //!
 //! ```no_run
 //! # #[cfg(feature = "postgres")]
 //! # mod demo {
-//! use conduit_mcp::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
+//! use conduit_mcp::task::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 //!
 //! /// Puts a job for the task in the application's own queue table.
 //! struct Enqueue;
@@ -21,7 +21,7 @@
 //! # }
 //! ```
 
-use conduit_mcp::ext::tasks::{HookError, StoreTransaction};
+use conduit_mcp::task::{HookError, StoreTransaction};
 
 /// The `sqlx::PgConnection` inside a PostgreSQL store's transaction; an
 /// error when `tx` belongs to another kind of store.

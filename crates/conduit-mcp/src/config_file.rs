@@ -6,7 +6,7 @@
 //!
 //! | Table | Validated into | Its keys (one struct each) |
 //! |---|---|---|
-//! | `ext_tasks` (`true`, `false` or a table) | [`TasksConfig`] and the store URL | `ext/tasks/config_toml.rs` |
+//! | `ext_tasks` (`true`, `false` or a table) | [`TasksConfig`] and the store URL | `ext/tasks/runtime/config_toml.rs` |
 //! | `sessions` | [`SessionConfig`] | `session/config_toml.rs` |
 //! | `http` (feature `http`) | over your [`HttpConfig`]: [`ConfigFile::http`] | `transport/http/config_toml.rs` |
 //! | `oauth` (feature `oauth`) | `OAuthConfig` | `auth/oauth/config_toml.rs` |
@@ -27,8 +27,8 @@
 use crate::auth::oauth::{OAuthConfig, config_toml::OAuthTable};
 use crate::config::shape::Switch;
 use crate::config::{ConfigError, read};
-use crate::ext::tasks::TasksConfig;
-use crate::ext::tasks::config_toml::{self as tasks_toml, TasksTable};
+use crate::ext::tasks::runtime::TasksConfig;
+use crate::ext::tasks::runtime::config_toml::{self as tasks_toml, TasksTable};
 use crate::session::SessionConfig;
 use crate::session::config_toml::SessionsTable;
 #[cfg(feature = "http")]

@@ -46,9 +46,10 @@
 //! | [`prelude`] | the names most servers need, in one `use` |
 //! | [`protocol`] | the wire vocabulary of both eras, for both sides (serde only, no I/O; the one part built with `--no-default-features`) |
 //! | [`server`] | [`Server`] and its builder; the [`server::Extension`] seam extensions plug into |
-//! | [`tool`], [`prompt`], [`resource`] | what a server offers: tools (a trait, a closure builder, a typed `schemars` struct) and what a tool's task is; prompts; resources and templates |
+//! | [`tool`], [`prompt`], [`resource`] | what a server offers: tools (a trait, a closure builder, a typed `schemars` struct); prompts; resources and templates |
+//! | [`task`] | what a tool author describes and drives a task with: [`task::TaskSpec`], [`task::TaskContext`], their errors, and transaction hooks |
 //! | [`mrtr`] | asking the client for input inside a result (elicitation, sampling, roots) |
-//! | [`ext::tasks`] | the Tasks extension: [`ext::tasks::Tasks`] (the handle workers drive tasks with), its configuration, stores and janitor |
+//! | [`ext::tasks`] | the Tasks extension: its stores, the runtime ([`ext::tasks::Tasks`], the handle workers drive tasks with, its configuration and janitor) and its wire |
 //! | [`session`] | the `2025-11-25` era's sessions: their store, replay buffers, what a session may hold |
 //! | [`transport::http`], [`transport::stdio`] | serving: Streamable HTTP (router, accept loop, limits, HTTPS) and newline-delimited JSON-RPC |
 //! | [`auth`] | who is asking: bearer tokens, API keys, JWTs, an OAuth 2.1 resource server; an [`auth::Principal`] on every request |
@@ -129,6 +130,8 @@ pub mod server;
 pub mod session;
 #[cfg(feature = "server")]
 pub mod subscriptions;
+#[cfg(feature = "server")]
+pub mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
 #[cfg(feature = "server")]
@@ -159,9 +162,8 @@ pub mod prelude {
     pub use crate::resource::{Resource, ResourceOutput, ResourceTemplate};
     pub use crate::server::{Server, ServerBuilder};
     pub use crate::session::SessionConfig;
-    pub use crate::tool::{
-        Param, TaskContext, TaskSpec, TaskSupport, Tool, ToolHandler, ToolOutput, TypedTool, WorkerError,
-    };
+    pub use crate::task::{TaskContext, TaskSpec, TaskSupport, WorkerError};
+    pub use crate::tool::{Param, Tool, ToolHandler, ToolOutput, TypedTool};
     #[cfg(feature = "http")]
     pub use crate::transport::http::{self, HttpConfig};
     pub use crate::transport::stdio;

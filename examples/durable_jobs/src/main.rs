@@ -9,7 +9,7 @@
 use conduit_mcp::clock::SystemClock;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
-use conduit_mcp::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
+use conduit_mcp::task::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 use conduit_mcp_sql::{SqliteStore, sqlite_connection};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 use std::net::SocketAddr;

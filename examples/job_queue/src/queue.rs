@@ -10,7 +10,7 @@
 //!   again under the same key, and the job resumes where it stopped.
 
 use conduit_mcp::protocol::tasks::TaskStatus;
-use conduit_mcp::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
+use conduit_mcp::task::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 use conduit_mcp_sql::postgres_connection;
 use graphile_worker::WorkerUtils;
 use sqlx::{AssertSqlSafe, PgConnection, PgPool};

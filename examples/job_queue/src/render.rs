@@ -16,7 +16,7 @@ use crate::queue::{RENDER_JOB, Schemas};
 use conduit_mcp::ext::tasks::TaskRecord;
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;
-use conduit_mcp::tool::WorkerError;
+use conduit_mcp::task::WorkerError;
 use graphile_worker::{IntoTaskHandlerResult, TaskHandler, WorkerContext};
 use serde::{Deserialize, Serialize};
 use serde_json::json;

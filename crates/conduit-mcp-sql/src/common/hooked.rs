@@ -1,12 +1,13 @@
 //! Task writes that share their transaction with a
-//! [`TransactionHook`](conduit_mcp::ext::tasks::TransactionHook), for both
+//! [`TransactionHook`](conduit_mcp::task::TransactionHook), for both
 //! engines and both task tables: the write, then the hook on the record as
 //! written, then one commit — or a rollback of both.
 
 use super::{Columns, Query, ms};
 use crate::pool::{Checkout, bounded};
 use async_trait::async_trait;
-use conduit_mcp::ext::tasks::{StoreError, StoreTransaction, TaskRecord, TransactionHook};
+use conduit_mcp::ext::tasks::TaskRecord;
+use conduit_mcp::task::{StoreError, StoreTransaction, TransactionHook};
 use sqlx::{Database, Encode, Type};
 use std::any::Any;
 

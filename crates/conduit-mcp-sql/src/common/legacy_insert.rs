@@ -3,7 +3,8 @@
 //! own statement (`RowWrite`), alone or inside a hooked transaction.
 
 use super::{Columns, limit, list_owner};
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::{CreateCaps, TaskRecord};
+use conduit_mcp::task::StoreError;
 
 /// The values of one legacy task insert.
 pub(crate) struct LegacyInsert {

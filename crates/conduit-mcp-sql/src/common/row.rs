@@ -2,7 +2,8 @@
 //! are bound, and how a row becomes a record again.
 
 use super::ms;
-use conduit_mcp::ext::tasks::{Lease, StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::{Lease, TaskRecord};
+use conduit_mcp::task::StoreError;
 use sqlx::{Database, Decode, Encode, Type};
 
 /// The columns every write derives from the record.

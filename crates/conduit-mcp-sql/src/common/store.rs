@@ -9,9 +9,8 @@ use super::{CLEANUP_BATCH, ms};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::legacy_store::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{
-    CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TerminalBound, TransactionHook, UpdateFn,
-};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskRecord, TaskStore, TerminalBound, UpdateFn};
+use conduit_mcp::task::{StoreError, TransactionHook};
 use std::sync::Arc;
 
 /// The row operations of one database engine (SQLite, PostgreSQL), each on

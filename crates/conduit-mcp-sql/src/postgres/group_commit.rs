@@ -13,7 +13,7 @@ use super::{backend, is_connection_error};
 use crate::common::{BatchWriter, NewRow};
 use crate::pool::ConnPool;
 use async_trait::async_trait;
-use conduit_mcp::ext::tasks::StoreError;
+use conduit_mcp::task::StoreError;
 use sqlx::postgres::PgConnection;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -13,7 +13,8 @@
 use super::{backend, decode_row, read_rows};
 use crate::common::InFlight;
 use crate::pool::ConnPool;
-use conduit_mcp::ext::tasks::{StoreError, TaskRecord};
+use conduit_mcp::ext::tasks::TaskRecord;
+use conduit_mcp::task::StoreError;
 use sqlx::Row;
 use sqlx::postgres::PgConnection;
 use sqlx::postgres::PgRow;

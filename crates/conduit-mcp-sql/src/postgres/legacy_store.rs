@@ -8,7 +8,8 @@ use crate::common::{Hooked, LegacyInsert, LegacyTable, RowWrite, SqlStore, run_h
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::tasks::legacy_store::CursorKey;
-use conduit_mcp::ext::tasks::{CreateCaps, StoreError, TaskRecord, TransactionHook};
+use conduit_mcp::ext::tasks::{CreateCaps, TaskRecord};
+use conduit_mcp::task::{StoreError, TransactionHook};
 use sqlx::PgConnection;
 
 /// The advisory-lock class under which a principal's legacy creates take

@@ -5,7 +5,7 @@
 
 use super::{PgEngine, backend};
 use crate::pool::bounded;
-use conduit_mcp::ext::tasks::StoreError;
+use conduit_mcp::task::StoreError;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
 

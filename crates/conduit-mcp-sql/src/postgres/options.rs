@@ -59,7 +59,7 @@ impl PostgresOptions {
     }
 
     /// How long an operation waits to (re)connect before it fails with
-    /// [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend) (default 10 s).
+    /// [`StoreError::Backend`](conduit_mcp::task::StoreError::Backend) (default 10 s).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
@@ -68,7 +68,7 @@ impl PostgresOptions {
     /// How long one store operation may take, from waiting for a pooled
     /// connection (and opening it) to its last statement's answer (default
     /// 5 s). Past it the operation fails with
-    /// [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend)
+    /// [`StoreError::Backend`](conduit_mcp::task::StoreError::Backend)
     /// and its connection is closed: when the database's connections hang
     /// (packets dropped, its host stopped), a request gets `-32603 "Task
     /// store unavailable"` within this time and a task's own writes are

@@ -9,7 +9,8 @@
 use super::shards::counted_delete;
 use super::{PgEngine, backend, is_connection_error, shards};
 use crate::pool::bounded;
-use conduit_mcp::ext::tasks::{StoreError, TerminalBound};
+use conduit_mcp::ext::tasks::TerminalBound;
+use conduit_mcp::task::StoreError;
 use sqlx::Postgres;
 use sqlx::postgres::{PgArguments, PgConnection};
 

@@ -7,7 +7,7 @@ use super::{SqlQuery, backend, broken};
 use crate::common::{BatchWriter, NewRow};
 use crate::pool::ConnPool;
 use async_trait::async_trait;
-use conduit_mcp::ext::tasks::StoreError;
+use conduit_mcp::task::StoreError;
 use sqlx::AssertSqlSafe;
 use sqlx::Connection;
 use sqlx::sqlite::SqliteConnection;

@@ -36,7 +36,7 @@ fn backend(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Ses
     common::session_backend(ENGINE, what, e)
 }
 
-fn connect(e: conduit_mcp::ext::tasks::StoreError) -> SessionError {
+fn connect(e: conduit_mcp::task::StoreError) -> SessionError {
     SessionError::backend(ENGINE, e)
 }
 

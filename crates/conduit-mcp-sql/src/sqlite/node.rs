@@ -12,7 +12,7 @@
 //! never lets two processes hold the same id.
 
 use super::SqliteEngine;
-use conduit_mcp::ext::tasks::StoreError;
+use conduit_mcp::task::StoreError;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 

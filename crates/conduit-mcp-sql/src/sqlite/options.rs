@@ -57,7 +57,7 @@ impl SqliteOptions {
 
     /// How long a statement waits for a lock held by another process on the
     /// same file before it fails with
-    /// [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend) (default 5 s).
+    /// [`StoreError::Backend`](conduit_mcp::task::StoreError::Backend) (default 5 s).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
@@ -66,7 +66,7 @@ impl SqliteOptions {
     /// How long one store operation may take, from waiting for a connection
     /// (the one writer is shared) to its last statement (default 10 s; keep
     /// it above [`busy_timeout`](Self::busy_timeout)). Past it the operation
-    /// fails with [`StoreError::Backend`](conduit_mcp::ext::tasks::StoreError::Backend)
+    /// fails with [`StoreError::Backend`](conduit_mcp::task::StoreError::Backend)
     /// — a request gets `-32603 "Task store unavailable"`, a task's own
     /// writes are retried — instead of waiting on a stalled disk.
     pub fn operation_timeout(mut self, timeout: Duration) -> Self {

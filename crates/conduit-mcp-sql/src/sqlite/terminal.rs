@@ -4,7 +4,8 @@
 //! write on the file; the delete trigger lowers the row counter with it.
 
 use super::SqliteEngine;
-use conduit_mcp::ext::tasks::{StoreError, TerminalBound};
+use conduit_mcp::ext::tasks::TerminalBound;
+use conduit_mcp::task::StoreError;
 
 /// One task table's terminal statements.
 #[derive(Debug)]

@@ -4,7 +4,7 @@
 //! [`ConfigFile`](crate::config_file::ConfigFile); each table's struct lives
 //! beside the configuration it validates into (`session/config_toml.rs`,
 //! `transport/http/config_toml.rs`, `auth/oauth/config_toml.rs`,
-//! `ext/tasks/config_toml.rs`).
+//! `ext/tasks/runtime/config_toml.rs`).
 //!
 //! A table's keys are its struct's fields (`#[serde(deny_unknown_fields)]`),
 //! so the message for an unknown key lists the allowed ones from the struct.

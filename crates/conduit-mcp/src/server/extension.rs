@@ -7,7 +7,7 @@ use crate::protocol::RpcError;
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::version::Era;
 use crate::subscriptions::Subscription;
-use crate::tool::{ResumableFn, TaskSpec};
+use crate::task::{ResumableFn, TaskSpec};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::sync::Arc;

@@ -7,10 +7,9 @@
 
 use super::record;
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::{
-    CreateCaps, HookError, Owner, StoreError, StoreTransaction, TaskRecord, TaskStore, TransactionHook, WrittenTask,
-};
+use crate::ext::tasks::store::{CreateCaps, Owner, TaskRecord, TaskStore};
 use crate::protocol::tasks::TaskStatus;
+use crate::task::{HookError, StoreError, StoreTransaction, TransactionHook, WrittenTask};
 use async_trait::async_trait;
 use std::sync::Mutex;
 

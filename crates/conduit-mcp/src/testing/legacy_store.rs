@@ -4,9 +4,10 @@
 
 use super::{ContractOptions, START, store_contract};
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::legacy_store::{LegacyTaskStore, MAX_PAGE_SIZE};
-use crate::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, new_task_id};
+use crate::ext::tasks::store::legacy_store::{LegacyTaskStore, MAX_PAGE_SIZE};
+use crate::ext::tasks::store::{CreateCaps, Owner, StatusFields, TaskRecord, new_task_id};
 use crate::protocol::tasks::TaskStatus;
+use crate::task::StoreError;
 use serde_json::json;
 use std::future::Future;
 use std::sync::Arc;
@@ -48,7 +49,7 @@ where
 /// `evict_oldest_terminal` removed one, it is listed nowhere (the listing
 /// index forgets it with the record).
 pub async fn removed_terminal_tasks_are_not_listed(store: &dyn LegacyTaskStore, clock: &ManualClock) {
-    use crate::ext::tasks::TerminalBound;
+    use crate::ext::tasks::store::TerminalBound;
     let all = create_n(store, clock, Some("alice"), 4).await;
     for id in &all[..3] {
         clock.advance(1);

@@ -37,8 +37,9 @@ pub use terminal::{
 };
 
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::{CreateCaps, Lease, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use crate::ext::tasks::store::{CreateCaps, Lease, Owner, StatusFields, TaskRecord, TaskStore, new_task_id};
 use crate::protocol::tasks::TaskStatus;
+use crate::task::StoreError;
 use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
@@ -325,7 +326,7 @@ pub async fn row_cap(store: &dyn TaskStore, clock: &ManualClock) {
 /// terminal tasks do not count (they stay readable, and ending a task frees
 /// its slot at once), and a swept task frees its slot.
 pub async fn owner_cap(store: &dyn TaskStore, clock: &ManualClock) {
-    let caps = crate::ext::tasks::CreateCaps::new(Some(100), Some(2));
+    let caps = CreateCaps::new(Some(100), Some(2));
     let short = record(Some("alice"), Some(1_000), clock.now_ms());
     store.create(short, caps).await.expect("alice's first");
     let second = record(Some("alice"), Some(60_000), clock.now_ms());
@@ -336,7 +337,7 @@ pub async fn owner_cap(store: &dyn TaskStore, clock: &ManualClock) {
     for _ in 0..3 {
         store.create(record(None, Some(60_000), clock.now_ms()), caps).await.expect("no owner, no owner cap");
     }
-    let full = crate::ext::tasks::CreateCaps::new(Some(6), Some(2));
+    let full = CreateCaps::new(Some(6), Some(2));
     let r = store.create(record(Some("carol"), Some(60_000), clock.now_ms()), full).await;
     assert_eq!(r, Err(StoreError::TaskLimitReached), "the row cap still holds");
     // Ending a task frees its slot under her cap at once, cancelled or completed.
@@ -378,7 +379,7 @@ pub async fn race<S: TaskStore>(store: Arc<S>, clock: &ManualClock, options: Con
                     }
                     1 => {
                         let f = StatusFields {
-                            error: Some(crate::ext::tasks::TaskFailure {
+                            error: Some(crate::ext::tasks::store::TaskFailure {
                                 code: -32603,
                                 message: format!("w{w}"),
                                 data: None,

@@ -4,8 +4,9 @@
 
 use super::record;
 use crate::clock::{Clock, ManualClock};
-use crate::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use crate::ext::tasks::store::{CreateCaps, Owner, StatusFields, TaskRecord, TaskStore, new_task_id};
 use crate::protocol::tasks::TaskStatus;
+use crate::task::StoreError;
 use serde_json::json;
 
 /// Ends a new task of `owner` whose result is `pad` bytes of text, one
@@ -38,7 +39,7 @@ async fn present(store: &dyn TaskStore, ids: &[&TaskRecord]) -> Vec<bool> {
 /// are within the bound (its count, and its bytes: records as JSON), always
 /// keeping the newest; its live tasks and everyone else's stay.
 pub async fn trim_keeps_the_newest_terminal_tasks_within_the_bound(store: &dyn TaskStore, clock: &ManualClock) {
-    use crate::ext::tasks::TerminalBound;
+    use crate::ext::tasks::store::TerminalBound;
     let owner = format!("trim-{}", new_task_id());
     let live = record(Some(&owner), Some(3_600_000), clock.now_ms());
     store.create(live.clone(), CreateCaps::default()).await.expect("create");
@@ -74,7 +75,7 @@ pub async fn trim_keeps_the_newest_terminal_tasks_within_the_bound(store: &dyn T
 /// oldest terminal task of the owner named, never anyone else's: the next
 /// create fits, and only that owner's live tasks stay for good.
 pub async fn a_terminal_task_makes_room_under_the_row_cap(store: &dyn TaskStore, clock: &ManualClock) {
-    let caps = crate::ext::tasks::CreateCaps::new(Some(4), Some(10));
+    let caps = CreateCaps::new(Some(4), Some(10));
     let theirs = ended_task(store, clock, Some("bob"), 10).await;
     let live = record(Some("alice"), Some(3_600_000), clock.now_ms());
     store.create(live.clone(), caps).await.expect("create");

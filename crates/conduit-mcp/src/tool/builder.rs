@@ -1,7 +1,8 @@
-use super::{TaskSupport, ToolHandler, ToolOutput};
+use super::{ToolHandler, ToolOutput};
 use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::tools::ToolInfo;
+use crate::task::TaskSupport;
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};

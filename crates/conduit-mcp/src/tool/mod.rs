@@ -6,29 +6,23 @@
 //!   [`TypedTool`] on it (the schema is generated, JSON Schema 2020-12).
 //!
 //! All three return a [`ToolOutput`]: a finished result, a request for input
-//! (MRTR), or a task ([`TaskSpec`]; its work sees a [`TaskContext`]).
+//! (MRTR), or a task ([`TaskSpec`](crate::task::TaskSpec); its work sees a
+//! [`TaskContext`](crate::task::TaskContext)). What describes and drives a task
+//! is [`task`](crate::task).
 
 mod builder;
 mod output;
 pub(crate) mod registry;
-mod store_error;
-mod task_context;
-mod task_spec;
-mod transaction;
 mod typed;
 
 pub use builder::{Param, Tool};
 pub use output::ToolOutput;
-pub use store_error::StoreError;
-pub(crate) use task_context::TaskBackend;
-pub use task_context::{TaskContext, WorkerError};
-pub use task_spec::{ResumableFn, SpawnedWork, TaskSpec, TaskStart, TaskSupport, TaskWork, WorkFuture};
-pub use transaction::{HookError, StoreTransaction, TransactionHook, WrittenTask};
 pub use typed::{TypedTool, TypedToolHandler};
 
 use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::tools::ToolInfo;
+use crate::task::TaskSupport;
 use async_trait::async_trait;
 use serde_json::Value;
 

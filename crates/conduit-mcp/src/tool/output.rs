@@ -1,6 +1,6 @@
-use super::TaskSpec;
 use crate::mrtr::InputRequired;
 use crate::protocol::tools::CallToolResult;
+use crate::task::TaskSpec;
 
 /// What a tool returns.
 #[derive(Debug)]

@@ -4,10 +4,11 @@
 
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, Tasks, TasksConfig, new_task_id, sweep};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskRecord, Tasks, TasksConfig, new_task_id, sweep};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;
-use conduit_mcp::tool::WorkerError;
+use conduit_mcp::task::StoreError;
+use conduit_mcp::task::WorkerError;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -9,10 +9,9 @@ use crate::legacy_common;
 use async_trait::async_trait;
 use common::start;
 use conduit_mcp::ext::tasks::legacy_store::LegacyTasks;
-use conduit_mcp::ext::tasks::{
-    CreateCaps, MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn,
-};
+use conduit_mcp::ext::tasks::{CreateCaps, MemoryStore, Owner, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn};
 use conduit_mcp::prelude::*;
+use conduit_mcp::task::StoreError;
 use legacy_common::*;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -86,7 +85,7 @@ async fn a_worker_call_on_a_legacy_task_reads_only_the_legacy_store() {
 
     // A modern task's calls still land in the extension's store, and an unknown id is missing in both.
     let modern_id = conduit_mcp::ext::tasks::new_task_id();
-    assert!(matches!(tasks.status(&modern_id).await, Err(conduit_mcp::tool::WorkerError::NotFound)));
+    assert!(matches!(tasks.status(&modern_id).await, Err(conduit_mcp::task::WorkerError::NotFound)));
     assert_eq!(modern_store.touched.lock().expect("lock").as_slice(), [modern_id]);
     h.assert_alive().await;
 }

@@ -138,12 +138,12 @@ async fn create_then_get_then_complete() {
     assert!(g.get("error").is_none());
     // Terminal is final.
     assert!(tasks.fail(id, RpcError::internal("late"), None).await.is_err());
-    assert_eq!(tasks.progress(id, "late").await, Err(conduit_mcp::tool::WorkerError::Terminal));
+    assert_eq!(tasks.progress(id, "late").await, Err(conduit_mcp::task::WorkerError::Terminal));
     let more = [("late".to_owned(), mrtr::elicit("?", json!({"type": "object"})))].into_iter().collect();
-    assert_eq!(tasks.require_input(id, more, None).await, Err(conduit_mcp::tool::WorkerError::Terminal));
+    assert_eq!(tasks.require_input(id, more, None).await, Err(conduit_mcp::task::WorkerError::Terminal));
     assert_eq!(
         tasks.complete(id, CallToolResult::text("again"), None).await,
-        Err(conduit_mcp::tool::WorkerError::Terminal)
+        Err(conduit_mcp::task::WorkerError::Terminal)
     );
     assert_eq!(get(&h, id).await["status"], "completed");
 }
@@ -204,17 +204,17 @@ async fn input_round_trip_with_partial_answers() {
     let again = [("a".to_owned(), ask("A again?"))].into_iter().collect();
     assert_eq!(
         tasks.require_input(&id, again, None).await,
-        Err(conduit_mcp::tool::WorkerError::DuplicateKeys(vec!["a".into()]))
+        Err(conduit_mcp::task::WorkerError::DuplicateKeys(vec!["a".into()]))
     );
     assert_eq!(
         tasks.require_input(&id, Default::default(), None).await,
-        Err(conduit_mcp::tool::WorkerError::InvalidInputRequests)
+        Err(conduit_mcp::task::WorkerError::InvalidInputRequests)
     );
     // A hand-rolled request that is not one of the MRTR kinds is refused too.
     let rolled: conduit_mcp::mrtr::Request = serde_json::from_value(json!({ "method": "tools/call" })).unwrap();
     assert_eq!(
         tasks.require_input(&id, [("z".to_owned(), rolled)].into_iter().collect(), None).await,
-        Err(conduit_mcp::tool::WorkerError::InvalidInputRequests)
+        Err(conduit_mcp::task::WorkerError::InvalidInputRequests)
     );
     // An update to a working task is acknowledged and changes nothing.
     let before = tasks.status(&id).await.unwrap();
@@ -232,7 +232,7 @@ async fn input_requests_are_gated_on_the_creating_requests_capabilities() {
     let reqs = [("x".to_owned(), mrtr::elicit("?", json!({"type": "object"})))].into_iter().collect();
     assert!(matches!(
         tasks.require_input(&id, reqs, None).await,
-        Err(conduit_mcp::tool::WorkerError::UndeclaredCapability(_))
+        Err(conduit_mcp::task::WorkerError::UndeclaredCapability(_))
     ));
 }
 

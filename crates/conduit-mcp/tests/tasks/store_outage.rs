@@ -6,10 +6,9 @@ use crate::common;
 
 use async_trait::async_trait;
 use common::*;
-use conduit_mcp::ext::tasks::{
-    CreateCaps, MemoryStore, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn,
-};
+use conduit_mcp::ext::tasks::{CreateCaps, MemoryStore, Owner, TaskRecord, TaskStore, Tasks, TasksConfig, UpdateFn};
 use conduit_mcp::prelude::*;
+use conduit_mcp::task::StoreError;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use tracing_subscriber::layer::{Context, SubscriberExt};

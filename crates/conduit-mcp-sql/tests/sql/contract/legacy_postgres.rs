@@ -70,7 +70,7 @@ async fn node(url: &str, schema: &str, channel: &str) -> LegacyTasks {
     legacy
 }
 
-type Waiter = tokio::task::JoinHandle<Result<TaskRecord, conduit_mcp::ext::tasks::StoreError>>;
+type Waiter = tokio::task::JoinHandle<Result<TaskRecord, conduit_mcp::task::StoreError>>;
 
 /// A `wait` on `node` for task `id` until `until`, and how many times it has read the task.
 fn wait_on(

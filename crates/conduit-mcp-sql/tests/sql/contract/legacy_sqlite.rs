@@ -57,7 +57,7 @@ async fn a_cursor_from_one_store_pages_on_another_on_the_same_file_and_the_store
     let c = SqliteStore::open(other.path(), Arc::new(clock.clone())).await.expect("open c").legacy().await.expect("c");
     assert_eq!(
         c.list(Some("alice"), first.next_cursor.as_deref(), 2).await,
-        Err(conduit_mcp::ext::tasks::StoreError::InvalidCursor),
+        Err(conduit_mcp::task::StoreError::InvalidCursor),
         "another database's key refuses the cursor"
     );
 }

@@ -6,8 +6,9 @@
 use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StatusFields, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, StatusFields, TaskRecord, TaskStore, new_task_id};
 use conduit_mcp::protocol::tasks::TaskStatus;
+use conduit_mcp::task::StoreError;
 use conduit_mcp_sql::{PostgresOptions, PostgresStore};
 use serde_json::json;
 use sqlx::Connection;

@@ -6,7 +6,8 @@
 use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::task::StoreError;
 use conduit_mcp_sql::{PostgresOptions, PostgresStore};
 use sqlx::Connection;
 use std::sync::Arc;

@@ -11,11 +11,11 @@ use crate::support;
 
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::ext::tasks::{
-    CreateCaps, ListenNotifier, Notifier, NotifierConfig, Owner, StoreError, TaskRecord, TaskStore, Tasks, TasksConfig,
-    new_task_id,
+    CreateCaps, ListenNotifier, Notifier, NotifierConfig, Owner, TaskRecord, TaskStore, Tasks, TasksConfig, new_task_id,
 };
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;
+use conduit_mcp::task::StoreError;
 use conduit_mcp_sql::{PostgresOptions, PostgresStore};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};

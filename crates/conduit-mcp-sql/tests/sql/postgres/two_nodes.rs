@@ -8,9 +8,8 @@ use crate::support;
 
 use async_trait::async_trait;
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{
-    CreateCaps, Owner, StoreError, TaskRecord, TaskStore, TerminalBound, UpdateFn, new_task_id,
-};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskRecord, TaskStore, TerminalBound, UpdateFn, new_task_id};
+use conduit_mcp::task::StoreError;
 use conduit_mcp::testing::{ContractOptions, store_contract};
 use conduit_mcp_sql::PostgresStore;
 use futures_util::future::join_all;

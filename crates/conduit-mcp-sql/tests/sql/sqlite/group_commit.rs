@@ -9,7 +9,8 @@
 use crate::support;
 
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, StoreError, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::task::StoreError;
 use conduit_mcp_sql::SqliteStore;
 use futures_util::FutureExt;
 use futures_util::future::join_all;

@@ -6,7 +6,8 @@
 use crate::support;
 
 use conduit_mcp::clock::SystemClock;
-use conduit_mcp::ext::tasks::{StoreError, TaskStore};
+use conduit_mcp::ext::tasks::TaskStore;
+use conduit_mcp::task::StoreError;
 use conduit_mcp_sql::SqliteStore;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -9,10 +9,8 @@
 use crate::support;
 
 use conduit_mcp::clock::{Clock, SystemClock};
-use conduit_mcp::ext::tasks::{
-    CreateCaps, HookError, Owner, StoreError, StoreTransaction, TaskRecord, TaskStore, TransactionHook, WrittenTask,
-    new_task_id,
-};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskRecord, TaskStore, new_task_id};
+use conduit_mcp::task::{HookError, StoreError, StoreTransaction, TransactionHook, WrittenTask};
 use conduit_mcp_sql::{PostgresStore, SqliteStore, postgres_connection, sqlite_connection};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;

@@ -6,7 +6,8 @@
 use super::LegacyTasksExtension;
 use super::owner::owner;
 use crate::ctx::Ctx;
-use crate::ext::tasks::{Answered, Owner, TaskRecord, limits};
+use crate::ext::tasks::store::{Owner, TaskRecord, limits};
+use crate::ext::tasks::wire::{self, Answered};
 use crate::protocol::RpcError;
 use crate::protocol::legacy_tasks::{RELATED_TASK_KEY, related_task};
 use serde_json::{Map, Value, json};
@@ -55,7 +56,7 @@ impl LegacyTasksExtension {
     async fn deliver(&self, ctx: &Ctx, id: &str, key: &str, answer: Value) -> Result<(), RpcError> {
         let mut responses = Map::new();
         responses.insert(key.to_owned(), answer);
-        match crate::ext::tasks::answer(&self.tasks, id, Owner::Is(owner(ctx).as_deref()), &responses).await? {
+        match wire::answer(&self.tasks, id, Owner::Is(owner(ctx).as_deref()), &responses).await? {
             Answered::Applied | Answered::NotWaiting => Ok(()),
             Answered::NoneAccepted => Err(RpcError::invalid_params(format!(
                 "the answer to input request {key:?} was not accepted: malformed for its request, \

@@ -5,8 +5,10 @@
 use super::owner::owner;
 use super::{LegacyTasksExtension, record};
 use crate::ctx::Ctx;
-use crate::ext::tasks::legacy_store::DEFAULT_PAGE_SIZE;
-use crate::ext::tasks::{Owner, store_error};
+use crate::ext::tasks::runtime;
+use crate::ext::tasks::store::Owner;
+use crate::ext::tasks::store::legacy_store::DEFAULT_PAGE_SIZE;
+use crate::ext::tasks::wire::store_error;
 use crate::protocol::RpcError;
 use crate::protocol::tasks::TaskStatus;
 use serde_json::{Map, Value, json};
@@ -68,7 +70,7 @@ impl LegacyTasksExtension {
     /// TypeScript SDK 1.x and `mcp-remote` expect when they read it right
     /// after cancelling (issue 34). It holds no live slot meanwhile: its
     /// principal's cap counts live tasks, and terminal ones are bounded
-    /// apart (see `ext::tasks::terminal`).
+    /// apart (see `ext::tasks::runtime::terminal`).
     pub(super) async fn cancel(&self, ctx: &Ctx, params: &Map<String, Value>) -> Result<Value, RpcError> {
         let id = task_id(params)?;
         let key = owner(ctx);
@@ -83,7 +85,7 @@ impl LegacyTasksExtension {
         let rec = self.tasks.store().cancel(id, owner, None).await.map_err(store_error)?;
         if rec.version != before.version {
             self.tasks.after_write(&rec);
-            crate::ext::tasks::ended(&self.tasks, &rec).await;
+            runtime::ended(&self.tasks, &rec).await;
         }
         Ok(record::task(&rec).into_value())
     }

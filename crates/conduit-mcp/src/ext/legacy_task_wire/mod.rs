@@ -16,14 +16,14 @@ mod record;
 mod status;
 
 use crate::ctx::Ctx;
-use crate::ext::tasks::legacy_store::LegacyTasks;
-use crate::ext::tasks::{Requested, create_task, start_janitor};
+use crate::ext::tasks::runtime::{LegacyTasks, start_janitor};
+use crate::ext::tasks::wire::{Requested, create_task};
 use crate::protocol::RpcError;
 use crate::protocol::meta::ClientCapabilities;
 use crate::protocol::methods::{TASKS_CANCEL, TASKS_GET, TASKS_LIST, TASKS_RESULT};
 use crate::protocol::version::Era;
 use crate::server::{Declaration, Extension, IntoExtension, TaskMaker};
-use crate::tool::{ResumableFn, TaskSpec};
+use crate::task::{ResumableFn, TaskSpec};
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;

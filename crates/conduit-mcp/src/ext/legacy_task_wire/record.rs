@@ -4,7 +4,7 @@
 //! returns. The record is era-neutral and the shapes are `protocol`'s; what this
 //! era makes of a record (a tool error is `failed`) is decided here only.
 
-use crate::ext::tasks::TaskRecord;
+use crate::ext::tasks::store::TaskRecord;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::ErrorCode;
 use crate::protocol::legacy_tasks::{LegacyCreateTaskResult, LegacyTask, RELATED_TASK_KEY, related_task};

@@ -5,8 +5,8 @@
 //! polls `tasks/get` or waits on `tasks/result` loses nothing without it.
 
 use super::record;
-use crate::ext::tasks::legacy_store::LegacyTasks;
-use crate::ext::tasks::{Owner, TaskRecord};
+use crate::ext::tasks::runtime::LegacyTasks;
+use crate::ext::tasks::store::{Owner, TaskRecord};
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::methods::TASKS_STATUS;
 use crate::protocol::tasks::TaskStatus;

@@ -4,7 +4,7 @@
 //! `notifications/tasks` on `subscriptions/listen`.
 //!
 //! It is off unless you install it with an enabled [`TasksConfig`]. A tool
-//! returns a [`TaskSpec`](crate::tool::TaskSpec); when the request declared
+//! returns a [`TaskSpec`](crate::task::TaskSpec); when the request declared
 //! the extension the server stores the task (owned by the caller's principal)
 //! before it answers, then your `start` function or `spawn`ed work drives it
 //! through the [`Tasks`] handle. When the request did not declare it, `spawn`ed
@@ -41,63 +41,56 @@
 //!
 //! The user guide is `docs/tasks.md`.
 //!
+//! The extension is built in three rooms: `store` (the [`TaskStore`]
+//! contract, the [`TaskRecord`] it keeps, [`limits`], [`MemoryStore`] and the
+//! `2025-11-25` era's listable store), `runtime` (the [`Tasks`] handle, work
+//! launched under leases, recovery ([`recover`]), the janitor, the [`Notifier`],
+//! [`TasksConfig`], and [`LegacyTasks`]) and `wire` (the extension's methods,
+//! task creation and answers for both eras). The wire depends on the runtime,
+//! the runtime on the store, never the other way. What a tool author
+//! describes and drives a task with is [`crate::task`].
+//!
 // The guide (docs/tasks.md), its examples compiled as doc tests.
 #![doc = include_str!("../../../guides/tasks.md")]
 
-mod answers;
-mod config;
-pub(crate) mod config_toml;
-mod create_rate;
-mod creation;
-mod extension;
-mod janitor;
-pub mod legacy_store;
-pub mod limits;
-mod memory;
-mod notifier;
-mod recovery;
-mod rpc_error;
-mod runtime;
-mod store;
-mod task;
-mod task_id;
-mod terminal;
-mod worker;
+pub(crate) mod runtime;
+pub(crate) mod store;
+pub(crate) mod wire;
 
-pub use crate::tool::{HookError, StoreTransaction, TransactionHook, WrittenTask};
-pub use config::{JanitorConfig, NotifierConfig, TasksConfig};
-pub use extension::MAX_LISTEN_TASK_IDS;
-pub use janitor::sweep;
-pub use legacy_store::LegacyTasks;
-pub use memory::MemoryStore;
-pub use notifier::{ListenNotifier, Notifier};
-pub use recovery::{Recovery, recover, recover_own};
-pub use store::{CreateCaps, Owner, StatusFields, StoreError, TaskStore, TerminalBound, UpdateFn};
-pub use task::{Lease, TaskFailure, TaskRecord};
-pub use task_id::new_task_id;
-pub use worker::Tasks;
+pub use runtime::{
+    JanitorConfig, LegacyTasks, ListenNotifier, Notifier, NotifierConfig, Recovery, Tasks, TasksConfig, recover,
+    recover_own, sweep,
+};
+pub use store::limits;
+pub use store::{
+    CreateCaps, Lease, MemoryStore, Owner, StatusFields, TaskFailure, TaskRecord, TaskStore, TerminalBound, UpdateFn,
+    new_task_id,
+};
+pub use wire::MAX_LISTEN_TASK_IDS;
 
-pub(crate) use answers::{Answered, answer};
-pub(crate) use creation::{Requested, create_task};
-pub(crate) use janitor::start_janitor;
-pub(crate) use rpc_error::store_error;
-pub(crate) use terminal::ended;
+pub mod legacy_store {
+    //! Legacy tasks: the task model of protocol revision `2025-11-25` (the seed's
+    //! `ConduitMcp.Tasks`), stored apart from the extension's tasks.
+    //!
+    //! The legacy era's tasks are the same [`TaskRecord`](super::TaskRecord)s,
+    //! driven by the same worker calls, in a store of their own: a
+    //! [`LegacyTaskStore`] is a [`TaskStore`](super::TaskStore) that can also
+    //! [`list`](LegacyTaskStore::list) an owner's tasks, which the legacy
+    //! `tasks/list` needs and the modern contract forbids. Pages are sealed with a
+    //! [`CursorKey`]: a cursor that was altered or issued to someone else is
+    //! refused with [`StoreError::InvalidCursor`](crate::task::StoreError::InvalidCursor)
+    //! (`-32602` on the wire).
+    //!
+    //! Here: the store trait and its memory store, the sealed cursor (the
+    //! extension's `store` room), and [`LegacyTasks`], the Tasks runtime over
+    //! such a store (plus `list` and `wait`) that a [`Tasks`](super::Tasks)
+    //! handle owns as its twin (the `runtime` room). The `2025-11-25` wire
+    //! (`tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`) is
+    //! `ext::legacy_task_wire`'s.
 
-use crate::server::{Extension, IntoExtension};
-use std::sync::Arc;
-
-/// Installs what the handle serves when its configuration enables it, and
-/// nothing otherwise: the Tasks extension (`2026-07-28`), and the
-/// `2025-11-25` tasks wire over its legacy twin (the paired one, or one made
-/// now in memory).
-impl IntoExtension for Tasks {
-    fn into_extensions(self) -> Vec<Arc<dyn Extension>> {
-        if !self.config().enabled {
-            return Vec::new();
-        }
-        let twin = self.legacy_twin();
-        let mut installed = vec![Arc::new(extension::TasksExtension { tasks: self }) as Arc<dyn Extension>];
-        installed.extend(twin.into_iter().flat_map(IntoExtension::into_extensions));
-        installed
-    }
+    pub use super::runtime::LegacyTasks;
+    pub use super::store::legacy_store::{
+        CursorKey, DEFAULT_PAGE_SIZE, LegacyTaskStore, ListPosition, MAX_PAGE_SIZE, MemoryLegacyStore, TaskPage,
+        clamp_page_size,
+    };
 }

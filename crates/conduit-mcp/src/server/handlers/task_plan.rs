@@ -32,8 +32,9 @@ use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::tools::CallToolResult;
 use crate::protocol::version::Era;
 use crate::server::{Server, TaskMaker};
+use crate::task::{TaskSpec, TaskSupport, TaskWork};
+use crate::tool::ToolOutput;
 use crate::tool::registry::Registered;
-use crate::tool::{TaskSpec, TaskSupport, TaskWork, ToolOutput};
 use serde_json::{Map, Value};
 
 /// A `tools/call` past its precheck: what the request asked for, kept until the tool answers.
