@@ -18,7 +18,7 @@
 #              (its section appended after that). Then scripts/bench_wrk.sh: W1 and
 #              W2 under wrk against the fixture, the bench server, rmcp and the echo.
 #              Then scripts/bench_auth.sh: W1 with OAuth validation on against off.
-#   --smoke    the CI pass: debug builds, every workload for 0.5 s on tiny sizes, one
+#   --smoke    the CI pass: debug builds, every workload for 0.25 s on tiny sizes, one
 #              round, ours on memory and SQLite, and on PostgreSQL when DATABASE_URL
 #              is set; writes target/bench/smoke.md and fails if anything errored;
 #              then the client benchmark on 20 tasks, one round (target/bench/follow.md).

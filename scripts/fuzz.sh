@@ -28,6 +28,10 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
   # A debug build: the tool only drives cargo and libFuzzer, and it compiles in half the time.
   cargo install cargo-fuzz --locked --debug
 fi
+# -D warnings: the fuzz crate builds the library with the server feature alone (no http),
+# a feature set no other build checks; a warning there fails here. (`fuzz run` below
+# builds with the same flags, so it finds the build done.)
+export RUSTFLAGS="${RUSTFLAGS:-} -D warnings"
 cargo +nightly fuzz build -O
 
 # fuzz_one TARGET: runs it for SECONDS_EACH; its output goes to target/fuzz-TARGET.log,

@@ -121,7 +121,7 @@ struct RunArgs {
     /// The rmcp peer's `Cargo.lock`, to report rmcp's exact version.
     #[arg(long)]
     rmcp_lock: Option<PathBuf>,
-    /// The smoke pass: every workload for half a second on tiny sizes, one round; fails on any error.
+    /// The smoke pass: every workload for a quarter of a second on tiny sizes, one round; fails on any error.
     #[arg(long)]
     smoke: bool,
     /// Rounds (default 3; 1 with --smoke).

@@ -156,13 +156,13 @@ impl Plan {
         }
     }
 
-    /// The smoke pass: every workload for half a second on tiny sizes, one round.
+    /// The smoke pass: every workload for a quarter of a second on tiny sizes, one round.
     pub fn smoke() -> Self {
         Self {
             rounds: 1,
             conns: vec![1, 50],
-            warmup_ms: 100,
-            measure_ms: 500,
+            warmup_ms: 50,
+            measure_ms: 250,
             table: 2_000,
             bucket: 500,
             create_cap_ms: 2_000,
@@ -170,7 +170,7 @@ impl Plan {
             notify_tasks: 20,
             sweep_tasks: 20_000,
             sweep_expired_percent: 10,
-            sweep_baseline_ms: 500,
+            sweep_baseline_ms: 250,
             stores: vec![Store::Memory],
             smoke: true,
             only: Vec::new(),

@@ -15,6 +15,11 @@
 //! What all sessions of a node retain (replay buffers, waiting requests) stays
 //! under one ceiling in bytes.
 //!
+
+// Only the HTTP transport reads a session's SSE streams, the forwarding of a response to
+// another node and the relay's node tags: a server built without `http` (stdio only)
+// compiles them unused.
+#![cfg_attr(not(feature = "http"), allow(dead_code, unused_imports))]
 // The guide to both eras on one endpoint (docs/eras.md).
 #![doc = include_str!("../../guides/eras.md")]
 
