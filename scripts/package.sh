@@ -44,6 +44,9 @@ done
   echo "members = [$(IFS=,; echo "${members[*]}")]"
   echo "[patch.crates-io]"
   printf '%s\n' "${patches[@]}"
+  # The workspace's profiles: with the same settings, the dependencies clippy checked are
+  # reused instead of checked again.
+  awk '/^\[/ { keep = /^\[profile/ } keep' Cargo.toml
 } >"$check/Cargo.toml"
 # The workspace's lockfile as the starting point: the same versions of every dependency.
 cp Cargo.lock "$check/Cargo.lock"
