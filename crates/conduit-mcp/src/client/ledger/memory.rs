@@ -110,7 +110,7 @@ impl TaskLedger for MemoryLedger {
         let cutoff = now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
         let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let before = entries.len();
-        entries.retain(|e| !((e.has_ended() && e.updated_ms < cutoff) || e.expires_ms.is_some_and(|x| x < cutoff)));
+        entries.retain(|e| !(e.updated_ms < cutoff && (e.has_ended() || e.expires_ms.is_some_and(|x| x < cutoff))));
         Ok(before - entries.len())
     }
 }

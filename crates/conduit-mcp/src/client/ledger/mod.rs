@@ -49,7 +49,10 @@ pub const NOT_KNOWN: &str = "the server does not know it any more: it expired, i
 /// (`http://Host:80/mcp` and `http://host/mcp` are one server); a string
 /// that is not an http(s) URL is kept as it is.
 pub fn server_key(url: &str) -> String {
-    crate::client::http_options::parse_url("the server URL", url).map_or_else(|_| url.to_owned(), |u| u.to_string())
+    match url::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => u.to_string(),
+        _ => url.to_owned(),
+    }
 }
 
 /// Which entries [`TaskLedger::list`] returns.
@@ -106,8 +109,9 @@ pub trait TaskLedger: Send + Sync + std::fmt::Debug {
     /// Forgets the entries of this task id (on any server); how many there were.
     async fn forget(&self, task_id: &str) -> Result<usize, LedgerError>;
 
-    /// Removes the entries that ended (terminal or lost) more than
-    /// `retention` before `now_ms`, and the unfinished ones whose TTL ended
-    /// that long ago (their server has forgotten them); how many went.
+    /// Removes the entries last changed more than `retention` before
+    /// `now_ms` that ended (terminal or lost) or whose TTL ended that long
+    /// ago too (their server has forgotten them; one seen since is kept, to
+    /// be reported lost); how many went.
     async fn prune(&self, now_ms: i64, retention: Duration) -> Result<usize, LedgerError>;
 }

@@ -358,8 +358,8 @@ impl TaskLedger for SqliteLedger {
     async fn prune(&self, now_ms: i64, retention: Duration) -> Result<usize, LedgerError> {
         let cutoff = now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
         let done = sqlx::query(
-            "DELETE FROM tasks WHERE ((lost IS NOT NULL OR status IN ('completed', 'failed', 'cancelled'))
-             AND updated_ms < ?1) OR expires_ms < ?1",
+            "DELETE FROM tasks WHERE updated_ms < ?1 AND (lost IS NOT NULL
+             OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1)",
         )
         .bind(cutoff)
         .execute(&self.pool)
