@@ -5,7 +5,8 @@
 //! (the harness's browser binary, which follows the AS to the loopback
 //! callback) or prints the URL for the test's browser (`--no-browser`); calls use the stored token (owner-only files, never
 //! printed); an expired token is refreshed silently; logout forgets it;
-//! client credentials log a machine in and renew without a person.
+//! client credentials log a machine in and renew without a person; the task
+//! ledger names an OAuth principal by issuer and subject and resumes as it.
 
 use crate::cli_support;
 use crate::common;
@@ -265,6 +266,20 @@ async fn the_whole_chain_against_serve_oauth_issuer() {
     let o = cli(&dir, &["call", &url, "build", "ref=main", "steps=1"]).await;
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout).trim(), "built main in 1 steps");
+
+    // The ledger names the principal by issuer and subject, never the token, and resumes as it.
+    let o = cli(&dir, &["call", &url, "build", "ref=later", "steps=2", "--detach"]).await;
+    let id = text(&o.stdout).trim().to_owned();
+    let o = cli(&dir, &["task", "list", "--json", "--offline"]).await;
+    let access = stored(&dir)["access_token"].as_str().unwrap().to_owned();
+    let entries: Vec<Value> = text(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let later = entries.iter().find(|e| e["taskId"] == id.as_str()).expect("recorded");
+    let who = later["principal"].as_str().unwrap();
+    assert!(who.starts_with(&format!("oauth:{}#", auth.issuer())) && !who.ends_with('#'), "{who}");
+    assert!(!std::fs::read(dir.join("tasks.db")).unwrap().windows(access.len()).any(|w| w == access.as_bytes()));
+    let o = cli(&dir, &["task", "wait", &url, "--all"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "built later in 2 steps");
 
     // Expired: refreshed with the same scopes, and the new JWT still opens the tool.
     let file = token_file(&dir).unwrap();
