@@ -1,6 +1,11 @@
 //! [`TaskEvents`] and the follower behind it: observe (push or poll),
 //! answer new input keys once, stop at a terminal status, the TTL deadline,
-//! or a task stuck waiting.
+//! or a task stuck waiting; each change of status goes to the task ledger.
+//!
+//! Fresh and resumed handles ([`Client::unfinished`](super::Client::unfinished))
+//! share this one follower: a server's task status events, once the client
+//! reads them, belong here, beside the listen push, so both kinds of
+//! handle follow them.
 
 use super::error::ClientError;
 use super::input;

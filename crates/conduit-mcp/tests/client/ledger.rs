@@ -4,7 +4,8 @@
 //! follows it to its end; tasks that cannot be followed are reported lost
 //! with the reason, never dropped; another principal's are not offered;
 //! on 2025-11-25 a task resumes with authentication and, without it, is
-//! said to belong to its session.
+//! said to belong to its session; a task the ledger cannot take is named
+//! in the error and runs on.
 
 use crate::client_support;
 use crate::common;
@@ -168,4 +169,23 @@ async fn legacy_tasks_resume_with_authentication_and_are_session_bound_without()
     let reasons = lost(fresh.unfinished().await.expect("unfinished"));
     assert!(reasons[0].contains("belongs to the session that created it"), "{reasons:?}");
     assert_eq!(fresh.requests_sent(), sent, "nothing was sent for it");
+}
+
+#[tokio::test]
+async fn a_task_the_ledger_cannot_take_is_named_in_the_error_and_runs_on() {
+    let tasks = tasks();
+    let h = served(&tasks).await;
+    // Room for one unfinished task: the second cannot be recorded, and no unfinished one is dropped.
+    let ledger: Arc<dyn TaskLedger> = Arc::new(MemoryLedger::with_cap(1));
+    let c = connect_as(&h.url, Some("alice"), Era::Modern, &ledger).await;
+    let kept = job(&c).await;
+    let id = match guard("tools/call", c.call_tool("job", json!({}))).await {
+        Err(ClientError::Ledger { task_id: Some(id), source }) => {
+            assert!(!source.to_string().contains(&id), "the message does not carry the id: {source}");
+            id
+        }
+        other => panic!("not a ledger error: {other:?}"),
+    };
+    assert_eq!(guard("tasks/get", c.task(id.as_str()).get()).await.unwrap().task.status, TaskStatus::Working);
+    assert_eq!(entries(&ledger).await.into_iter().map(|e| e.task_id).collect::<Vec<_>>(), [kept.id()]);
 }
