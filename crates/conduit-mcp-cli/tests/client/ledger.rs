@@ -4,8 +4,9 @@
 //! brings each to its result; lost tasks (a memory-store node restarted, a
 //! TTL that ended) are shown lost; CLIs writing at once lose no entry; the
 //! file is owner-only; an unreadable ledger stops every command with one
-//! line and sends nothing; no token or task id in the logs; the legacy era
-//! with and without authentication.
+//! line and sends nothing; no token or task id in the logs; task ids and
+//! tool names from a server are printed escaped; the legacy era with and
+//! without authentication.
 
 use crate::cli_support;
 use crate::common;
@@ -309,4 +310,46 @@ async fn the_legacy_era_resumes_with_authentication_and_says_why_not_without() {
     let w = cfg.run(&["task", "wait", &node.url, "--all", "--token", "tok"]).await;
     assert_eq!(w.status.code(), Some(0), "{}", stderr(&w));
     assert_eq!(stdout(&w), "built old in 3 steps\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_server_named_is_printed_escaped() {
+    const EVIL_ID: &str = "id\x1b]0;pwned\x07\x1b[2K\u{202e}";
+    let url = mock(|req| match req["method"].as_str().unwrap_or("") {
+        "server/discover" => result(req, discover()),
+        "tools/list" => result(
+            req,
+            json!({ "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+                    "tools": [{ "name": "t\x1b[8m", "inputSchema": { "type": "object", "properties": {} } }] }),
+        ),
+        "tools/call" => {
+            let mut t = task("working", "2026-08-01T10:30:00Z", None);
+            t["taskId"] = json!(EVIL_ID);
+            t["resultType"] = json!("task");
+            result(req, t)
+        }
+        _ => error(req, -32602, "Failed to retrieve task: Task not found"),
+    })
+    .await;
+    let cfg = Config::new();
+    let o = cfg.run(&["call", &url, "t\x1b[8m", "--detach"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let outputs = [
+        o,
+        cfg.run(&["task", "list", "--offline"]).await,
+        cfg.run(&["task", "list", "--offline", "--json"]).await,
+        cfg.run(&["task", "wait", &url, "--all"]).await,
+        cfg.run(&["task", "list"]).await,
+    ];
+    for o in &outputs {
+        for b in o.stdout.iter().chain(o.stderr.iter()) {
+            assert!(*b == b'\n' || *b >= 0x20, "control byte {b:#x} in {:?} / {:?}", stdout(o), stderr(o));
+        }
+        assert!(!stdout(o).contains('\u{202e}') && !stderr(o).contains('\u{202e}'), "no bidirectional override");
+    }
+    assert!(stdout(&outputs[1]).contains("\\x1b]0;pwned"), "shown escaped: {}", stdout(&outputs[1]));
+    assert!(stderr(&outputs[3]).contains("lost: t\\x1b[8m id\\x1b]0;pwned"), "{}", stderr(&outputs[3]));
+    // The id is kept exactly, so `forget` takes it back.
+    let f = cfg.run(&["task", "forget", EVIL_ID]).await;
+    assert_eq!(f.status.code(), Some(0), "{}", stderr(&f));
 }
