@@ -1,19 +1,5 @@
 //! [`SqliteLedger`] (feature `ledger-sqlite`): the ledger in one SQLite
 //! file, for a client whose tasks must outlive it.
-//!
-//! - **Crash-safe:** each write is one transaction in WAL mode. With
-//!   `synchronous = NORMAL` a commit is not synced on its own (a power cut
-//!   may undo the last few; a killed process loses none, since the WAL is in
-//!   the OS's hands once written); the WAL is synced at each checkpoint, so a
-//!   thousand records cost a thousand appends, not a thousand `fsync`s.
-//! - **Shared:** several processes may write at once; a writer waits for
-//!   the lock up to the busy timeout (5 s), and every write takes the lock
-//!   with its first statement, so none fails half way.
-//! - **Owner-only:** the file is created `0600` (its `-wal` and `-shm` take
-//!   the same mode) in a directory made `0700`.
-//! - **Its own:** the file carries an application id; a file that is not
-//!   SQLite, is damaged, or is another program's database is refused
-//!   ([`LedgerError::Unreadable`]) and never written to.
 
 use super::{DEFAULT_CAP, LedgerEntry, LedgerError, LedgerFilter, TaskLedger};
 use crate::protocol::tasks::TaskStatus;
@@ -51,7 +37,21 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS tasks (
 const COLUMNS: &str = "server, task_id, principal, version, tool, args_digest, created_ms, expires_ms, status, \
                        updated_ms, lost, resumable";
 
-/// The task ledger in an SQLite file (see the [module](self) docs).
+/// The task ledger in an SQLite file.
+///
+/// - **Crash-safe:** each write is one transaction in WAL mode. With
+///   `synchronous = NORMAL` a commit is not synced on its own (a power cut
+///   may undo the last few; a killed process loses none, since the WAL is in
+///   the OS's hands once written); the WAL is synced at each checkpoint, so a
+///   thousand records cost a thousand appends, not a thousand `fsync`s.
+/// - **Shared:** several processes may write at once; a writer waits for
+///   the lock up to the busy timeout (5 s), and every write takes the lock
+///   with its first statement, so none fails half way.
+/// - **Owner-only:** the file is created `0600` (its `-wal` and `-shm` take
+///   the same mode) in a directory made `0700`.
+/// - **Its own:** the file carries an application id; a file that is not
+///   SQLite, is damaged, or is another program's database is refused
+///   ([`LedgerError::Unreadable`]) and never written to.
 #[derive(Debug, Clone)]
 pub struct SqliteLedger {
     path: PathBuf,
