@@ -40,11 +40,15 @@ impl MemoryLedger {
     }
 }
 
-/// Drops the oldest ended entries of `entries` until at most `cap` remain;
-/// `false` when only unfinished ones are left and there are still too many.
-fn make_room(entries: &mut Vec<LedgerEntry>, cap: usize) -> bool {
+/// Drops entries until at most `cap` remain: the oldest ended ones first,
+/// then unfinished ones whose TTL ended before `now_ms` (their server has
+/// forgotten them); `false` when only live unfinished ones are left and
+/// there are still too many.
+fn make_room(entries: &mut Vec<LedgerEntry>, cap: usize, now_ms: i64) -> bool {
     while entries.len() > cap {
-        let Some(oldest) = entries.iter().enumerate().filter(|(_, e)| e.has_ended()).min_by_key(|(_, e)| e.updated_ms)
+        let gone = |e: &LedgerEntry| e.has_ended() || e.expires_ms.is_some_and(|x| x < now_ms);
+        let Some(oldest) =
+            entries.iter().enumerate().filter(|(_, e)| gone(e)).min_by_key(|(_, e)| (e.is_unfinished(), e.updated_ms))
         else {
             return false;
         };
@@ -59,7 +63,7 @@ impl TaskLedger for MemoryLedger {
         let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         entries.retain(|e| !(e.server == entry.server && e.task_id == entry.task_id));
         entries.push(entry.clone());
-        if make_room(&mut entries, self.cap) {
+        if make_room(&mut entries, self.cap, entry.updated_ms) {
             Ok(())
         } else {
             entries.pop();
@@ -133,6 +137,16 @@ mod tests {
         l.record(&entry("c", 5)).await.unwrap();
         let ids: Vec<String> = l.list(&LedgerFilter::all()).await.unwrap().into_iter().map(|e| e.task_id).collect();
         assert_eq!(ids, ["b", "c"]);
+        // An unfinished task whose TTL has ended makes room; one within it never does.
+        let mut expired = entry("d", 6);
+        expired.expires_ms = Some(7);
+        assert!(matches!(l.record(&expired).await, Err(LedgerError::Full { .. })));
+        let mut b = entry("b", 8);
+        b.expires_ms = Some(9);
+        l.record(&b).await.unwrap();
+        l.record(&entry("e", 10)).await.unwrap();
+        let ids: Vec<String> = l.list(&LedgerFilter::all()).await.unwrap().into_iter().map(|e| e.task_id).collect();
+        assert_eq!(ids, ["c", "e"]);
     }
 
     #[tokio::test]

@@ -34,8 +34,9 @@ use async_trait::async_trait;
 use std::time::Duration;
 
 /// How many entries a ledger keeps by default. Past it, the oldest ended
-/// (terminal or lost) entries go first; unfinished ones are never dropped
-/// to make room ([`LedgerError::Full`] instead).
+/// (terminal or lost) entries go first, then unfinished ones whose TTL has
+/// ended (their server has forgotten them); an unfinished task within its
+/// TTL is never dropped to make room ([`LedgerError::Full`] instead).
 pub const DEFAULT_CAP: usize = 10_000;
 
 /// How long an ended entry is kept by default (7 days), for `task list` to show it.

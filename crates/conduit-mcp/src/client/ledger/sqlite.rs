@@ -271,13 +271,16 @@ impl TaskLedger for SqliteLedger {
         .map_err(self.err())?;
         let n = self.count(&mut tx).await?;
         if n > self.cap {
-            // Over the cap: the oldest ended entries go, never an unfinished one.
+            // Over the cap: the oldest ended entries go first, then unfinished ones
+            // whose TTL has ended; an unfinished task within its TTL never goes.
             let excess = i64::try_from(n - self.cap).unwrap_or(i64::MAX);
             sqlx::query(
                 "DELETE FROM tasks WHERE (server, task_id) IN (SELECT server, task_id FROM tasks
-                 WHERE lost IS NOT NULL OR status IN ('completed', 'failed', 'cancelled')
-                 ORDER BY updated_ms LIMIT ?)",
+                 WHERE lost IS NOT NULL OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1
+                 ORDER BY lost IS NULL AND status NOT IN ('completed', 'failed', 'cancelled'), updated_ms
+                 LIMIT ?2)",
             )
+            .bind(e.updated_ms)
             .bind(excess)
             .execute(&mut *tx)
             .await

@@ -71,6 +71,12 @@ async fn the_cap_keeps_every_unfinished_task() {
     l.record(&entry("c", 5)).await.unwrap();
     let ids: Vec<String> = l.list(&LedgerFilter::all()).await.unwrap().into_iter().map(|e| e.task_id).collect();
     assert_eq!(ids, ["b", "c"]);
+    let mut b = entry("b", 6);
+    b.expires_ms = Some(7);
+    l.record(&b).await.unwrap();
+    l.record(&entry("d", 8)).await.unwrap();
+    let ids: Vec<String> = l.list(&LedgerFilter::all()).await.unwrap().into_iter().map(|e| e.task_id).collect();
+    assert_eq!(ids, ["c", "d"], "an unfinished task past its TTL made room");
     assert_eq!(l.prune(10_000, Duration::from_secs(1)).await.unwrap(), 0);
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
