@@ -65,6 +65,7 @@ fn age(ms: i64, now: i64) -> String {
 fn state(e: &LedgerEntry, mine: Option<&str>) -> String {
     match (&e.lost, mine) {
         (Some(why), _) => format!("lost: {why}"),
+        (None, _) if e.in_flight => "calling (no answer yet)".to_owned(),
         (None, Some(p)) if p != e.principal && e.is_unfinished() => {
             format!("{} (another principal's: not refreshed)", e.status.as_str())
         }
@@ -128,7 +129,7 @@ pub(crate) async fn list(a: ListArgs) -> Exit {
         if a.remote.json {
             let v = json!({ "server": e.server, "tool": e.tool, "taskId": e.task_id, "status": e.status.as_str(),
                             "lost": e.lost, "createdMs": e.created_ms, "principal": e.principal,
-                            "version": e.version, "resumable": e.resumable });
+                            "version": e.version, "resumable": e.resumable, "inFlight": e.in_flight });
             println!("{}", json_safe(&v.to_string()));
         } else {
             println!(
@@ -137,7 +138,8 @@ pub(crate) async fn list(a: ListArgs) -> Exit {
                 one_line(&e.tool),
                 age(e.created_ms, now),
                 one_line(&state(e, mine)),
-                one_line(&e.task_id)
+                // A call in flight has no task id, only the client's own key.
+                if e.in_flight { std::borrow::Cow::Borrowed("-") } else { one_line(&e.task_id) }
             );
         }
     }
@@ -204,7 +206,8 @@ pub(crate) async fn wait_all(a: WaitArgs) -> Exit {
     for u in found {
         match u {
             Unfinished::Lost { entry, reason } => {
-                eprintln!("lost: {} {}: {}", one_line(&entry.tool), one_line(&entry.task_id), one_line(&reason));
+                let id = if entry.in_flight { "(no task id)".into() } else { one_line(&entry.task_id) };
+                eprintln!("lost: {} {id}: {}", one_line(&entry.tool), one_line(&reason));
                 exit = Exit::Usage;
             }
             Unfinished::Resumed { entry, task } => resumed.push((entry, task)),

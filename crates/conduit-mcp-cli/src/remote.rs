@@ -213,8 +213,9 @@ impl Remote {
                 self.add_headers(b)?
             }
         };
+        // A person's call: written down before it is sent, so a kill mid-call leaves a trace too.
         b = match ledger {
-            Some(l) if url.is_some() => b.ledger(l),
+            Some(l) if url.is_some() => b.ledger(l).record_calls_in_flight(true),
             _ => b.no_ledger(),
         };
         b = b.client_info(CLIENT_INFO_NAME, env!("CARGO_PKG_VERSION")).input_handler(handler);

@@ -1,6 +1,6 @@
 //! The task ledger through the real binary against `conduit-mcp serve`:
-//! `call` killed with SIGKILL at the task's creation, mid-progress and while
-//! its question is open, then `task list` shows each and `task wait --all`
+//! `call` killed with SIGKILL while its `tools/call` waits for an answer,
+//! at the task's creation, mid-progress and while its question is open, then `task list` shows each and `task wait --all`
 //! brings each to its result; lost tasks (a memory-store node restarted, a
 //! TTL that ended) are shown lost; CLIs writing at once lose no entry; the
 //! file is owner-only; an unreadable ledger stops every command with one
@@ -85,6 +85,16 @@ impl Config {
         })
         .await
         .unwrap();
+    }
+
+    /// Starts `conduit-mcp ARGS` and kills it with SIGKILL once `told` is notified.
+    async fn killed_when(&self, args: &[&str], told: Arc<tokio::sync::Notify>) {
+        let mut c = self.cmd(args);
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut child = c.spawn().expect("spawn conduit-mcp");
+        tokio::time::timeout(std::time::Duration::from_secs(20), told.notified()).await.expect("told in time");
+        child.kill().expect("SIGKILL");
+        tokio::task::spawn_blocking(move || child.wait().expect("reaped")).await.unwrap();
     }
 
     /// The ledger as `task list --json` prints it (refreshed with `tasks/get`).
@@ -352,4 +362,44 @@ async fn what_a_server_named_is_printed_escaped() {
     // The id is kept exactly, so `forget` takes it back.
     let f = cfg.run(&["task", "forget", EVIL_ID]).await;
     assert_eq!(f.status.code(), Some(0), "{}", stderr(&f));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_killed_before_its_answer_is_reported_interrupted() {
+    let sent = Arc::new(tokio::sync::Notify::new());
+    let told = sent.clone();
+    let url = mock(move |req| match req["method"].as_str().unwrap_or("") {
+        "server/discover" => result(req, discover()),
+        "tools/list" => result(req, one_tool()),
+        "tools/call" => {
+            // The call is written down before it is sent: it is in the ledger by now.
+            told.notify_one();
+            (1, "", String::new())
+        }
+        _ => error(req, -32602, "Failed to retrieve task: Task not found"),
+    })
+    .await;
+    let cfg = Config::new();
+    cfg.killed_when(&["call", &url, "t"], sent).await;
+    let offline = cfg.list(&["--offline"]).await;
+    assert_eq!((offline.len(), offline[0]["inFlight"].as_bool()), (1, Some(true)), "{offline:?}");
+    let text = cfg.run(&["task", "list", "--offline"]).await;
+    assert!(stdout(&text).contains("  t  0s  calling (no answer yet)  -"), "{}", stdout(&text));
+    let w = cfg.run(&["task", "wait", &url, "--all"]).await;
+    assert_eq!(w.status.code(), Some(2));
+    assert!(
+        stderr(&w).contains("lost: t (no task id): the call was interrupted before the server answered"),
+        "{}",
+        stderr(&w)
+    );
+    // An answered call leaves nothing behind but its task.
+    let done = mock(|req| match req["method"].as_str().unwrap_or("") {
+        "server/discover" => result(req, discover()),
+        "tools/list" => result(req, one_tool()),
+        _ => result(req, json!({ "resultType": "complete", "content": [] })),
+    })
+    .await;
+    let o = cfg.run(&["call", &done, "t"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(cfg.list(&["--offline", &done]).await.is_empty());
 }

@@ -53,6 +53,7 @@ pub struct ClientBuilder {
     on_notification: Option<NotificationFn>,
     follow: FollowSettings,
     ledger: Option<Arc<dyn TaskLedger>>,
+    calls_in_flight: bool,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -85,6 +86,7 @@ impl ClientBuilder {
                 now_ms: Arc::new(system_now_ms),
             },
             ledger: Some(Arc::new(MemoryLedger::new())),
+            calls_in_flight: false,
         }
     }
 
@@ -285,6 +287,16 @@ impl ClientBuilder {
         self
     }
 
+    /// Writes each `tools/call` to the ledger before it is sent, too (off by
+    /// default: two more writes per call). A process killed between sending
+    /// a call and reading its answer then leaves an entry that
+    /// [`Client::unfinished`] reports as interrupted (if the server made a
+    /// task, its id never arrived), instead of nothing. The CLI turns it on.
+    pub fn record_calls_in_flight(mut self, on: bool) -> Self {
+        self.calls_in_flight = on;
+        self
+    }
+
     /// Writes no task down: [`Client::unfinished`] finds nothing.
     pub fn no_ledger(mut self) -> Self {
         self.ledger = None;
@@ -307,10 +319,10 @@ impl ClientBuilder {
                     (None, Some(t)) => Credential::Token(t.clone()),
                     (None, None) => Credential::None,
                 };
-                recorder = self
-                    .ledger
-                    .clone()
-                    .map(|l| Recorder::new(l, ledger::server_key(url), credential.clone(), self.follow.now_ms.clone()));
+                recorder = self.ledger.clone().map(|l| {
+                    let now = self.follow.now_ms.clone();
+                    Recorder::new(l, ledger::server_key(url), credential.clone(), now, self.calls_in_flight)
+                });
                 Arc::new(HttpWire::new(url.clone(), self.http.clone(), credential, self.headers.clone(), requests_tx)?)
             }
             Target::Stdio(p, args) => Arc::new(StdioWire::spawn(p, args, self.http.max_message, requests_tx)?),

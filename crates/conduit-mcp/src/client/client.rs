@@ -100,14 +100,27 @@ impl Client {
     /// returned; when that write fails the error is
     /// [`ClientError::Ledger`], naming the task (which runs on).
     pub async fn call_tool(&self, name: &str, args: Value) -> Result<CallOutcome, ClientError> {
-        // The arguments move into the request; the ledger keeps their digest, taken first.
-        let kept = self.shared.tracker.recorder().map(|_| args.clone());
-        Ok(match self.shared.era.call_tool(name, args).await? {
-            ToolCall::Complete(r) => CallOutcome::Complete(r),
+        let Some(r) = self.shared.tracker.recorder() else {
+            return Ok(match self.shared.era.call_tool(name, args).await? {
+                ToolCall::Complete(res) => CallOutcome::Complete(res),
+                ToolCall::Task(t) => CallOutcome::Task(TaskHandle::new(self.shared.tracker.clone(), t)),
+            });
+        };
+        // The arguments move into the request; the ledger keeps their digest.
+        let version = &self.shared.server.version;
+        let kept = args.clone();
+        let key = r.calling(version, name, &kept).await?;
+        let answer = self.shared.era.call_tool(name, args).await;
+        match (&answer, key.as_deref()) {
+            (Ok(ToolCall::Task(_)), _) | (_, None) => {}
+            // A refusal made no task; a broken call may have.
+            (Err(e @ (ClientError::Transport(_) | ClientError::Protocol(_))), Some(k)) => r.answered(k, Some(e)).await,
+            (_, Some(k)) => r.answered(k, None).await,
+        }
+        Ok(match answer? {
+            ToolCall::Complete(res) => CallOutcome::Complete(res),
             ToolCall::Task(t) => {
-                if let (Some(r), Some(args)) = (self.shared.tracker.recorder(), kept) {
-                    r.created(&t, &self.shared.server.version, self.spoken(), name, &args).await?;
-                }
+                r.created(key.as_deref(), &t, version, self.spoken(), name, &kept).await?;
                 CallOutcome::Task(TaskHandle::new(self.shared.tracker.clone(), t))
             }
         })

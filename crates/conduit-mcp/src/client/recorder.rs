@@ -19,6 +19,8 @@ pub(crate) struct Recorder {
     server: String,
     credential: Credential,
     now_ms: Arc<dyn Fn() -> i64 + Send + Sync>,
+    /// Whether a `tools/call` is written down before it is sent, too.
+    calls_in_flight: bool,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -34,8 +36,9 @@ impl Recorder {
         server: String,
         credential: Credential,
         now_ms: Arc<dyn Fn() -> i64 + Send + Sync>,
+        calls_in_flight: bool,
     ) -> Self {
-        Self { ledger, server, credential, now_ms }
+        Self { ledger, server, credential, now_ms, calls_in_flight }
     }
 
     /// The ledger.
@@ -65,10 +68,42 @@ impl Recorder {
         })
     }
 
-    /// Records a task `tools/call` just created. On failure the error names
-    /// the task, which runs on unrecorded.
+    /// Writes down a `tools/call` about to be sent (when calls in flight are
+    /// recorded): its key, for [`created`](Self::created) or
+    /// [`answered`](Self::answered) to clear. On failure nothing is sent.
+    pub(crate) async fn calling(&self, version: &str, tool: &str, args: &Value) -> Result<Option<String>, ClientError> {
+        if !self.calls_in_flight {
+            return Ok(None);
+        }
+        let principal = self.principal().await?;
+        let e = LedgerEntry::call_in_flight(&self.server, principal, version, tool, args_digest(args), self.now());
+        self.ledger.record(&e).await.map_err(|source| ClientError::Ledger { source, task_id: None })?;
+        Ok(Some(e.task_id))
+    }
+
+    /// The call in flight `key` was answered without a task (a result, or a
+    /// refusal): it is forgotten. When `failed` says why no answer came, it
+    /// is kept as lost instead (the server may have made a task).
+    pub(crate) async fn answered(&self, key: &str, failed: Option<&ClientError>) {
+        let done = match failed {
+            None => self.ledger.forget(key).await.map(drop),
+            Some(e) => {
+                let why =
+                    format!("the call ended before the server answered ({e}): if it made a task, its id never arrived");
+                self.ledger.mark_lost(&self.server, key, &why, self.now()).await
+            }
+        };
+        if let Err(e) = done {
+            tracing::warn!(error = %e, "could not clear a call in flight from the task ledger");
+        }
+    }
+
+    /// Records a task `tools/call` just created (in place of the call in
+    /// flight `call_key`, if any). On failure the error names the task, which
+    /// runs on unrecorded.
     pub(crate) async fn created(
         &self,
+        call_key: Option<&str>,
         task: &Task,
         version: &str,
         era: Era,
@@ -91,7 +126,10 @@ impl Recorder {
         e.status = task.status;
         // Without authentication a 2025-11-25 task is its session's: no other session reads it.
         e.resumable = !(era == Era::Legacy && e.principal == principal::ANONYMOUS);
-        self.ledger.record(&e).await.map_err(unrecorded)
+        match call_key {
+            Some(key) => self.ledger.replace(key, &e).await.map_err(unrecorded),
+            None => self.ledger.record(&e).await.map_err(unrecorded),
+        }
     }
 
     /// Notes the status last seen of task `id` (a failure is logged, not returned:

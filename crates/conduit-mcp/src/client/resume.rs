@@ -34,6 +34,11 @@ pub enum Unfinished {
 
 /// Why `entry` cannot be followed on a connection speaking `era`, before asking the server.
 fn unfollowable(entry: &LedgerEntry, era: Era, version: &str) -> Option<String> {
+    if entry.in_flight {
+        return Some(
+            "the call was interrupted before the server answered: if it made a task, its id never arrived".to_owned(),
+        );
+    }
     if entry.era() != era {
         return Some(format!(
             "recorded on protocol {}, but the server now speaks {version}: not followed",

@@ -85,7 +85,8 @@ pub fn task(status: &str, created: &str, ttl: Option<u64>) -> Value {
 }
 
 /// A server on `127.0.0.1:0` that answers each POST with `f(body)`, or
-/// closes mid-answer when `f` returns status 0. Returns its URL.
+/// closes mid-answer when `f` returns status 0, or never answers (the
+/// connection held open) when it returns status 1. Returns its URL.
 pub async fn mock(f: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> String {
     let f = Arc::new(f);
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -115,6 +116,9 @@ pub async fn mock(f: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> Strin
                 };
                 let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let (status, ct, body) = f(&req);
+                if status == 1 {
+                    std::future::pending::<()>().await;
+                }
                 if status == 0 {
                     // Start an SSE answer, then hang up before the response.
                     let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n: hi\n\n").await;

@@ -37,6 +37,11 @@ pub struct LedgerEntry {
     /// Whether a new process may read the task: `false` for a `2025-11-25`
     /// task made without authentication, which belongs to its session.
     pub resumable: bool,
+    /// A `tools/call` sent whose answer has not come (yet): `task_id` is then
+    /// the client's own key for the call (`call:` and random hex), not a
+    /// task id. Left behind by a process killed mid-call, it is reported as
+    /// interrupted: if the server made a task, its id never arrived.
+    pub in_flight: bool,
 }
 
 impl fmt::Debug for LedgerEntry {
@@ -51,6 +56,7 @@ impl fmt::Debug for LedgerEntry {
             .field("status", &self.status)
             .field("lost", &self.lost)
             .field("resumable", &self.resumable)
+            .field("in_flight", &self.in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -79,7 +85,24 @@ impl LedgerEntry {
             updated_ms: created_ms,
             lost: None,
             resumable: true,
+            in_flight: false,
         }
+    }
+
+    /// A `tools/call` about to be sent, under a fresh key of the client's own
+    /// (see [`in_flight`](Self::in_flight)).
+    pub fn call_in_flight(
+        server: impl Into<String>,
+        principal: impl Into<String>,
+        version: impl Into<String>,
+        tool: impl Into<String>,
+        args_digest: impl Into<String>,
+        created_ms: i64,
+    ) -> Self {
+        let key = format!("call:{:032x}", rand::random::<u128>());
+        let mut e = Self::new(server, principal, key, version, tool, args_digest, created_ms);
+        e.in_flight = true;
+        e
     }
 
     /// The era of [`version`](Self::version).

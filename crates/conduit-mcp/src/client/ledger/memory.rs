@@ -71,6 +71,14 @@ impl TaskLedger for MemoryLedger {
         }
     }
 
+    async fn replace(&self, call_key: &str, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|e| !(e.in_flight && e.server == entry.server && e.task_id == call_key));
+        self.record(entry).await
+    }
+
     async fn set_status(
         &self,
         server: &str,

@@ -110,6 +110,14 @@ pub trait TaskLedger: Send + Sync + std::fmt::Debug {
     /// Forgets the entries of this task id (on any server); how many there were.
     async fn forget(&self, task_id: &str) -> Result<usize, LedgerError>;
 
+    /// Records `entry` in place of the call in flight keyed `call_key` on
+    /// the same server (its answer came: a task). Provided as a record then
+    /// a forget; a ledger that can do both in one transaction should.
+    async fn replace(&self, call_key: &str, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        self.record(entry).await?;
+        self.forget(call_key).await.map(drop)
+    }
+
     /// Removes the entries last changed more than `retention` before
     /// `now_ms` that ended (terminal or lost) or whose TTL ended that long
     /// ago too (their server has forgotten them; one seen since is kept, to

@@ -31,11 +31,12 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS tasks (
     updated_ms INTEGER NOT NULL,
     lost TEXT,
     resumable INTEGER NOT NULL,
+    in_flight INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (server, task_id)
 ) WITHOUT ROWID";
 
 const COLUMNS: &str = "server, task_id, principal, version, tool, args_digest, created_ms, expires_ms, status, \
-                       updated_ms, lost, resumable";
+                       updated_ms, lost, resumable, in_flight";
 
 /// The task ledger in an SQLite file.
 ///
@@ -159,6 +160,61 @@ impl SqliteLedger {
         tx.commit().await.map_err(self.err())
     }
 
+    /// Records `e` (in place of the call in flight `replaced`, if any) in one write transaction.
+    async fn record_in_place_of(&self, replaced: Option<&str>, e: &LedgerEntry) -> Result<(), LedgerError> {
+        let mut tx = self.write().await?;
+        // The call it answers gives up its place first, so the cap counts one entry.
+        if let Some(key) = replaced {
+            sqlx::query("DELETE FROM tasks WHERE server = ? AND task_id = ? AND in_flight = 1")
+                .bind(&e.server)
+                .bind(key)
+                .execute(&mut *tx)
+                .await
+                .map_err(self.err())?;
+        }
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT OR REPLACE INTO tasks ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )))
+        .bind(&e.server)
+        .bind(&e.task_id)
+        .bind(&e.principal)
+        .bind(&e.version)
+        .bind(&e.tool)
+        .bind(&e.args_digest)
+        .bind(e.created_ms)
+        .bind(e.expires_ms)
+        .bind(e.status.as_str())
+        .bind(e.updated_ms)
+        .bind(e.lost.as_deref())
+        .bind(i64::from(e.resumable))
+        .bind(i64::from(e.in_flight))
+        .execute(&mut *tx)
+        .await
+        .map_err(self.err())?;
+        let n = self.count(&mut tx).await?;
+        if n > self.cap {
+            // Over the cap: the oldest ended entries go first, then unfinished ones
+            // whose TTL has ended; an unfinished task within its TTL never goes.
+            let excess = i64::try_from(n - self.cap).unwrap_or(i64::MAX);
+            sqlx::query(
+                "DELETE FROM tasks WHERE (server, task_id) IN (SELECT server, task_id FROM tasks
+                 WHERE lost IS NOT NULL OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1
+                 ORDER BY lost IS NULL AND status NOT IN ('completed', 'failed', 'cancelled'), updated_ms
+                 LIMIT ?2)",
+            )
+            .bind(e.updated_ms)
+            .bind(excess)
+            .execute(&mut *tx)
+            .await
+            .map_err(self.err())?;
+            if self.count(&mut tx).await? > self.cap {
+                // Nothing is written: the transaction rolls back when dropped.
+                return Err(LedgerError::Full { cap: self.cap });
+            }
+        }
+        tx.commit().await.map_err(self.err())
+    }
+
     async fn count(&self, tx: &mut Transaction<'static, Sqlite>) -> Result<usize, LedgerError> {
         let n: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(&mut **tx).await.map_err(self.err())?;
         Ok(usize::try_from(n).unwrap_or(0))
@@ -244,53 +300,18 @@ fn entry(path: &str, row: &SqliteRow) -> Result<LedgerEntry, LedgerError> {
     e.updated_ms = row.try_get(9).map_err(get)?;
     e.lost = row.try_get(10).map_err(get)?;
     e.resumable = row.try_get::<i64, _>(11).map_err(get)? != 0;
+    e.in_flight = row.try_get::<i64, _>(12).map_err(get)? != 0;
     Ok(e)
 }
 
 #[async_trait]
 impl TaskLedger for SqliteLedger {
     async fn record(&self, e: &LedgerEntry) -> Result<(), LedgerError> {
-        let mut tx = self.write().await?;
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT OR REPLACE INTO tasks ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )))
-        .bind(&e.server)
-        .bind(&e.task_id)
-        .bind(&e.principal)
-        .bind(&e.version)
-        .bind(&e.tool)
-        .bind(&e.args_digest)
-        .bind(e.created_ms)
-        .bind(e.expires_ms)
-        .bind(e.status.as_str())
-        .bind(e.updated_ms)
-        .bind(e.lost.as_deref())
-        .bind(i64::from(e.resumable))
-        .execute(&mut *tx)
-        .await
-        .map_err(self.err())?;
-        let n = self.count(&mut tx).await?;
-        if n > self.cap {
-            // Over the cap: the oldest ended entries go first, then unfinished ones
-            // whose TTL has ended; an unfinished task within its TTL never goes.
-            let excess = i64::try_from(n - self.cap).unwrap_or(i64::MAX);
-            sqlx::query(
-                "DELETE FROM tasks WHERE (server, task_id) IN (SELECT server, task_id FROM tasks
-                 WHERE lost IS NOT NULL OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1
-                 ORDER BY lost IS NULL AND status NOT IN ('completed', 'failed', 'cancelled'), updated_ms
-                 LIMIT ?2)",
-            )
-            .bind(e.updated_ms)
-            .bind(excess)
-            .execute(&mut *tx)
-            .await
-            .map_err(self.err())?;
-            if self.count(&mut tx).await? > self.cap {
-                // Nothing is written: the transaction rolls back when dropped.
-                return Err(LedgerError::Full { cap: self.cap });
-            }
-        }
-        tx.commit().await.map_err(self.err())
+        self.record_in_place_of(None, e).await
+    }
+
+    async fn replace(&self, call_key: &str, entry: &LedgerEntry) -> Result<(), LedgerError> {
+        self.record_in_place_of(Some(call_key), entry).await
     }
 
     async fn set_status(
