@@ -2,6 +2,7 @@
 //! and see it through (MRTR prompts, the task's progress and questions).
 
 use crate::follow_ui::{follow, print_result};
+use crate::ledger_args::LedgerArgs;
 use crate::progress::Progress;
 use crate::prompt::Terminal;
 use crate::remote::{Exit, Remote, fail, usage};
@@ -45,6 +46,8 @@ pub(crate) struct CallArgs {
     /// `URL TOOL [KEY=VALUE ...]` (no URL with `--stdio`).
     #[arg(value_name = "URL TOOL [KEY=VALUE]")]
     positionals: Vec<String>,
+    #[command(flatten)]
+    ledger: LedgerArgs,
     #[command(flatten)]
     remote: Remote,
 }
@@ -107,7 +110,16 @@ pub(crate) async fn run(a: CallArgs) -> Exit {
         Ok(h) => h,
         Err(e) => return e,
     };
-    let client = match a.remote.connect(url.as_deref(), handler).await {
+    // The ledger first: a task is written down before anything about it is printed.
+    let ledger = if url.is_some() {
+        match a.ledger.open().await {
+            Ok(l) => l,
+            Err(e) => return e,
+        }
+    } else {
+        None
+    };
+    let client = match a.remote.connect_recording(url.as_deref(), handler, ledger).await {
         Ok(c) => c,
         Err(e) => return e,
     };

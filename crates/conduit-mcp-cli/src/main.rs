@@ -8,7 +8,9 @@
 //! `[sessions]`, `[http]`, `[oauth]`, parsed and validated once);
 //! `--era modern|legacy|both` (default both) restricts the protocol eras.
 //! The client commands (`tools`, `call`, `task`, `watch`) talk to any MCP
-//! server, over HTTP or to a child process over stdio.
+//! server, over HTTP or to a child process over stdio; `call` writes each
+//! task to the task ledger first, and `task list` / `task wait URL --all`
+//! read it back.
 
 mod args;
 mod call_cmd;
@@ -17,6 +19,8 @@ mod credentials;
 mod demo;
 mod demo_tasks;
 mod follow_ui;
+mod ledger_args;
+mod ledger_cmd;
 mod limit_args;
 mod login_cmd;
 #[cfg(feature = "metrics")]

@@ -61,6 +61,15 @@ impl Progress {
         }
     }
 
+    /// Starts the spinner again after [`finish`](Self::finish) (the next task of `task wait --all`).
+    pub(crate) fn restart(&self) {
+        if let Some(b) = &self.bar {
+            b.reset();
+            b.enable_steady_tick(Duration::from_millis(120));
+        }
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
     /// Removes the spinner.
     pub(crate) fn finish(&self) {
         if let Some(b) = &self.bar {

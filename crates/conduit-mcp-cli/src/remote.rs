@@ -3,6 +3,7 @@
 
 use crate::credentials::{FileCredentials, config_dir};
 use crate::shell::quote;
+use conduit_mcp::client::ledger::SqliteLedger;
 use conduit_mcp::client::oauth::OAuth;
 use conduit_mcp::client::sanitize::{excerpt, one_line};
 use conduit_mcp::client::{Client, ClientBuilder, ClientError, InputHandler};
@@ -70,6 +71,13 @@ pub(crate) fn fail(e: &ClientError) -> Exit {
                 "error: {url} asks for more scope: run `conduit-mcp login {} --scope {}`",
                 quote(&url),
                 quote(&scopes)
+            );
+        }
+        ClientError::Ledger { source, task_id: Some(id) } => {
+            eprintln!("error: {}", excerpt(&source.to_string(), MAX_ERROR_CHARS));
+            eprintln!(
+                "the task was created but not recorded; it runs on: `conduit-mcp task wait URL {}` follows it",
+                quote(&one_line(id))
             );
         }
         _ => eprintln!("error: {}", excerpt(&e.to_string(), MAX_ERROR_CHARS)),
@@ -175,10 +183,22 @@ impl Remote {
 
     /// Connects to the server: with `--token`, that token; otherwise the
     /// tokens `conduit-mcp login` stored for the URL, refreshed as needed.
+    /// No task is written to the ledger.
     pub(crate) async fn connect(
         &self,
         url: Option<&str>,
         handler: impl InputHandler + 'static,
+    ) -> Result<Client, Exit> {
+        self.connect_recording(url, handler, None).await
+    }
+
+    /// [`connect`](Self::connect), writing the tasks of an HTTP server to
+    /// `ledger` (a stdio server's tasks are its child process's own).
+    pub(crate) async fn connect_recording(
+        &self,
+        url: Option<&str>,
+        handler: impl InputHandler + 'static,
+        ledger: Option<SqliteLedger>,
     ) -> Result<Client, Exit> {
         let mut b = match url {
             Some(u) => {
@@ -192,6 +212,11 @@ impl Remote {
                 let b = ClientBuilder::stdio(self.command[0].clone(), self.command[1..].iter().cloned());
                 self.add_headers(b)?
             }
+        };
+        // A person's call: written down before it is sent, so a kill mid-call leaves a trace too.
+        b = match ledger {
+            Some(l) if url.is_some() => b.ledger(l).record_calls_in_flight(true),
+            _ => b.no_ledger(),
         };
         b = b.client_info(CLIENT_INFO_NAME, env!("CARGO_PKG_VERSION")).input_handler(handler);
         b.connect().await.map_err(|e| fail(&e))

@@ -1,5 +1,6 @@
 //! `conduit-mcp task get|wait|cancel URL TASK_ID` and
-//! `conduit-mcp watch URL TASK_ID...`.
+//! `conduit-mcp watch URL TASK_ID...` (`task list`, `task wait URL --all`
+//! and `task forget` read the ledger: `ledger_cmd.rs`).
 
 use crate::call_cmd::InputArgs;
 use crate::follow_ui::{follow, print_outcome};
@@ -20,6 +21,10 @@ pub(crate) enum TaskCommand {
     Wait(WaitArgs),
     /// Ask the server to cancel the task (`tasks/cancel`).
     Cancel(TaskArgs),
+    /// List the tasks in the ledger (every server, or URL's), their status refreshed with `tasks/get`.
+    List(crate::ledger_cmd::ListArgs),
+    /// Remove a task from the ledger (the task itself is not cancelled).
+    Forget(crate::ledger_cmd::ForgetArgs),
 }
 
 /// `task get|cancel` arguments.
@@ -39,15 +44,20 @@ pub(crate) struct TaskArgs {
 #[derive(clap::Args, Debug)]
 pub(crate) struct WaitArgs {
     #[command(flatten)]
-    input: InputArgs,
-    /// `URL TASK_ID` (no URL with `--stdio`).
+    pub(crate) input: InputArgs,
+    /// Every unfinished task the ledger holds for URL, one after the other (instead of TASK_ID).
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// `URL TASK_ID` (no URL with `--stdio`; no TASK_ID with `--all`).
     #[arg(value_name = "URL TASK_ID")]
-    positionals: Vec<String>,
+    pub(crate) positionals: Vec<String>,
     /// Task ids that start with `-` (`main` moves them here; see `task_ids.rs`).
     #[arg(long = crate::task_ids::FLAG, hide = true, allow_hyphen_values = true)]
     dash_ids: Vec<String>,
     #[command(flatten)]
-    remote: Remote,
+    pub(crate) ledger: crate::ledger_args::LedgerArgs,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
 }
 
 /// `watch` arguments.
@@ -75,7 +85,10 @@ pub(crate) async fn run(cmd: TaskCommand) -> Exit {
     match cmd {
         TaskCommand::Get(a) => get_or_cancel(a, false).await,
         TaskCommand::Cancel(a) => get_or_cancel(a, true).await,
+        TaskCommand::Wait(a) if a.all => crate::ledger_cmd::wait_all(a).await,
         TaskCommand::Wait(a) => wait(a).await,
+        TaskCommand::List(a) => crate::ledger_cmd::list(a).await,
+        TaskCommand::Forget(a) => crate::ledger_cmd::forget(a).await,
     }
 }
 
@@ -116,7 +129,7 @@ async fn get_or_cancel(a: TaskArgs, cancel: bool) -> Exit {
     }
 }
 
-fn line(t: &Task) -> String {
+pub(crate) fn line(t: &Task) -> String {
     let msg = t.status_message.as_deref().map(|m| format!("  {}", one_line(m))).unwrap_or_default();
     format!("{}  {}{msg}", one_line(&t.task_id), t.status.as_str())
 }
@@ -136,7 +149,16 @@ async fn wait(a: WaitArgs) -> Exit {
         Ok(h) => h,
         Err(e) => return e,
     };
-    let client = match a.remote.connect(url.as_deref(), handler).await {
+    // The ledger notes how the task ends, when it holds it.
+    let ledger = if url.is_some() {
+        match a.ledger.open().await {
+            Ok(l) => l,
+            Err(e) => return e,
+        }
+    } else {
+        None
+    };
+    let client = match a.remote.connect_recording(url.as_deref(), handler, ledger).await {
         Ok(c) => c,
         Err(e) => return e,
     };

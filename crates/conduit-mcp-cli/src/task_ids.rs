@@ -36,7 +36,7 @@ fn flags(cmd: &clap::Command) -> (HashSet<String>, HashSet<String>) {
 pub(crate) fn rewrite(cli: clap::Command, args: Vec<OsString>) -> Vec<OsString> {
     let strs: Vec<Option<&str>> = args.iter().map(|a| a.to_str()).collect();
     let path: Vec<&str> = match strs.get(1..3) {
-        Some([Some("task"), Some(sub @ ("get" | "wait" | "cancel"))]) => vec!["task", sub],
+        Some([Some("task"), Some(sub @ ("get" | "wait" | "cancel" | "forget"))]) => vec!["task", sub],
         Some([Some("watch"), _]) => vec!["watch"],
         _ => return args,
     };

@@ -11,6 +11,7 @@ pub mod oauth_support;
 
 mod cli;
 mod https;
+mod ledger;
 mod oauth;
 mod pty;
 mod python_oauth;

@@ -5,7 +5,9 @@
 //! (the harness's browser binary, which follows the AS to the loopback
 //! callback) or prints the URL for the test's browser (`--no-browser`); calls use the stored token (owner-only files, never
 //! printed); an expired token is refreshed silently; logout forgets it;
-//! client credentials log a machine in and renew without a person.
+//! client credentials log a machine in and renew without a person; the task
+//! ledger names an OAuth principal by issuer and subject and resumes as it,
+//! on 2025-11-25 from a new session too.
 
 use crate::cli_support;
 use crate::common;
@@ -266,6 +268,20 @@ async fn the_whole_chain_against_serve_oauth_issuer() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(text(&o.stdout).trim(), "built main in 1 steps");
 
+    // The ledger names the principal by issuer and subject, never the token, and resumes as it.
+    let o = cli(&dir, &["call", &url, "build", "ref=later", "steps=2", "--detach"]).await;
+    let id = text(&o.stdout).trim().to_owned();
+    let o = cli(&dir, &["task", "list", "--json", "--offline"]).await;
+    let access = stored(&dir)["access_token"].as_str().unwrap().to_owned();
+    let entries: Vec<Value> = text(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let later = entries.iter().find(|e| e["taskId"] == id.as_str()).expect("recorded");
+    let who = later["principal"].as_str().unwrap();
+    assert!(who.starts_with(&format!("oauth:{}#", auth.issuer())) && !who.ends_with('#'), "{who}");
+    assert!(!std::fs::read(dir.join("tasks.db")).unwrap().windows(access.len()).any(|w| w == access.as_bytes()));
+    let o = cli(&dir, &["task", "wait", &url, "--all"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "built later in 2 steps");
+
     // Expired: refreshed with the same scopes, and the new JWT still opens the tool.
     let file = token_file(&dir).unwrap();
     let before = stored(&dir);
@@ -280,5 +296,41 @@ async fn the_whole_chain_against_serve_oauth_issuer() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let o = cli(&dir, &["tools", &url]).await;
     assert_eq!(o.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// On 2025-11-25 with OAuth, a task belongs to the principal, not the session:
+/// the ledger marks it resumable and a new process (a new session) finishes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_task_resumes_from_a_new_session_as_the_same_principal() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let listen = format!("127.0.0.1:{port}");
+    let _node = common::Node::start_exactly(&[
+        "--listen",
+        &listen,
+        "--era",
+        "legacy",
+        "--oauth-issuer",
+        auth.issuer(),
+        "--resource",
+        &url,
+        "--oauth-scope",
+        "mcp:read",
+    ])
+    .await;
+    let dir = config_dir("legacy-ledger");
+    let (code, log) = login(&auth, &dir, &url).await;
+    assert_eq!(code, Some(0), "{log}");
+    let o = cli(&dir, &["call", &url, "build", "ref=session", "steps=2", "--detach"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = cli(&dir, &["task", "list", "--json", "--offline"]).await;
+    let entry: Value = serde_json::from_str(text(&o.stdout).lines().next().expect("recorded")).unwrap();
+    assert_eq!((entry["version"].as_str(), entry["resumable"].as_bool()), (Some("2025-11-25"), Some(true)));
+    assert!(entry["principal"].as_str().unwrap().starts_with(&format!("oauth:{}#", auth.issuer())), "{entry}");
+    let o = cli(&dir, &["task", "wait", &url, "--all"]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).trim(), "built session in 2 steps");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -24,7 +24,7 @@ mod login;
 mod refresh;
 mod suggestions;
 
-use cli_support::{BIN, run};
+use cli_support::{BIN, run, test_ledger};
 use hostile_support::{Reply, discover, hostile, tools};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -86,7 +86,7 @@ async fn server_text_cannot_drive_the_terminal() {
     let url = h.url.clone();
     let raw = tokio::task::spawn_blocking(move || {
         let mut cmd = std::process::Command::new(BIN);
-        cmd.args(["call", &url, "form"]).env("TERM", "xterm");
+        cmd.args(["call", &url, "form"]).env("TERM", "xterm").env("CONDUIT_MCP_LEDGER", test_ledger());
         let opts = rexpect::reader::Options { timeout_ms: Some(20_000), strip_ansi_escape_codes: false };
         let mut p = rexpect::session::spawn_with_options(cmd, opts).expect("pty");
         let (before, _) = p.exp_regex("fill in the form").unwrap();

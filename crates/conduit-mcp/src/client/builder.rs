@@ -10,7 +10,9 @@ use super::error::ClientError;
 use super::http::HttpWire;
 use super::http_options::{self, HttpOptions};
 use super::input::{InputHandler, NoInput};
+use super::ledger::{self, MemoryLedger, TaskLedger};
 use super::oauth::{self, OAuth, StoredTokens};
+use super::recorder::Recorder;
 use super::stdio::StdioWire;
 use super::tracker::FollowSettings;
 use super::wire::Wire;
@@ -50,6 +52,8 @@ pub struct ClientBuilder {
     info: Implementation,
     on_notification: Option<NotificationFn>,
     follow: FollowSettings,
+    ledger: Option<Arc<dyn TaskLedger>>,
+    calls_in_flight: bool,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -81,6 +85,8 @@ impl ClientBuilder {
                 push: true,
                 now_ms: Arc::new(system_now_ms),
             },
+            ledger: Some(Arc::new(MemoryLedger::new())),
+            calls_in_flight: false,
         }
     }
 
@@ -265,10 +271,43 @@ impl ClientBuilder {
         self
     }
 
+    /// Where the client writes down the tasks it creates (default: a
+    /// [`MemoryLedger`], which lasts as long as the process). A
+    /// [`SqliteLedger`](super::ledger::SqliteLedger) keeps them across
+    /// restarts, for [`Client::unfinished`] to resume. HTTP servers only: a
+    /// stdio server is a child process, and its tasks are its own.
+    pub fn ledger(mut self, ledger: impl TaskLedger + 'static) -> Self {
+        self.ledger = Some(Arc::new(ledger));
+        self
+    }
+
+    /// [`ledger`](Self::ledger) with a ledger shared with other clients.
+    pub fn shared_ledger(mut self, ledger: Arc<dyn TaskLedger>) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// Writes each `tools/call` to the ledger before it is sent, too (off by
+    /// default: two more writes per call). A process killed between sending
+    /// a call and reading its answer then leaves an entry that
+    /// [`Client::unfinished`] reports as interrupted (if the server made a
+    /// task, its id never arrived), instead of nothing. The CLI turns it on.
+    pub fn record_calls_in_flight(mut self, on: bool) -> Self {
+        self.calls_in_flight = on;
+        self
+    }
+
+    /// Writes no task down: [`Client::unfinished`] finds nothing.
+    pub fn no_ledger(mut self) -> Self {
+        self.ledger = None;
+        self
+    }
+
     /// Connects: starts the transport and settles the era: the one pinned, or
     /// `server/discover` first and `initialize` when the server does not speak `2026-07-28`.
     pub async fn connect(self) -> Result<Client, ClientError> {
         let (requests_tx, requests_rx) = mpsc::unbounded_channel();
+        let mut recorder = None;
         let wire: Arc<dyn Wire> = match &self.target {
             Target::Http(url) => {
                 let credential = match (&self.oauth, &self.token) {
@@ -280,6 +319,10 @@ impl ClientBuilder {
                     (None, Some(t)) => Credential::Token(t.clone()),
                     (None, None) => Credential::None,
                 };
+                recorder = self.ledger.clone().map(|l| {
+                    let now = self.follow.now_ms.clone();
+                    Recorder::new(l, ledger::server_key(url), credential.clone(), now, self.calls_in_flight)
+                });
                 Arc::new(HttpWire::new(url.clone(), self.http.clone(), credential, self.headers.clone(), requests_tx)?)
             }
             Target::Stdio(p, args) => Arc::new(StdioWire::spawn(p, args, self.http.max_message, requests_tx)?),
@@ -287,6 +330,6 @@ impl ClientBuilder {
         let conn = Arc::new(Connection::new(wire, self.handler, self.on_notification));
         let (era, server) = era::choose(&conn, self.era, &self.info).await?;
         connection::answer_unsolicited(Arc::downgrade(&conn), requests_rx, server.version.clone());
-        Ok(Client::new(server, era, self.follow))
+        Ok(Client::new(server, era, self.follow, recorder))
     }
 }

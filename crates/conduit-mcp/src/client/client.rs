@@ -5,11 +5,15 @@
 
 use super::era::{Dialect, ToolCall};
 use super::error::ClientError;
+use super::ledger::{TaskLedger, principal};
 use super::notifications::ListenStream;
 use super::outcome::ToolOutcome;
+use super::recorder::Recorder;
+use super::resume::{self, Unfinished};
 use super::server_info::ServerInfo;
 use super::task::TaskHandle;
 use super::tracker::{FollowSettings, Tracker};
+use crate::protocol::Era;
 use crate::protocol::tools::{CallToolResult, ToolInfo};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -51,10 +55,21 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client speaking `era` to the server described by `server`.
-    pub(crate) fn new(server: ServerInfo, era: Arc<dyn Dialect>, follow: FollowSettings) -> Self {
-        let tracker = Arc::new(Tracker::new(era.clone(), follow));
+    /// A client speaking `era` to the server described by `server`, its
+    /// tasks written down by `recorder` (if any).
+    pub(crate) fn new(
+        server: ServerInfo,
+        era: Arc<dyn Dialect>,
+        follow: FollowSettings,
+        recorder: Option<Recorder>,
+    ) -> Self {
+        let tracker = Arc::new(Tracker::new(era.clone(), follow, recorder));
         Self { shared: Arc::new(Shared { server, era, tracker }) }
+    }
+
+    /// The era spoken (settled when connecting).
+    fn spoken(&self) -> Era {
+        self.shared.server.era.unwrap_or(Era::Modern)
     }
 
     /// What the server said about itself when connecting.
@@ -80,10 +95,34 @@ impl Client {
     /// `tools/call`: answers MRTR `input_required` rounds through the
     /// [`InputHandler`](super::InputHandler) (each key once) and returns the
     /// tool's result or the task the server made of it.
+    ///
+    /// A task is written to the client's task ledger before its handle is
+    /// returned; when that write fails the error is
+    /// [`ClientError::Ledger`], naming the task (which runs on).
     pub async fn call_tool(&self, name: &str, args: Value) -> Result<CallOutcome, ClientError> {
-        Ok(match self.shared.era.call_tool(name, args).await? {
-            ToolCall::Complete(r) => CallOutcome::Complete(r),
-            ToolCall::Task(t) => CallOutcome::Task(TaskHandle::new(self.shared.tracker.clone(), t)),
+        let Some(r) = self.shared.tracker.recorder() else {
+            return Ok(match self.shared.era.call_tool(name, args).await? {
+                ToolCall::Complete(res) => CallOutcome::Complete(res),
+                ToolCall::Task(t) => CallOutcome::Task(TaskHandle::new(self.shared.tracker.clone(), t)),
+            });
+        };
+        // The arguments move into the request; the ledger keeps their digest.
+        let version = &self.shared.server.version;
+        let kept = args.clone();
+        let key = r.calling(version, name, &kept).await?;
+        let answer = self.shared.era.call_tool(name, args).await;
+        match (&answer, key.as_deref()) {
+            (Ok(ToolCall::Task(_)), _) | (_, None) => {}
+            // A refusal made no task; a broken call may have.
+            (Err(e @ (ClientError::Transport(_) | ClientError::Protocol(_))), Some(k)) => r.answered(k, Some(e)).await,
+            (_, Some(k)) => r.answered(k, None).await,
+        }
+        Ok(match answer? {
+            ToolCall::Complete(res) => CallOutcome::Complete(res),
+            ToolCall::Task(t) => {
+                r.created(key.as_deref(), &t, version, self.spoken(), name, &kept).await?;
+                CallOutcome::Task(TaskHandle::new(self.shared.tracker.clone(), t))
+            }
         })
     }
 
@@ -99,6 +138,32 @@ impl Client {
     /// A handle on a task known only by its id (resume after a restart).
     pub fn task(&self, task_id: impl Into<String>) -> TaskHandle {
         TaskHandle::resumed(self.shared.tracker.clone(), task_id.into())
+    }
+
+    /// The unfinished tasks the ledger holds for this server and this
+    /// client's principal, oldest first, each read once with `tasks/get`:
+    /// [`Unfinished::Resumed`] with a handle that follows it like a fresh one,
+    /// or [`Unfinished::Lost`] with the reason (the server does not know it,
+    /// it expired, it was made on another era, or it belongs to a
+    /// `2025-11-25` session without authentication), which the ledger then
+    /// keeps. Nothing is retried or dropped silently. Empty without a ledger.
+    pub async fn unfinished(&self) -> Result<Vec<Unfinished>, ClientError> {
+        let Some(recorder) = self.shared.tracker.recorder() else { return Ok(Vec::new()) };
+        resume::unfinished(&self.shared.tracker, recorder, self.spoken(), &self.shared.server.version).await
+    }
+
+    /// The task ledger this client writes to, if any.
+    pub fn ledger(&self) -> Option<&Arc<dyn TaskLedger>> {
+        self.shared.tracker.recorder().map(Recorder::ledger)
+    }
+
+    /// Who this client is at the server, as the ledger names it
+    /// ([`principal`](super::ledger::principal)): never the credential itself.
+    pub async fn principal(&self) -> Result<String, ClientError> {
+        match self.shared.tracker.recorder() {
+            Some(r) => r.principal().await,
+            None => Ok(principal::ANONYMOUS.to_owned()),
+        }
     }
 
     /// Opens `subscriptions/listen` with `notifications` as its filter (for

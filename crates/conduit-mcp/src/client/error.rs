@@ -6,6 +6,7 @@
 //! source is there for code that inspects it (an `io::Error`, a
 //! `reqwest::Error`, a `serde_json::Error`).
 
+use super::ledger::LedgerError;
 use super::sanitize::shown;
 use crate::protocol::RpcError;
 use std::fmt;
@@ -85,6 +86,16 @@ pub enum ClientError {
     /// A tool was refused locally (an invalid `x-mcp-header` annotation) or is unknown.
     #[error("tool: {0}")]
     Tool(String),
+    /// The task ledger could not be read or written. When it failed to
+    /// record a task the server had created, `task_id` names that task: it
+    /// runs on, and [`Client::task`](super::Client::task) follows it.
+    #[error("{source}")]
+    Ledger {
+        /// What went wrong.
+        source: LedgerError,
+        /// The task that was not recorded (a bearer capability: not in the message).
+        task_id: Option<String>,
+    },
 }
 
 impl ClientError {

@@ -1,6 +1,11 @@
 //! [`TaskEvents`] and the follower behind it: observe (push or poll),
 //! answer new input keys once, stop at a terminal status, the TTL deadline,
-//! or a task stuck waiting.
+//! or a task stuck waiting; each change of status goes to the task ledger.
+//!
+//! Fresh and resumed handles ([`Client::unfinished`](super::Client::unfinished))
+//! share this one follower: a server's task status events, once the client
+//! reads them, belong here, beside the listen push, so both kinds of
+//! handle follow them.
 
 use super::error::ClientError;
 use super::input;
@@ -37,6 +42,9 @@ impl TaskEvents {
         let (tx, rx) = mpsc::channel(16);
         tokio::spawn(async move {
             if let Err(e) = follow(&tracker, &id, &tx, answer).await {
+                if let (Some(r), Some(why)) = (tracker.recorder(), lost_reason(&e)) {
+                    r.lost(&id, &why).await;
+                }
                 let _ = tx.send(Err(e)).await;
             }
         });
@@ -53,6 +61,15 @@ impl futures_util::Stream for TaskEvents {
     type Item = Result<TaskEvent, ClientError>;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.rx.poll_recv(cx)
+    }
+}
+
+/// Why a follow that ended with `e` lost its task for good (`None`: it may be followed again).
+fn lost_reason(e: &ClientError) -> Option<String> {
+    match e {
+        ClientError::TaskNotFound(_) => Some(crate::client::ledger::NOT_KNOWN.to_owned()),
+        ClientError::Expired => Some("expired: its TTL ended before it finished".to_owned()),
+        _ => None,
     }
 }
 
@@ -75,6 +92,8 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
     let mut idle_polls = 0u32;
     let mut interval = s.default_poll;
     let mut push: Option<Subscription> = None;
+    // The status last written to the ledger: a write per change of status, not per message.
+    let mut noted: Option<TaskStatus> = None;
     // Register for push before the first read: followers started together share one listen request.
     let mut pending = if s.push { tracker.hub().register(era, id) } else { None };
     let mut snapshot = era.get_task(id).await?;
@@ -84,6 +103,12 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
             .poll_interval_ms
             .map_or(s.default_poll, |ms| Duration::from_millis(ms).max(MIN_SERVER_POLL))
             .max(Duration::from_millis(10));
+        if noted != Some(snapshot.task.status) {
+            noted = Some(snapshot.task.status);
+            if let Some(r) = tracker.recorder() {
+                r.status(id, snapshot.task.status).await;
+            }
+        }
         let seen = (snapshot.task.status, snapshot.task.status_message.clone());
         if last.as_ref() != Some(&seen) {
             last = Some(seen);

@@ -16,6 +16,9 @@
 //!   `createdAt + ttlMs` deadline and when a task stays `input_required` with
 //!   nothing new to answer. Dropping it never cancels the task;
 //!   [`TaskHandle::cancel`] does. [`Client::task`] resumes from a bare id.
+//! - Every task is written to a [`ledger`] before its handle is returned;
+//!   [`Client::unfinished`] resumes the unfinished ones after a restart
+//!   (or reports each lost, with the reason).
 //! - [`Client::listen`] opens a `subscriptions/listen` stream of the caller's
 //!   own and hands over every message on it ([`ListenEvent`]).
 //! - One [`InputHandler`] answers elicitation (form and URL), sampling and
@@ -61,10 +64,13 @@ mod follow;
 mod http;
 pub(crate) mod http_options;
 mod input;
+pub mod ledger;
 mod listen_hub;
 mod notifications;
 pub mod oauth;
 mod outcome;
+mod recorder;
+mod resume;
 pub mod sanitize;
 mod server_info;
 mod sse;
@@ -84,5 +90,6 @@ pub use input::{
 };
 pub use notifications::{ListenEvent, ListenStream};
 pub use outcome::{TaskEvent, ToolOutcome};
+pub use resume::Unfinished;
 pub use server_info::ServerInfo;
 pub use task::TaskHandle;

@@ -1,8 +1,10 @@
 //! [`Tracker`]: what the task handles of one client share — the era they
-//! speak, the follower's settings, and the one listen hub.
+//! speak, the follower's settings, the one listen hub, and the task ledger
+//! they write to.
 
 use super::era::Dialect;
 use super::listen_hub::Hub;
+use super::recorder::Recorder;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,12 +40,18 @@ pub(crate) struct Tracker {
     era: Arc<dyn Dialect>,
     settings: FollowSettings,
     hub: Hub,
+    recorder: Option<Recorder>,
 }
 
 impl Tracker {
-    /// Tasks on `era`, followed with `settings`.
-    pub(crate) fn new(era: Arc<dyn Dialect>, settings: FollowSettings) -> Self {
-        Self { era, settings, hub: Hub::default() }
+    /// Tasks on `era`, followed with `settings`, written to `recorder`'s ledger (if any).
+    pub(crate) fn new(era: Arc<dyn Dialect>, settings: FollowSettings, recorder: Option<Recorder>) -> Self {
+        Self { era, settings, hub: Hub::default(), recorder }
+    }
+
+    /// Where the tasks are written down, when they are.
+    pub(crate) fn recorder(&self) -> Option<&Recorder> {
+        self.recorder.as_ref()
     }
 
     /// The era the tasks are read, answered and cancelled in.

@@ -11,6 +11,7 @@ pub mod common;
 pub mod examples;
 
 mod examples_run;
+mod ledger;
 mod over_http;
 mod rmcp_peer;
 mod tasks;

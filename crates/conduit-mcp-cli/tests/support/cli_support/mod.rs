@@ -15,15 +15,28 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_conduit-mcp");
 
+/// The task ledger of the commands these helpers run: one file per test
+/// binary under the temporary directory (never the user's own), which the
+/// binary's tests write at once.
+pub fn test_ledger() -> String {
+    let dir = std::env::temp_dir().join(format!("conduit-cli-tests-{}", std::process::id()));
+    dir.join("tasks.db").display().to_string()
+}
+
 /// Runs `conduit-mcp ARGS` with piped output (stdin, stdout and stderr are not terminals).
 pub fn run(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).stdin(std::process::Stdio::null()).output().expect("run conduit-mcp")
+    Command::new(BIN)
+        .args(args)
+        .env("CONDUIT_MCP_LEDGER", test_ledger())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run conduit-mcp")
 }
 
 /// `conduit-mcp ARGS` in a pseudo-terminal (ANSI escapes stripped from what is read).
 pub fn pty(args: &[&str]) -> rexpect::session::PtySession {
     let mut cmd = Command::new(BIN);
-    cmd.args(args).env("TERM", "xterm");
+    cmd.args(args).env("TERM", "xterm").env("CONDUIT_MCP_LEDGER", test_ledger());
     let opts = rexpect::reader::Options { timeout_ms: Some(20_000), strip_ansi_escape_codes: true };
     rexpect::session::spawn_with_options(cmd, opts).expect("spawn in a pty")
 }
@@ -72,7 +85,8 @@ pub fn task(status: &str, created: &str, ttl: Option<u64>) -> Value {
 }
 
 /// A server on `127.0.0.1:0` that answers each POST with `f(body)`, or
-/// closes mid-answer when `f` returns status 0. Returns its URL.
+/// closes mid-answer when `f` returns status 0, or never answers (the
+/// connection held open) when it returns status 1. Returns its URL.
 pub async fn mock(f: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> String {
     let f = Arc::new(f);
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -102,6 +116,9 @@ pub async fn mock(f: impl Fn(&Value) -> Answer + Send + Sync + 'static) -> Strin
                 };
                 let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                 let (status, ct, body) = f(&req);
+                if status == 1 {
+                    std::future::pending::<()>().await;
+                }
                 if status == 0 {
                     // Start an SSE answer, then hang up before the response.
                     let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n: hi\n\n").await;

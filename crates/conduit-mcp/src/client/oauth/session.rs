@@ -86,6 +86,14 @@ impl Session {
         st.tokens.is_some() && st.obtained_at.is_some_and(|at| self.now() - at < FRESH_MS)
     }
 
+    /// The tokens held now (loaded from the store on first use): the task
+    /// ledger names the principal from them.
+    pub(crate) async fn tokens_now(&self) -> Result<Option<StoredTokens>, ClientError> {
+        let mut st = self.state.lock().await;
+        self.load(&mut st).await?;
+        Ok(st.tokens.clone())
+    }
+
     /// The access token to send now (refreshed first when it has expired or
     /// is about to, at most once per [`FRESH_MS`]: an authorization server
     /// that issues tokens expiring at once cannot make every request a refresh).
