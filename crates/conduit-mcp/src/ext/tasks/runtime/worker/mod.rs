@@ -7,6 +7,7 @@
 
 mod calls;
 
+use super::changes::TaskChanges;
 use super::config::{NotifierConfig, TasksConfig};
 use super::create_rate::CreateRates;
 use super::legacy_tasks::LegacyTasks;
@@ -72,6 +73,9 @@ pub(crate) struct TasksInner {
     /// The per-client counts behind `create_rate` (made on first use; a
     /// legacy twin shares its pair's).
     create_rates: OnceLock<CreateRates>,
+    /// The change log both eras' writes go to, once something reads it (the
+    /// Events extension); a legacy twin shares its pair's.
+    changes: OnceLock<Arc<TaskChanges>>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -122,6 +126,7 @@ impl Tasks {
                 legacy: OnceLock::new(),
                 legacy_ids,
                 create_rates: OnceLock::new(),
+                changes: OnceLock::new(),
             }),
         }
     }
@@ -181,6 +186,25 @@ impl Tasks {
         }
         let _ = self.inner.legacy.set(legacy.clone());
         let _ = target.inner.create_rates.set(self.create_rates().clone());
+        self.share_changes(target);
+    }
+
+    /// The change log of this handle and its twin, kept from now on (a
+    /// handle keeps none until this is first called), bounded to
+    /// `max_changes` changes and `max_bytes` bytes when this call makes it.
+    pub(crate) fn changes(&self, max_changes: usize, max_bytes: usize) -> Arc<TaskChanges> {
+        let log = self.inner.changes.get_or_init(|| Arc::new(TaskChanges::new(max_changes, max_bytes))).clone();
+        if let Some(twin) = self.inner.legacy.get() {
+            self.share_changes(twin.tasks());
+        }
+        log
+    }
+
+    /// Makes `twin` write to this handle's change log, if it keeps one.
+    fn share_changes(&self, twin: &Tasks) {
+        if let Some(log) = self.inner.changes.get() {
+            let _ = twin.inner.changes.set(log.clone());
+        }
     }
 
     /// The per-client counts of task creates, shared with the legacy twin.
@@ -214,6 +238,7 @@ impl Tasks {
         let store: Arc<dyn TaskStore> = store;
         let twin = Self::runtime(config.store(store), self.inner.clock.clone(), true);
         let _ = twin.inner.create_rates.set(self.create_rates().clone());
+        self.share_changes(&twin);
         twin
     }
 
@@ -268,6 +293,9 @@ impl Tasks {
     /// Called after every successful store write: the configured notifier
     /// (panics swallowed), then the local consequences.
     pub(crate) fn after_write(&self, record: &TaskRecord) {
+        if let Some(log) = self.inner.changes.get() {
+            log.record(record);
+        }
         match &self.inner.config.notifier {
             NotifierConfig::Listen => self.apply_change(record),
             NotifierConfig::None => self.local_change(record),
