@@ -6,7 +6,7 @@ use crate::protocol::events::ErrorCodeProfile;
 use std::time::Duration;
 
 /// The configuration of the Events extension.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[non_exhaustive]
 #[must_use]
 pub struct EventsConfig {
@@ -35,6 +35,24 @@ pub struct EventsConfig {
     pub max_streams_per_client: usize,
     /// Most push streams open at once on this server (default 10 000).
     pub max_streams: usize,
+    /// The secret cursors are sealed with (default: a random one per handle,
+    /// so cursors do not outlive the process). Give every node, and every
+    /// restart, the same secret for cursors of a durable change log to
+    /// resume there.
+    pub cursor_key: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for EventsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The cursor key is a secret: never printed.
+        f.debug_struct("EventsConfig")
+            .field("error_codes", &self.error_codes)
+            .field("heartbeat", &self.heartbeat)
+            .field("max_poll_events", &self.max_poll_events)
+            .field("max_streams_per_client", &self.max_streams_per_client)
+            .field("cursor_key", &self.cursor_key.map(|_| ".."))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for EventsConfig {
@@ -51,6 +69,7 @@ impl Default for EventsConfig {
             retained_bytes: 16 * 1024 * 1024,
             max_streams_per_client: 16,
             max_streams: 10_000,
+            cursor_key: None,
         }
     }
 }
@@ -114,6 +133,12 @@ impl EventsConfig {
     pub fn max_streams(mut self, per_client: usize, total: usize) -> Self {
         self.max_streams_per_client = per_client;
         self.max_streams = total;
+        self
+    }
+
+    /// The secret cursors are sealed with (see [`cursor_key`](Self::cursor_key)).
+    pub fn cursor_key(mut self, key: [u8; 32]) -> Self {
+        self.cursor_key = Some(key);
         self
     }
 

@@ -60,7 +60,7 @@ impl Events {
             max_age_ms: p.max_age_ms,
             mode: DeliveryMode::Poll,
         };
-        let r = self.resolve(owner, asked)?;
+        let r = self.resolve(owner, asked).await?;
         let c = &self.inner.config;
         let next_poll_ms = u64::try_from(c.next_poll.as_millis()).unwrap_or(u64::MAX);
         if r.start.from_now {

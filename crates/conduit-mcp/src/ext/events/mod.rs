@@ -114,11 +114,12 @@ impl Events {
     /// A handle on an injected clock (occurrence timestamps, `maxAgeMs`).
     pub fn with_clock(config: EventsConfig, clock: Arc<dyn Clock>) -> Result<Self, ConfigError> {
         config.validate()?;
+        let key = config.cursor_key.unwrap_or_else(rand::random);
         Ok(Self {
             inner: Arc::new(EventsInner {
                 config,
                 clock,
-                seal: CursorSeal::new(rand::random()),
+                seal: CursorSeal::new(key),
                 types: RwLock::default(),
                 catalog: watch::Sender::new(0),
                 listeners: Mutex::default(),

@@ -88,13 +88,15 @@ impl Events {
     }
 
     /// Resolves a poll or stream request of `owner`.
-    pub(crate) fn resolve(&self, owner: Option<&str>, asked: Asked<'_>) -> Result<Resolved, RpcError> {
+    pub(crate) async fn resolve(&self, owner: Option<&str>, asked: Asked<'_>) -> Result<Resolved, RpcError> {
         let registered = self.offering(asked.name, asked.mode)?;
         self.check_arguments(&registered, &asked.arguments)?;
         let filter = registered.source.filter(asked.arguments)?;
         let source = &registered.source;
+        // The head first: a durable log learns its epoch when first read.
+        let head = source.head().await?;
         let start = match asked.cursor {
-            None => Start { after: source.head(), truncated: false, floor_ms: None, from_now: true },
+            None => Start { after: head, truncated: false, floor_ms: None, from_now: true },
             Some(c) => {
                 let at = self.inner.seal.open(c, owner, asked.name).map_err(|_| {
                     RpcError::invalid_params("cursor was not issued for this event type to this caller")
@@ -103,7 +105,7 @@ impl Events {
                 if at.epoch == source.epoch() {
                     Start { after: at.seq, truncated: false, floor_ms, from_now: false }
                 } else {
-                    Start { after: source.head(), truncated: true, floor_ms: None, from_now: true }
+                    Start { after: head, truncated: true, floor_ms: None, from_now: true }
                 }
             }
         };

@@ -41,7 +41,7 @@ pub(crate) trait Source: Send + Sync + 'static {
     fn filter(&self, arguments: Map<String, Value>) -> Result<Filter, RpcError>;
 
     /// The last position (where a subscription "from now" starts).
-    fn head(&self) -> u64;
+    async fn head(&self) -> Result<u64, RpcError>;
 
     /// Woken when the log moves.
     fn watch(&self) -> watch::Receiver<u64>;

@@ -51,7 +51,7 @@ impl Events {
             max_age_ms: p.max_age_ms,
             mode: DeliveryMode::Push,
         };
-        let r = self.resolve(owner, asked)?;
+        let r = self.resolve(owner, asked).await?;
         let Some(out) = ctx.outlet() else {
             return Err(RpcError::internal("this transport cannot carry an event stream"));
         };
@@ -88,7 +88,7 @@ impl Events {
         loop {
             // Mark what is seen now before reading, so a write after the read still wakes.
             head.borrow_and_update();
-            let from = ReadFrom { after: at, floor_ms, max_entries: usize::MAX, max_bytes: c.max_page_bytes };
+            let from = ReadFrom { after: at, floor_ms, max_entries: c.max_poll_events, max_bytes: c.max_page_bytes };
             let page = match source.read(owner, &r.filter, from).await {
                 Ok(p) => p,
                 Err(e) => {

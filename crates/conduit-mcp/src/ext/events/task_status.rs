@@ -12,7 +12,7 @@
 use super::source::{Filter, Page, Source};
 use crate::clock::format_rfc3339_ms;
 use crate::ext::tasks::Tasks;
-use crate::ext::tasks::runtime::changes::{TaskChange, TaskChanges};
+use crate::ext::tasks::store::{ChangeQuery, TaskChange, TaskChangeFeed};
 use crate::protocol::RpcError;
 use crate::protocol::events::{DeliveryMode, EventDescriptor, EventOccurrence};
 use crate::protocol::tasks::TaskStatus;
@@ -21,6 +21,12 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use tokio::sync::watch;
+
+/// A failed read of the change log, as the poll or stream answers it (no detail).
+fn store_error(e: crate::task::StoreError) -> RpcError {
+    tracing::warn!(error = %e, "reading the task change log failed");
+    RpcError::internal("the task change log could not be read")
+}
 
 /// The event type's name.
 pub const TASK_STATUS_CHANGED: &str = "task.status_changed";
@@ -35,19 +41,14 @@ const ALL_STATUSES: [&str; 5] = ["working", "input_required", "completed", "fail
 /// Reads `task.status_changed` from a Tasks handle's change log.
 pub(crate) struct TaskStatusSource {
     descriptor: EventDescriptor,
-    changes: Arc<TaskChanges>,
+    changes: Arc<dyn TaskChangeFeed>,
+    tasks: Tasks,
 }
 
 /// A subscription's arguments.
 struct TaskFilter {
     task_id: Option<String>,
     statuses: Vec<TaskStatus>,
-}
-
-impl TaskFilter {
-    fn keeps(&self, c: &TaskChange) -> bool {
-        self.statuses.contains(&c.status) && self.task_id.as_ref().is_none_or(|id| *id == c.task_id)
-    }
 }
 
 fn descriptor() -> EventDescriptor {
@@ -81,8 +82,8 @@ fn descriptor() -> EventDescriptor {
     )
 }
 
-/// The occurrence of change `c` at position `seq`.
-fn occurrence(seq: u64, c: &TaskChange) -> EventOccurrence {
+/// The occurrence of change `c`; its id is its position in the log.
+fn occurrence(c: &TaskChange) -> EventOccurrence {
     let mut data = Map::new();
     data.insert("taskId".into(), c.task_id.clone().into());
     data.insert("status".into(), c.status.as_str().into());
@@ -91,14 +92,14 @@ fn occurrence(seq: u64, c: &TaskChange) -> EventOccurrence {
     }
     let at = format_rfc3339_ms(c.last_updated_at_ms);
     data.insert("lastUpdatedAt".into(), at.clone().into());
-    EventOccurrence::new(format!("tsc-{seq}"), TASK_STATUS_CHANGED, at, Value::Object(data))
+    EventOccurrence::new(format!("tsc-{}", c.seq), TASK_STATUS_CHANGED, at, Value::Object(data))
 }
 
 impl TaskStatusSource {
     /// The source over `tasks`' change log (which `tasks` keeps from now on,
     /// bounded to `retained` changes and bytes if this makes it).
     pub(crate) fn new(tasks: &Tasks, retained: (usize, usize)) -> Self {
-        Self { descriptor: descriptor(), changes: tasks.changes(retained.0, retained.1) }
+        Self { descriptor: descriptor(), changes: tasks.changes(retained.0, retained.1), tasks: tasks.clone() }
     }
 }
 
@@ -126,25 +127,26 @@ impl Source for TaskStatusSource {
         Ok(Box::new(TaskFilter { task_id, statuses }))
     }
 
-    fn head(&self) -> u64 {
-        self.changes.head()
+    async fn head(&self) -> Result<u64, RpcError> {
+        self.changes.head().await.map_err(store_error)
     }
 
     fn watch(&self) -> watch::Receiver<u64> {
-        self.changes.watch()
+        self.tasks.change_watch()
     }
 
     async fn read(&self, owner: Option<&str>, filter: &Filter, from: ReadFrom) -> Result<Page, RpcError> {
         let Some(f) = filter.downcast_ref::<TaskFilter>() else {
             return Err(RpcError::internal("a filter of another event type"));
         };
-        // Only the owner's tasks; an anonymous subscriber sees none.
-        let Some(owner) = owner else {
-            let r = self.changes.read(from, |_| false);
-            return Ok(Page { events: Vec::new(), through: r.through, truncated: r.truncated, more: r.more });
-        };
-        let r = self.changes.read(from, |c| c.owner.as_deref() == Some(owner) && f.keeps(c));
-        let events = r.entries.iter().map(|e| (e.seq, occurrence(e.seq, &e.item))).collect();
-        Ok(Page { events, through: r.through, truncated: r.truncated, more: r.more })
+        // Only the owner's tasks; an anonymous subscriber sees none (no owner matches).
+        let owner = owner.unwrap_or_default();
+        let statuses = if owner.is_empty() { &[][..] } else { &f.statuses[..] };
+        let query = ChangeQuery::new(from.after, owner, statuses, from.max_entries)
+            .task(f.task_id.as_deref())
+            .floor(from.floor_ms);
+        let page = self.changes.read(query).await.map_err(store_error)?;
+        let events = page.changes.iter().map(|c| (c.seq, occurrence(c))).collect();
+        Ok(Page { events, through: page.through, truncated: page.truncated, more: page.more })
     }
 }

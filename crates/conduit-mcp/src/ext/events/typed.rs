@@ -203,8 +203,8 @@ impl<E: TypedEvent> Source for TypedSource<E> {
         Ok(Box::new(args))
     }
 
-    fn head(&self) -> u64 {
-        self.log.head()
+    async fn head(&self) -> Result<u64, RpcError> {
+        Ok(self.log.head())
     }
 
     fn watch(&self) -> watch::Receiver<u64> {

@@ -1,54 +1,19 @@
-//! The task change log: every status a task was written with, in write order,
-//! at a position that names it (the event id of `task.status_changed` is
-//! derived from it). A [`Tasks`](super::Tasks) handle and its legacy twin share one,
-//! so both eras' changes are on it. This one lives in memory and is bounded (by
-//! the Events configuration that asks for it); an older position reads as truncated.
+//! The memory change log: every status (or status message) a task is
+//! written with, in write order, at a position that names it. A
+//! [`Tasks`](super::Tasks) handle and its legacy twin share one when their
+//! store keeps no durable feed ([`TaskStore::change_feed`](crate::ext::tasks::TaskStore::change_feed));
+//! it is bounded (by the Events configuration that asks for it), and an
+//! older position reads as truncated.
 
-use crate::ext::tasks::store::TaskRecord;
+use crate::ext::tasks::store::{ChangePage, ChangeQuery, TaskChange, TaskChangeFeed, TaskRecord};
 use crate::protocol::tasks::TaskStatus;
-use crate::seq_log::{Read, ReadFrom, SeqLog};
+use crate::seq_log::{ReadFrom, SeqLog};
+use crate::task::StoreError;
+use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-use tokio::sync::watch;
 
-/// What a change log keeps of one write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub(crate) struct TaskChange {
-    /// The task.
-    pub(crate) task_id: String,
-    /// Who owns it (`None`: made without a principal).
-    pub(crate) owner: Option<String>,
-    /// Its status after the write.
-    pub(crate) status: TaskStatus,
-    /// Its status message after the write.
-    pub(crate) status_message: Option<String>,
-    /// When it was written, epoch ms.
-    pub(crate) last_updated_at_ms: u64,
-    /// The record's version after the write.
-    pub(crate) version: u64,
-}
-
-impl TaskChange {
-    /// What a write of `record` changed.
-    pub(crate) fn of(record: &TaskRecord) -> Self {
-        Self {
-            task_id: record.task_id.clone(),
-            owner: record.owner.clone(),
-            status: record.status,
-            status_message: record.status_message.clone(),
-            last_updated_at_ms: record.last_updated_at_ms,
-            version: record.version,
-        }
-    }
-
-    fn weight(&self) -> usize {
-        64 + self.task_id.len()
-            + self.owner.as_ref().map_or(0, String::len)
-            + self.status_message.as_ref().map_or(0, String::len)
-    }
-}
-
+/// What was last logged of a task still on the log.
 #[derive(Debug)]
 struct Logged {
     version: u64,
@@ -60,17 +25,20 @@ struct Logged {
 
 /// The in-memory change log of a [`Tasks`](super::Tasks) handle and its twin.
 #[derive(Debug)]
-pub(crate) struct TaskChanges {
+pub(crate) struct MemoryChanges {
     log: SeqLog<TaskChange>,
     /// Names this log among others (a restarted process's has another).
     epoch: u64,
-    /// What was last logged of each task still on the log: a write reported
-    /// late (after a newer one of the same task) is not logged, nor one that
-    /// changed neither status nor message (a lease renewal).
+    /// A write reported late (after a newer one of the same task) is not
+    /// logged, nor one that changed neither status nor message (a lease renewal).
     logged: Mutex<HashMap<String, Logged>>,
 }
 
-impl TaskChanges {
+fn weight(c: &TaskChange) -> usize {
+    64 + c.task_id.len() + c.owner.as_ref().map_or(0, String::len) + c.status_message.as_ref().map_or(0, String::len)
+}
+
+impl MemoryChanges {
     pub(crate) fn new(max_changes: usize, max_bytes: usize) -> Self {
         Self { log: SeqLog::new(max_changes, max_bytes), epoch: rand::random(), logged: Mutex::default() }
     }
@@ -88,10 +56,17 @@ impl TaskChanges {
                 return;
             }
         }
-        let change = TaskChange::of(record);
-        let weight = change.weight();
+        let change = TaskChange::new(
+            0,
+            record.task_id.clone(),
+            record.owner.clone(),
+            record.status,
+            record.status_message.clone(),
+            record.last_updated_at_ms,
+        );
+        let bytes = weight(&change);
         // The map lock is held across the append so that positions follow versions.
-        let seq = self.log.append_with(record.last_updated_at_ms, weight, change, |old| {
+        let seq = self.log.append_with(record.last_updated_at_ms, bytes, change, |old| {
             if logged.get(&old.item.task_id).is_some_and(|l| l.seq == old.seq) {
                 logged.remove(&old.item.task_id);
             }
@@ -100,25 +75,31 @@ impl TaskChanges {
             Logged { version: record.version, status: record.status, message: record.status_message.clone(), seq };
         logged.insert(record.task_id.clone(), entry);
     }
+}
 
-    /// Which log this is.
-    pub(crate) fn epoch(&self) -> u64 {
+#[async_trait]
+impl TaskChangeFeed for MemoryChanges {
+    fn epoch(&self) -> u64 {
         self.epoch
     }
 
-    /// The last position.
-    pub(crate) fn head(&self) -> u64 {
-        self.log.head()
+    async fn head(&self) -> Result<u64, StoreError> {
+        Ok(self.log.head())
     }
 
-    /// Woken at every change.
-    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
-        self.log.watch()
-    }
-
-    /// The changes after `from.after` that `keep` accepts.
-    pub(crate) fn read(&self, from: ReadFrom, keep: impl FnMut(&TaskChange) -> bool) -> Read<TaskChange> {
-        self.log.read(from, keep)
+    async fn read(&self, q: ChangeQuery<'_>) -> Result<ChangePage, StoreError> {
+        let from = ReadFrom { after: q.after, floor_ms: q.floor_ms, max_entries: q.limit, max_bytes: usize::MAX };
+        let r = self.log.read(from, |c| q.keeps(c));
+        let changes = r
+            .entries
+            .into_iter()
+            .map(|e| {
+                let mut c = (*e.item).clone();
+                c.seq = e.seq;
+                c
+            })
+            .collect();
+        Ok(ChangePage::new(changes, r.through, r.truncated, r.more))
     }
 }
 
@@ -133,22 +114,22 @@ mod tests {
         r
     }
 
-    #[test]
-    fn a_late_report_of_an_older_write_is_not_logged_and_eviction_forgets_versions() {
-        let log = TaskChanges::new(2, usize::MAX);
+    #[tokio::test]
+    async fn a_late_report_of_an_older_write_is_not_logged_and_eviction_forgets_versions() {
+        let log = MemoryChanges::new(2, usize::MAX);
         log.record(&rec("t1", TaskStatus::Working, 1));
         log.record(&rec("t1", TaskStatus::Completed, 3));
         log.record(&rec("t1", TaskStatus::InputRequired, 2));
         log.record(&rec("t1", TaskStatus::Completed, 4));
-        assert_eq!(log.head(), 2);
-        let all = ReadFrom { after: 0, floor_ms: None, max_entries: 10, max_bytes: usize::MAX };
-        let r = log.read(all, |_| true);
-        assert_eq!(
-            r.entries.iter().map(|e| e.item.status).collect::<Vec<_>>(),
-            [TaskStatus::Working, TaskStatus::Completed]
-        );
+        assert_eq!(log.head().await.unwrap(), 2);
+        let statuses = [TaskStatus::Working, TaskStatus::Completed, TaskStatus::InputRequired];
+        let page = log.read(ChangeQuery::new(0, "alice", &statuses, 10)).await.unwrap();
+        let got: Vec<(u64, TaskStatus)> = page.changes.iter().map(|c| (c.seq, c.status)).collect();
+        assert_eq!(got, [(1, TaskStatus::Working), (2, TaskStatus::Completed)]);
+        assert!(log.read(ChangeQuery::new(0, "bob", &statuses, 10)).await.unwrap().changes.is_empty());
         log.record(&rec("t2", TaskStatus::Working, 1));
         log.record(&rec("t3", TaskStatus::Working, 1));
         assert!(log.logged.lock().unwrap().len() <= 2);
+        assert!(log.read(ChangeQuery::new(0, "alice", &statuses, 10)).await.unwrap().truncated);
     }
 }
