@@ -1,5 +1,6 @@
 //! The reference server's demo tools.
 
+use conduit_mcp::ext::events::{Events, EventsConfig};
 use conduit_mcp::ext::tasks::Owner;
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::version::ServedEras;
@@ -127,8 +128,12 @@ pub(crate) fn server(tasks: Option<&Tasks>, serving: Serving<'_>) -> Result<Serv
         ));
     if let Some(t) = tasks {
         let worker = t.clone();
+        // task.status_changed by poll and push, with no configuration (webhooks need egress rules).
+        let events = Events::new(EventsConfig::new()).map_err(|e| e.to_string())?;
+        events.task_status(t);
         b = b
             .extension(t.clone())
+            .extension(events)
             .tool(tool(
                 Tool::new("job", "Queue a job for an external worker (finish it with `complete_job`)")
                     .param("name", Param::string("What the job is"))

@@ -125,6 +125,8 @@ pub mod quota;
 #[cfg(feature = "server")]
 pub mod resource;
 #[cfg(feature = "server")]
+mod seq_log;
+#[cfg(feature = "server")]
 pub mod server;
 #[cfg(feature = "server")]
 pub mod session;

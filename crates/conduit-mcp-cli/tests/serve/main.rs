@@ -6,6 +6,7 @@ pub mod common;
 
 mod cli_rules;
 mod demo_scoping;
+mod events;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod oauth;

@@ -9,7 +9,7 @@ use super::{CLEANUP_BATCH, ms};
 use async_trait::async_trait;
 use conduit_mcp::clock::Clock;
 use conduit_mcp::ext::tasks::legacy_store::{CursorKey, LegacyTaskStore, ListPosition};
-use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskRecord, TaskStore, TerminalBound, UpdateFn};
+use conduit_mcp::ext::tasks::{CreateCaps, Owner, TaskChangeFeed, TaskRecord, TaskStore, TerminalBound, UpdateFn};
 use conduit_mcp::task::{StoreError, TransactionHook};
 use std::sync::Arc;
 
@@ -117,6 +117,13 @@ pub trait Engine: std::fmt::Debug + Send + Sync + 'static {
         limit: usize,
     ) -> Result<Vec<TaskRecord>, StoreError>;
 
+    /// The database's durable task change log, if this engine keeps one
+    /// ([`TaskStore::change_feed`]). Default: none.
+    fn change_feed(engine: &Arc<Self>) -> Option<Arc<dyn TaskChangeFeed>> {
+        let _ = engine;
+        None
+    }
+
     /// [`LegacyTaskStore::list_after`] on the legacy table, judged at `now_ms`.
     async fn list_after(&self, sql: &'static Self::Sql, page: Page, now_ms: u64)
     -> Result<Vec<TaskRecord>, StoreError>;
@@ -158,6 +165,8 @@ struct Shared<E: Engine, T> {
     table: T,
     stripes: Stripes,
     clock: Arc<dyn Clock>,
+    /// The engine's change log, made on first use.
+    feed: std::sync::OnceLock<Option<Arc<dyn TaskChangeFeed>>>,
 }
 
 impl<E: Engine, T: Table> Clone for SqlStore<E, T> {
@@ -191,7 +200,8 @@ impl<E: Engine> SqlStore<E> {
 impl<E: Engine, T: Table> SqlStore<E, T> {
     fn over(engine: Arc<E>, table: T, clock: Arc<dyn Clock>, stripes: usize) -> Self {
         let sql = E::sql(T::KIND);
-        Self { inner: Arc::new(Shared { engine, sql, table, stripes: Stripes::new(stripes), clock }) }
+        let feed = std::sync::OnceLock::new();
+        Self { inner: Arc::new(Shared { engine, sql, table, stripes: Stripes::new(stripes), clock, feed }) }
     }
 
     /// The engine's connections and statements.
@@ -310,6 +320,11 @@ impl<E: Engine, T: Table> TaskStore for SqlStore<E, T> {
 
     async fn leased_to(&self, node: &str, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         self.engine().leased_to(self.sql(), node, self.now_ms(), limit).await
+    }
+
+    /// The database's change log, shared by both task tables.
+    fn change_feed(&self) -> Option<Arc<dyn TaskChangeFeed>> {
+        self.inner.feed.get_or_init(|| E::change_feed(&self.inner.engine)).clone()
     }
 }
 

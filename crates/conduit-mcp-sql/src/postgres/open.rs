@@ -44,6 +44,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "terminal tasks outside the per-principal cap: conduit_tasks.doc_bytes and indexes on live and terminal rows (both task tables)",
         sql: include_str!("../../migrations/postgres/0034_terminal_tasks.sql"),
     },
+    Migration {
+        version: 35,
+        description: "the task change log's tables and trigger function (conduit_task_changes; the triggers come with the reader)",
+        sql: include_str!("../../migrations/postgres/0035_task_changes.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").

@@ -5,6 +5,7 @@
 //! checks it; `group_commit` batches creates; this module is the store and
 //! its [`TaskStore`] implementation.
 
+mod changes;
 mod group_commit;
 mod legacy_sessions;
 mod legacy_store;
@@ -150,6 +151,10 @@ impl Engine for SqliteEngine {
     const NAME: &'static str = ENGINE;
 
     type Sql = TableSql;
+
+    fn change_feed(engine: &Arc<Self>) -> Option<Arc<dyn conduit_mcp::ext::tasks::TaskChangeFeed>> {
+        Some(Arc::new(changes::SqliteChanges::new(engine.clone())))
+    }
 
     fn sql(kind: TableKind) -> &'static TableSql {
         table_sql::of(kind)

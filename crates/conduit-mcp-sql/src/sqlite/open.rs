@@ -38,6 +38,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "terminal tasks outside the per-principal cap: conduit_tasks.doc_bytes and indexes on live and terminal rows (both task tables)",
         sql: include_str!("../../migrations/sqlite/0034_terminal_tasks.sql"),
     },
+    Migration {
+        version: 35,
+        description: "the task change log (conduit_task_changes, written by triggers in both task tables' transactions once enabled)",
+        sql: include_str!("../../migrations/sqlite/0035_task_changes.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).

@@ -13,12 +13,14 @@
 //! - [`oauth`]: the OAuth wire: well-known paths, the challenge, error codes, where credentials may go;
 //! - [`meta`]: `_meta` keys and client capabilities;
 //! - [`tasks`]: the Tasks extension's id and task shapes;
+//! - [`events`]: the Events extension's id, names, shapes and error codes;
 //! - [`legacy_session`], [`legacy_tasks`]: what only the 2025-11-25 era has (its
 //!   session: handshake, header, log levels; its task shapes);
 //! - [`tools`], [`prompts`], [`resources`], [`content`], [`discover`], [`mrtr`]: feature shapes.
 
 pub mod content;
 pub mod discover;
+pub mod events;
 pub mod jsonrpc;
 pub mod legacy_session;
 pub mod legacy_tasks;

@@ -13,6 +13,7 @@ mod bad_input;
 mod cancellation;
 mod completion;
 mod discover;
+mod events;
 mod headers;
 mod limits;
 mod listen;

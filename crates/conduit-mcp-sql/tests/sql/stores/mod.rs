@@ -1,6 +1,8 @@
 //! What spans both engines: `Stores::open` from one URL, the databases
-//! opening refuses, and task writes that share a transaction with a hook.
+//! opening refuses, task writes that share a transaction with a hook, and
+//! `task.status_changed` resumed across a restart.
 
+mod events_replay;
 mod open;
 mod refusals;
 mod transaction_hooks;

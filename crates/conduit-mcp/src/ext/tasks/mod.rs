@@ -63,8 +63,8 @@ pub use runtime::{
 };
 pub use store::limits;
 pub use store::{
-    CreateCaps, Lease, MemoryStore, Owner, StatusFields, TaskFailure, TaskRecord, TaskStore, TerminalBound, UpdateFn,
-    new_task_id,
+    ChangePage, ChangeQuery, CreateCaps, Lease, MemoryStore, Owner, StatusFields, TaskChange, TaskChangeFeed,
+    TaskFailure, TaskRecord, TaskStore, TerminalBound, UpdateFn, new_task_id,
 };
 pub use wire::MAX_LISTEN_TASK_IDS;
 

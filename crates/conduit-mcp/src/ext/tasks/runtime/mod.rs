@@ -9,6 +9,7 @@
 //! It drives tasks through the [`store`](super::store) room and knows nothing
 //! of the wire.
 
+pub(crate) mod changes;
 mod config;
 pub(crate) mod config_toml;
 mod create_rate;

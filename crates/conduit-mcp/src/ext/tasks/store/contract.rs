@@ -298,6 +298,13 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn leased_to(&self, _node: &str, _limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         Ok(Vec::new())
     }
+
+    /// The store's durable log of task changes, written in each write's own
+    /// transaction, if it keeps one (both eras' tables of one database share
+    /// it). Default: none; the Tasks handle then keeps a bounded log in memory.
+    fn change_feed(&self) -> Option<std::sync::Arc<dyn super::changes::TaskChangeFeed>> {
+        None
+    }
 }
 
 /// `put_status` on one record: `Terminal` for a record that already is.

@@ -8,6 +8,7 @@
 //! tasks through it and the wire answers from it. Why an operation failed is
 //! the task vocabulary's [`StoreError`](crate::task::StoreError).
 
+mod changes;
 mod contract;
 pub(crate) mod legacy_store;
 pub mod limits;
@@ -15,6 +16,7 @@ mod memory;
 mod record;
 mod task_id;
 
+pub use changes::{ChangePage, ChangeQuery, TaskChange, TaskChangeFeed};
 pub use contract::{CreateCaps, Owner, StatusFields, TaskStore, TerminalBound, UpdateFn};
 pub use memory::MemoryStore;
 pub(crate) use memory::{Gone, IdBuild};

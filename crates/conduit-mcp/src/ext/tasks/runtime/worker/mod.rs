@@ -7,13 +7,14 @@
 
 mod calls;
 
+use super::changes::MemoryChanges;
 use super::config::{NotifierConfig, TasksConfig};
 use super::create_rate::CreateRates;
 use super::legacy_tasks::LegacyTasks;
 use super::notifier::ListenNotifier;
 use crate::clock::{Clock, SystemClock};
 use crate::ext::tasks::store::legacy_store::{LegacyTaskStore, MemoryLegacyStore};
-use crate::ext::tasks::store::{IdBuild, MemoryStore, TaskRecord, TaskStore};
+use crate::ext::tasks::store::{IdBuild, MemoryStore, TaskChangeFeed, TaskRecord, TaskStore};
 use crate::protocol::RpcError;
 use crate::protocol::tasks::TaskStatus;
 use crate::protocol::tools::CallToolResult;
@@ -72,6 +73,13 @@ pub(crate) struct TasksInner {
     /// The per-client counts behind `create_rate` (made on first use; a
     /// legacy twin shares its pair's).
     create_rates: OnceLock<CreateRates>,
+    /// The memory change log both eras' writes go to, once something reads
+    /// it (the Events extension) and the store keeps no durable one; a legacy
+    /// twin shares its pair's.
+    changes: OnceLock<Arc<MemoryChanges>>,
+    /// Bumped after every change, written here or reported by another node:
+    /// what readers of the change log wait on (a legacy twin shares its pair's).
+    changed: OnceLock<Arc<tokio::sync::watch::Sender<u64>>>,
 }
 
 impl std::fmt::Debug for Tasks {
@@ -122,6 +130,8 @@ impl Tasks {
                 legacy: OnceLock::new(),
                 legacy_ids,
                 create_rates: OnceLock::new(),
+                changes: OnceLock::new(),
+                changed: OnceLock::new(),
             }),
         }
     }
@@ -181,6 +191,45 @@ impl Tasks {
         }
         let _ = self.inner.legacy.set(legacy.clone());
         let _ = target.inner.create_rates.set(self.create_rates().clone());
+        self.share_changes(target);
+    }
+
+    /// The change log of this handle and its twin: the store's durable feed,
+    /// or else one kept in memory from now on (a handle keeps none until this
+    /// is first called), bounded to `max_changes` changes and `max_bytes`
+    /// bytes when this call makes it.
+    pub(crate) fn changes(&self, max_changes: usize, max_bytes: usize) -> Arc<dyn TaskChangeFeed> {
+        if let Some(feed) = self.inner.store.change_feed() {
+            return feed;
+        }
+        let log = self.inner.changes.get_or_init(|| Arc::new(MemoryChanges::new(max_changes, max_bytes))).clone();
+        if let Some(twin) = self.inner.legacy.get() {
+            self.share_changes(twin.tasks());
+        }
+        log
+    }
+
+    /// Woken after every change of a task of this handle or its twin (written
+    /// here, or reported by a cross-node notifier).
+    pub(crate) fn change_watch(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed().subscribe()
+    }
+
+    fn changed(&self) -> &Arc<tokio::sync::watch::Sender<u64>> {
+        self.inner.changed.get_or_init(|| Arc::new(tokio::sync::watch::Sender::new(0)))
+    }
+
+    fn tick(&self) {
+        self.changed().send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Makes `twin` write to this handle's change log, if it keeps one, and
+    /// wake this handle's readers.
+    fn share_changes(&self, twin: &Tasks) {
+        let _ = twin.inner.changed.set(self.changed().clone());
+        if let Some(log) = self.inner.changes.get() {
+            let _ = twin.inner.changes.set(log.clone());
+        }
     }
 
     /// The per-client counts of task creates, shared with the legacy twin.
@@ -214,6 +263,7 @@ impl Tasks {
         let store: Arc<dyn TaskStore> = store;
         let twin = Self::runtime(config.store(store), self.inner.clock.clone(), true);
         let _ = twin.inner.create_rates.set(self.create_rates().clone());
+        self.share_changes(&twin);
         twin
     }
 
@@ -268,6 +318,10 @@ impl Tasks {
     /// Called after every successful store write: the configured notifier
     /// (panics swallowed), then the local consequences.
     pub(crate) fn after_write(&self, record: &TaskRecord) {
+        if let Some(log) = self.inner.changes.get() {
+            log.record(record);
+        }
+        self.tick();
         match &self.inner.config.notifier {
             NotifierConfig::Listen => self.apply_change(record),
             NotifierConfig::None => self.local_change(record),
@@ -287,6 +341,7 @@ impl Tasks {
     /// changes come here through the notifier; a cross-node notifier (such as
     /// `PgNotifier`) calls it for changes made elsewhere.
     pub fn apply_change(&self, record: &TaskRecord) {
+        self.tick();
         let listen = &self.inner.listen;
         if std::panic::catch_unwind(AssertUnwindSafe(|| listen.task_changed(record))).is_err() {
             tracing::error!("listen delivery panicked; the change itself was stored");

@@ -1,0 +1,167 @@
+//! [`EventsConfig`]: the error numbering, the stream's heartbeat, and what one
+//! client can make the server hold or send.
+
+use crate::config::ConfigError;
+use crate::protocol::events::ErrorCodeProfile;
+use std::time::Duration;
+
+/// The configuration of the Events extension.
+#[derive(Clone)]
+#[non_exhaustive]
+#[must_use]
+pub struct EventsConfig {
+    /// Which numbers the extension's errors carry (default: the sketch's).
+    pub error_codes: ErrorCodeProfile,
+    /// How often a push stream sends `notifications/events/heartbeat` (default 15 s;
+    /// the extension asks for at most 30 s).
+    pub heartbeat: Duration,
+    /// The `nextPollMs` a poll answers with when nothing more waits (default 5 s).
+    pub next_poll: Duration,
+    /// Most occurrences in one poll answer, whatever `maxEvents` asks (default 100).
+    pub max_poll_events: usize,
+    /// Most bytes of occurrences in one poll answer or one read of a stream (default 1 MiB;
+    /// at least one occurrence is always sent).
+    pub max_page_bytes: usize,
+    /// Most bytes of a subscription's `arguments`, as JSON (default 64 KiB).
+    pub max_argument_bytes: usize,
+    /// Most bytes of one published payload (default 256 KiB, the webhook body's bound).
+    pub max_payload_bytes: usize,
+    /// Most occurrences an event type keeps for replay (default 10 000; for
+    /// `task.status_changed`, the changes of the Tasks handle's log).
+    pub retained_events: usize,
+    /// Most bytes an event type keeps for replay (default 16 MiB).
+    pub retained_bytes: usize,
+    /// Most push streams one client may hold at once (default 16).
+    pub max_streams_per_client: usize,
+    /// Most push streams open at once on this server (default 10 000).
+    pub max_streams: usize,
+    /// The secret cursors are sealed with (default: a random one per handle,
+    /// so cursors do not outlive the process). Give every node, and every
+    /// restart, the same secret for cursors of a durable change log to
+    /// resume there.
+    pub cursor_key: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for EventsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The cursor key is a secret: never printed.
+        f.debug_struct("EventsConfig")
+            .field("error_codes", &self.error_codes)
+            .field("heartbeat", &self.heartbeat)
+            .field("max_poll_events", &self.max_poll_events)
+            .field("max_streams_per_client", &self.max_streams_per_client)
+            .field("cursor_key", &self.cursor_key.map(|_| ".."))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        Self {
+            error_codes: ErrorCodeProfile::Sketch,
+            heartbeat: Duration::from_secs(15),
+            next_poll: Duration::from_secs(5),
+            max_poll_events: 100,
+            max_page_bytes: 1024 * 1024,
+            max_argument_bytes: 64 * 1024,
+            max_payload_bytes: 256 * 1024,
+            retained_events: 10_000,
+            retained_bytes: 16 * 1024 * 1024,
+            max_streams_per_client: 16,
+            max_streams: 10_000,
+            cursor_key: None,
+        }
+    }
+}
+
+impl EventsConfig {
+    /// The defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Which numbers the extension's errors carry.
+    pub fn error_codes(mut self, profile: ErrorCodeProfile) -> Self {
+        self.error_codes = profile;
+        self
+    }
+
+    /// How often a push stream sends a heartbeat.
+    pub fn heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = every;
+        self
+    }
+
+    /// The `nextPollMs` of a quiet poll.
+    pub fn next_poll(mut self, after: Duration) -> Self {
+        self.next_poll = after;
+        self
+    }
+
+    /// Most occurrences in one poll answer.
+    pub fn max_poll_events(mut self, n: usize) -> Self {
+        self.max_poll_events = n;
+        self
+    }
+
+    /// Most bytes of occurrences in one poll answer or stream read.
+    pub fn max_page_bytes(mut self, bytes: usize) -> Self {
+        self.max_page_bytes = bytes;
+        self
+    }
+
+    /// Most bytes of a subscription's `arguments`.
+    pub fn max_argument_bytes(mut self, bytes: usize) -> Self {
+        self.max_argument_bytes = bytes;
+        self
+    }
+
+    /// Most bytes of one published payload.
+    pub fn max_payload_bytes(mut self, bytes: usize) -> Self {
+        self.max_payload_bytes = bytes;
+        self
+    }
+
+    /// What an event type keeps for replay.
+    pub fn retained(mut self, events: usize, bytes: usize) -> Self {
+        self.retained_events = events;
+        self.retained_bytes = bytes;
+        self
+    }
+
+    /// Most push streams per client and in all.
+    pub fn max_streams(mut self, per_client: usize, total: usize) -> Self {
+        self.max_streams_per_client = per_client;
+        self.max_streams = total;
+        self
+    }
+
+    /// The secret cursors are sealed with (see [`cursor_key`](Self::cursor_key)).
+    pub fn cursor_key(mut self, key: [u8; 32]) -> Self {
+        self.cursor_key = Some(key);
+        self
+    }
+
+    /// Checks the values; errors name the `ext_events` table and the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = [
+            ("max_poll_events", self.max_poll_events),
+            ("max_page_bytes", self.max_page_bytes),
+            ("max_argument_bytes", self.max_argument_bytes),
+            ("max_payload_bytes", self.max_payload_bytes),
+            ("retained_events", self.retained_events),
+            ("retained_bytes", self.retained_bytes),
+            ("max_streams_per_client", self.max_streams_per_client),
+            ("max_streams", self.max_streams),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err(ConfigError::new("ext_events", key, "must be a positive integer"));
+            }
+        }
+        if self.heartbeat.is_zero() || self.heartbeat > Duration::from_secs(30) {
+            return Err(ConfigError::new("ext_events", "heartbeat", "must be more than 0 and at most 30 seconds"));
+        }
+        Ok(())
+    }
+}

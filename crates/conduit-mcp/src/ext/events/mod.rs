@@ -1,0 +1,208 @@
+//! The Events extension (`io.modelcontextprotocol/events`, SEP-3415) on
+//! protocol revision `2026-07-28`: event types a client lists
+//! (`events/list`), polls (`events/poll`) or follows on a push stream
+//! (`events/stream`), with `task.status_changed` built in.
+//!
+//! An [`Events`] handle holds the event types. Install it with
+//! `ServerBuilder::extension(events.clone())`; it advertises the extension
+//! (in `capabilities.extensions` and, for clients in the field, as the
+//! top-level `events` capability) and answers `events/*` on `2026-07-28`
+//! only (`-32601` on `2025-11-25`, and wherever it is not installed).
+//!
+//! - An application's own event type is a [`TypedEvent`]: its arguments and
+//!   payload are Rust types whose JSON Schemas come from `schemars`.
+//!   [`Events::typed`] registers it and returns the [`EventPublisher`] the
+//!   application calls when something happens; each occurrence reaches only
+//!   the principals of its [`Audience`] whose arguments match it.
+//! - [`Events::task_status`] offers `task.status_changed` over a
+//!   [`Tasks`](crate::ext::tasks::Tasks) handle: an occurrence for every
+//!   status a task is written with, in both eras, to its owner only.
+//!
+//! Cursors are opaque, sealed with the handle's key and bound to the
+//! principal and the event type: an altered or foreign cursor is refused with
+//! `-32602`; a cursor older than what is kept is answered `truncated: true`
+//! with a fresh one. Occurrences are kept in memory, bounded in number and
+//! bytes ([`EventsConfig`]).
+//!
+//! Webhooks (`events/subscribe`) are not offered yet: no event type lists
+//! `"webhook"`, so a subscribe is refused (`Forbidden` without a principal,
+//! `NotFound` for an unknown type, `-32602` for a bad callback or secret,
+//! `Unsupported` naming the delivery mode otherwise), and `events/unsubscribe`
+//! finds nothing to remove (`NotFound`).
+
+mod config;
+mod cursor;
+mod extension;
+mod methods;
+mod resolve;
+mod source;
+mod stream;
+mod task_status;
+mod typed;
+
+pub use config::EventsConfig;
+pub use task_status::TASK_STATUS_CHANGED;
+pub use typed::{Audience, EventPublisher, PublishError, TypedEvent};
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::ConfigError;
+use crate::ext::tasks::Tasks;
+use crate::protocol::events::EVENTS_LIST_CHANGED;
+use crate::quota::ClientKey;
+use crate::quota::Counts;
+use crate::subscriptions::Subscription;
+use cursor::CursorSeal;
+use serde_json::Map;
+use source::Source;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// The event types a server offers, and what its polls and streams share.
+///
+/// Cheap to clone.
+///
+/// ```
+/// use conduit_mcp::ext::events::{Events, EventsConfig};
+/// use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
+/// use conduit_mcp::server::Server;
+///
+/// let tasks = Tasks::new(TasksConfig::default()).unwrap();
+/// let events = Events::new(EventsConfig::new()).unwrap();
+/// events.task_status(&tasks);
+/// let server = Server::builder("demo", "1.0.0").extension(tasks).extension(events).build().unwrap();
+/// # let _ = server;
+/// ```
+#[derive(Clone)]
+pub struct Events {
+    pub(crate) inner: Arc<EventsInner>,
+}
+
+/// One event type and the validator of its arguments.
+pub(crate) struct Registered {
+    pub(crate) source: Arc<dyn Source>,
+    pub(crate) validator: Option<jsonschema::Validator>,
+}
+
+pub(crate) struct EventsInner {
+    pub(crate) config: EventsConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) seal: CursorSeal,
+    pub(crate) types: RwLock<BTreeMap<String, Arc<Registered>>>,
+    /// Bumped whenever a type is added or removed: live streams check theirs.
+    pub(crate) catalog: watch::Sender<u64>,
+    /// `subscriptions/listen` streams that asked for `eventsListChanged`.
+    listeners: Mutex<Vec<Subscription>>,
+    /// Push streams held, per client.
+    pub(crate) streams: Counts<ClientKey>,
+    pub(crate) shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events").field("types", &self.names()).finish_non_exhaustive()
+    }
+}
+
+impl Events {
+    /// A handle with no event types yet, on the system clock.
+    pub fn new(config: EventsConfig) -> Result<Self, ConfigError> {
+        Self::with_clock(config, Arc::new(SystemClock))
+    }
+
+    /// A handle on an injected clock (occurrence timestamps, `maxAgeMs`).
+    pub fn with_clock(config: EventsConfig, clock: Arc<dyn Clock>) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let key = config.cursor_key.unwrap_or_else(rand::random);
+        Ok(Self {
+            inner: Arc::new(EventsInner {
+                config,
+                clock,
+                seal: CursorSeal::new(key),
+                types: RwLock::default(),
+                catalog: watch::Sender::new(0),
+                listeners: Mutex::default(),
+                streams: Counts::default(),
+                shutdown: CancellationToken::new(),
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EventsConfig {
+        &self.inner.config
+    }
+
+    /// The names of the event types offered, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.inner.types.read().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect()
+    }
+
+    /// Offers the event type `E` (replacing one of the same name) and returns
+    /// its publisher.
+    pub fn typed<E: TypedEvent>(&self) -> EventPublisher<E> {
+        let c = &self.inner.config;
+        let source = Arc::new(typed::TypedSource::<E>::new(
+            self.inner.clock.clone(),
+            (c.retained_events, c.retained_bytes),
+            c.max_payload_bytes,
+        ));
+        self.add(source.clone());
+        EventPublisher { source }
+    }
+
+    /// Offers `task.status_changed` over `tasks` (both eras' tasks), which
+    /// keeps its change log in memory from now on, as bounded as an
+    /// application's event type ([`EventsConfig::retained`]).
+    pub fn task_status(&self, tasks: &Tasks) {
+        let c = &self.inner.config;
+        let source = task_status::TaskStatusSource::new(tasks, (c.retained_events, c.retained_bytes));
+        self.add(Arc::new(source));
+    }
+
+    /// Stops offering event type `name`: its live streams end with
+    /// `NotFound`. Returns whether it was offered.
+    pub fn remove(&self, name: &str) -> bool {
+        let removed = self.inner.types.write().unwrap_or_else(PoisonError::into_inner).remove(name).is_some();
+        if removed {
+            self.changed();
+        }
+        removed
+    }
+
+    fn add(&self, source: Arc<dyn Source>) {
+        let validator = jsonschema::validator_for(&source.descriptor().input_schema).ok();
+        let name = source.descriptor().name.clone();
+        let reg = Arc::new(Registered { source, validator });
+        self.inner.types.write().unwrap_or_else(PoisonError::into_inner).insert(name, reg);
+        self.changed();
+    }
+
+    /// The type `name`, if offered.
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Registered>> {
+        self.inner.types.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+    }
+
+    /// Tells live streams and `eventsListChanged` listeners that the types changed.
+    fn changed(&self) {
+        self.inner.catalog.send_modify(|v| *v += 1);
+        let mut listeners = self.inner.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        listeners.retain(|s| !s.is_closed() && s.send(EVENTS_LIST_CHANGED, Map::new()));
+    }
+
+    /// Sends `notifications/events/list_changed` to `sub` from now on.
+    pub(crate) fn listen_list_changed(&self, sub: &Subscription) {
+        let mut listeners = self.inner.listeners.lock().unwrap_or_else(PoisonError::into_inner);
+        listeners.retain(|s| !s.is_closed());
+        listeners.push(sub.clone());
+        drop(listeners);
+        let weak = Arc::downgrade(&self.inner);
+        let key = sub.key();
+        sub.on_close(move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.listeners.lock().unwrap_or_else(PoisonError::into_inner).retain(|s| s.key() != key);
+            }
+        });
+    }
+}

@@ -1,0 +1,159 @@
+//! `events/stream`: one subscription pushed on the request's own stream.
+//! `notifications/events/active` first (and again, `truncated`, after a
+//! gap), then each occurrence as `notifications/events/event` with the cursor
+//! after it, a `notifications/events/heartbeat` with the position checked up
+//! to whenever the stream is quiet for the configured interval, and
+//! `notifications/events/terminated` if the type stops being offered. Every
+//! notification names the stream (`_meta` subscription id = the request id).
+//!
+//! The stream holds one of its client's stream slots (`ResourceExhausted`
+//! past the cap) and reads the log one bounded page at a time; it ends when
+//! the client cancels or goes away, or when the server shuts down.
+
+use super::Events;
+use super::resolve::{Asked, Resolved};
+use crate::ctx::Ctx;
+use crate::protocol::RpcError;
+use crate::protocol::events::{
+    ActiveParams, DeliveryMode, EVENTS_ACTIVE, EVENTS_EVENT, EVENTS_HEARTBEAT, EVENTS_TERMINATED, EventErrorKind,
+    HeartbeatParams, StreamErrorParams, StreamEventsParams,
+};
+use crate::protocol::meta::SUBSCRIPTION_ID_KEY;
+use crate::quota::Full;
+use crate::seq_log::ReadFrom;
+use crate::subscriptions::tagged;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// Why a stream stopped.
+enum End {
+    /// The client cancelled or went away: nothing more can be written.
+    Gone,
+    /// The server ends it: the closing result is written.
+    Closed,
+}
+
+fn as_map<T: Serialize>(v: &T) -> Map<String, Value> {
+    match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+impl Events {
+    pub(crate) async fn stream(&self, ctx: &Ctx, p: StreamEventsParams) -> Result<Value, RpcError> {
+        let owner = ctx.owner();
+        let asked = Asked {
+            name: &p.name,
+            arguments: p.arguments,
+            cursor: p.cursor.as_deref(),
+            max_age_ms: p.max_age_ms,
+            mode: DeliveryMode::Push,
+        };
+        let r = self.resolve(owner, asked).await?;
+        let Some(out) = ctx.outlet() else {
+            return Err(RpcError::internal("this transport cannot carry an event stream"));
+        };
+        let c = &self.inner.config;
+        let _slot =
+            self.inner.streams.hold(ctx.client_key(), c.max_streams_per_client, c.max_streams).map_err(|full| {
+                let max = match full {
+                    Full::Client => c.max_streams_per_client,
+                    Full::Total => c.max_streams,
+                };
+                self.error(EventErrorKind::ResourceExhausted, json!({ "limit": "streams", "max": max }))
+            })?;
+        let id = ctx.request_id().clone();
+        let send = |method: &str, params: Map<String, Value>| out.send(tagged(&id, method, params)).is_ok();
+        match self.pump(ctx, &r, &send).await {
+            End::Gone => Err(RpcError::internal("event stream cancelled")),
+            End::Closed => Ok(json!({ "_meta": { SUBSCRIPTION_ID_KEY: id.to_value() } })),
+        }
+    }
+
+    /// Delivers until the stream ends.
+    async fn pump(&self, ctx: &Ctx, r: &Resolved, send: &impl Fn(&str, Map<String, Value>) -> bool) -> End {
+        let owner = ctx.owner();
+        let c = &self.inner.config;
+        let source = &r.registered.source;
+        let mut head = source.watch();
+        let mut catalog = self.inner.catalog.subscribe();
+        let mut at = r.start.after;
+        let mut floor_ms = r.start.floor_ms;
+        let mut first = true;
+        let mut pending_truncated = r.start.truncated;
+        let mut heartbeat = tokio::time::interval(c.heartbeat);
+        heartbeat.tick().await;
+        loop {
+            // Mark what is seen now before reading, so a write after the read still wakes.
+            head.borrow_and_update();
+            let from = ReadFrom { after: at, floor_ms, max_entries: c.max_poll_events, max_bytes: c.max_page_bytes };
+            let page = match source.read(owner, &r.filter, from).await {
+                Ok(p) => p,
+                Err(e) => {
+                    let params = as_map(&StreamErrorParams { error: e });
+                    return if send(EVENTS_TERMINATED, params) { End::Closed } else { End::Gone };
+                }
+            };
+            floor_ms = None;
+            if first || page.truncated {
+                // Where delivery (re)starts: before the first occurrence sent, else where the read ended.
+                let start = page.events.first().map_or(page.through, |(seq, _)| seq - 1);
+                let truncated = pending_truncated || page.truncated;
+                let active = ActiveParams { cursor: Some(self.cursor(owner, r, start)), truncated };
+                if !send(EVENTS_ACTIVE, as_map(&active)) {
+                    return End::Gone;
+                }
+                first = false;
+                pending_truncated = false;
+            }
+            let sent_any = !page.events.is_empty();
+            for (seq, mut event) in page.events {
+                event.cursor = Some(self.cursor(owner, r, seq));
+                if !send(EVENTS_EVENT, as_map(&event)) {
+                    return End::Gone;
+                }
+            }
+            at = page.through;
+            if sent_any {
+                heartbeat.reset();
+            }
+            if page.more {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            loop {
+                tokio::select! {
+                    biased;
+                    () = ctx.cancellation().cancelled() => return End::Gone,
+                    () = self.inner.shutdown.cancelled() => return End::Closed,
+                    changed = catalog.changed() => {
+                        if changed.is_err() || !self.still_offered(r) {
+                            let error = self.error(EventErrorKind::NotFound, json!({ "kind": "event" }));
+                            let params = as_map(&StreamErrorParams { error });
+                            return if send(EVENTS_TERMINATED, params) { End::Closed } else { End::Gone };
+                        }
+                    }
+                    moved = head.changed() => {
+                        if moved.is_err() {
+                            return End::Closed;
+                        }
+                        break;
+                    }
+                    _ = heartbeat.tick() => {
+                        let beat = HeartbeatParams { cursor: Some(self.cursor(owner, r, at)) };
+                        if !send(EVENTS_HEARTBEAT, as_map(&beat)) {
+                            return End::Gone;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the stream's type is still the one offered under its name.
+    fn still_offered(&self, r: &Resolved) -> bool {
+        self.get(&r.name).is_some_and(|now| Arc::ptr_eq(&now, &r.registered))
+    }
+}

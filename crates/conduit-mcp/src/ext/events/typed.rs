@@ -1,0 +1,268 @@
+//! An application's own event type: [`TypedEvent`] (a name, a description,
+//! typed arguments and payload whose schemas come from `schemars`, the
+//! delivery modes, and the match between a subscription and an occurrence),
+//! and the [`EventPublisher`] the application calls when something happens.
+//! Occurrences are kept in memory, bounded, for replay.
+
+use super::source::{Filter, Page, Source};
+use crate::clock::{Clock, format_rfc3339_ms};
+use crate::protocol::RpcError;
+use crate::protocol::events::{DeliveryMode, EventDescriptor, EventOccurrence};
+use crate::seq_log::{ReadFrom, SeqLog};
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::marker::PhantomData;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// An application's event type, described by its Rust types.
+///
+/// ```
+/// use conduit_mcp::ext::events::{Audience, Events, EventsConfig, TypedEvent};
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// /// Subscription arguments: which severities to receive.
+/// #[derive(Deserialize, JsonSchema)]
+/// struct IncidentFilter {
+///     severity: Option<String>,
+/// }
+///
+/// /// What one occurrence carries.
+/// #[derive(Serialize, JsonSchema)]
+/// #[serde(rename_all = "camelCase")]
+/// struct Incident {
+///     incident_id: String,
+///     severity: String,
+/// }
+///
+/// struct IncidentCreated;
+///
+/// impl TypedEvent for IncidentCreated {
+///     type Arguments = IncidentFilter;
+///     type Payload = Incident;
+///     const NAME: &'static str = "incident.created";
+///     const DESCRIPTION: &'static str = "Fires when an incident is opened";
+///
+///     fn matches(arguments: &IncidentFilter, payload: &Incident) -> bool {
+///         arguments.severity.as_ref().is_none_or(|s| *s == payload.severity)
+///     }
+/// }
+///
+/// let events = Events::new(EventsConfig::new()).unwrap();
+/// let incidents = events.typed::<IncidentCreated>();
+/// let incident = Incident { incident_id: "INC-1".into(), severity: "P1".into() };
+/// incidents.publish(incident, Audience::principal("alice")).unwrap();
+/// ```
+pub trait TypedEvent: Send + Sync + 'static {
+    /// A subscription's arguments (its filters).
+    type Arguments: DeserializeOwned + JsonSchema + Send + Sync + 'static;
+    /// What an occurrence carries as `data` (a JSON object).
+    type Payload: Serialize + JsonSchema + Send + Sync + 'static;
+    /// The event type's name.
+    const NAME: &'static str;
+    /// When it fires.
+    const DESCRIPTION: &'static str;
+
+    /// The delivery modes offered (default: poll and push).
+    fn delivery() -> Vec<DeliveryMode> {
+        vec![DeliveryMode::Poll, DeliveryMode::Push]
+    }
+
+    /// Whether an occurrence with `payload` reaches a subscription with
+    /// `arguments` (default: every one). Who may see it at all is the
+    /// [`Audience`] it was published for.
+    fn matches(_arguments: &Self::Arguments, _payload: &Self::Payload) -> bool {
+        true
+    }
+}
+
+/// Who may receive an occurrence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Audience {
+    /// Every subscriber, authenticated or not.
+    Everyone,
+    /// Authenticated subscribers only.
+    Authenticated,
+    /// Only these principals (by [`Principal::id`](crate::auth::Principal::id)).
+    Principals(Vec<String>),
+}
+
+impl Audience {
+    /// Only the principal `id`.
+    pub fn principal(id: impl Into<String>) -> Self {
+        Self::Principals(vec![id.into()])
+    }
+
+    /// Whether `owner` (a subscriber's principal id, `None` without one) is in it.
+    pub fn admits(&self, owner: Option<&str>) -> bool {
+        match self {
+            Self::Everyone => true,
+            Self::Authenticated => owner.is_some(),
+            Self::Principals(ids) => owner.is_some_and(|o| ids.iter().any(|i| i == o)),
+        }
+    }
+}
+
+/// Why [`EventPublisher::publish`] refused an occurrence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The payload does not serialise to a JSON object.
+    #[error("an event payload must serialise to a JSON object")]
+    NotAnObject,
+    /// The payload is larger than `EventsConfig::max_payload_bytes`.
+    #[error("the event payload is {len} bytes, more than the {max} allowed")]
+    TooLarge {
+        /// Its size as JSON.
+        len: usize,
+        /// The bound.
+        max: usize,
+    },
+}
+
+/// One published occurrence, as kept for replay.
+struct Published<P> {
+    payload: P,
+    data: Value,
+    audience: Audience,
+    event_id: Option<String>,
+}
+
+/// The log of one typed event type: the [`Source`] the extension reads.
+pub(crate) struct TypedSource<E: TypedEvent> {
+    descriptor: EventDescriptor,
+    log: SeqLog<Published<E::Payload>>,
+    epoch: u64,
+    clock: Arc<dyn Clock>,
+    max_payload_bytes: usize,
+    _event: PhantomData<fn() -> E>,
+}
+
+/// A schema with no `title` (the Rust type's name) and no top-level description.
+pub(crate) fn schema_of<T: JsonSchema>() -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        m.remove("title");
+        m.entry("type").or_insert_with(|| "object".into());
+    }
+    v
+}
+
+impl<E: TypedEvent> TypedSource<E> {
+    pub(crate) fn new(clock: Arc<dyn Clock>, retained: (usize, usize), max_payload_bytes: usize) -> Self {
+        let descriptor = EventDescriptor::new(
+            E::NAME,
+            E::DESCRIPTION,
+            E::delivery(),
+            schema_of::<E::Arguments>(),
+            schema_of::<E::Payload>(),
+        );
+        Self {
+            descriptor,
+            log: SeqLog::new(retained.0, retained.1),
+            epoch: rand::random(),
+            clock,
+            max_payload_bytes,
+            _event: PhantomData,
+        }
+    }
+
+    fn publish(&self, payload: E::Payload, audience: Audience, event_id: Option<String>) -> Result<u64, PublishError> {
+        let data = serde_json::to_value(&payload).map_err(|_| PublishError::NotAnObject)?;
+        if !data.is_object() {
+            return Err(PublishError::NotAnObject);
+        }
+        let len = crate::bounds::json_len(&data);
+        if len > self.max_payload_bytes {
+            return Err(PublishError::TooLarge { len, max: self.max_payload_bytes });
+        }
+        let at_ms = self.clock.now_ms();
+        let weight = 2 * len + 64 + event_id.as_ref().map_or(0, String::len);
+        Ok(self.log.append(at_ms, weight, Published { payload, data, audience, event_id }))
+    }
+}
+
+#[async_trait]
+impl<E: TypedEvent> Source for TypedSource<E> {
+    fn descriptor(&self) -> &EventDescriptor {
+        &self.descriptor
+    }
+
+    fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    fn filter(&self, arguments: Map<String, Value>) -> Result<Filter, RpcError> {
+        let args: E::Arguments = serde_json::from_value(Value::Object(arguments))
+            .map_err(|e| RpcError::invalid_params(format!("invalid arguments for event {}: {e}", E::NAME)))?;
+        Ok(Box::new(args))
+    }
+
+    async fn head(&self) -> Result<u64, RpcError> {
+        Ok(self.log.head())
+    }
+
+    fn watch(&self) -> watch::Receiver<u64> {
+        self.log.watch()
+    }
+
+    async fn read(&self, owner: Option<&str>, filter: &Filter, from: ReadFrom) -> Result<Page, RpcError> {
+        let Some(args) = filter.downcast_ref::<E::Arguments>() else {
+            return Err(RpcError::internal("a filter of another event type"));
+        };
+        let read = self.log.read(from, |p| p.audience.admits(owner) && E::matches(args, &p.payload));
+        let events = read
+            .entries
+            .into_iter()
+            .map(|e| {
+                let p = &e.item;
+                let id = p.event_id.clone().unwrap_or_else(|| format!("{:016x}-{}", self.epoch, e.seq));
+                (e.seq, EventOccurrence::new(id, E::NAME, format_rfc3339_ms(e.at_ms), p.data.clone()))
+            })
+            .collect();
+        Ok(Page { events, through: read.through, truncated: read.truncated, more: read.more })
+    }
+}
+
+/// What an application calls to publish occurrences of event type `E`.
+/// Cheap to clone; get one from [`Events::typed`](super::Events::typed).
+pub struct EventPublisher<E: TypedEvent> {
+    pub(crate) source: Arc<TypedSource<E>>,
+}
+
+impl<E: TypedEvent> Clone for EventPublisher<E> {
+    fn clone(&self) -> Self {
+        Self { source: self.source.clone() }
+    }
+}
+
+impl<E: TypedEvent> std::fmt::Debug for EventPublisher<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventPublisher").field("name", &E::NAME).finish_non_exhaustive()
+    }
+}
+
+impl<E: TypedEvent> EventPublisher<E> {
+    /// Publishes an occurrence for `audience`: every poll and stream of a
+    /// principal in it whose arguments [match](TypedEvent::matches) receives it.
+    /// Its `eventId` is made here.
+    pub fn publish(&self, payload: E::Payload, audience: Audience) -> Result<(), PublishError> {
+        self.source.publish(payload, audience, None).map(drop)
+    }
+
+    /// Publishes an occurrence under the upstream's own stable id (the
+    /// `eventId` clients dedupe on).
+    pub fn publish_with_id(
+        &self,
+        event_id: impl Into<String>,
+        payload: E::Payload,
+        audience: Audience,
+    ) -> Result<(), PublishError> {
+        self.source.publish(payload, audience, Some(event_id.into())).map(drop)
+    }
+}

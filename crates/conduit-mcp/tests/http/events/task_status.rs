@@ -1,0 +1,121 @@
+//! `task.status_changed`: fed by the task store's writes in both eras, only
+//! to the task's owner, a minimal payload, one event id in every mode.
+
+use super::*;
+use crate::legacy_common::Legacy;
+
+/// Alice starts a `job` task on 2026-07-28; returns its id.
+async fn start_job(f: &Fixture, who: &str) -> String {
+    let r = f.send_as(Some(who), &ereq(1, "tools/call", json!({ "name": "job" }))).await;
+    r.assert_ok(&json!(1))["taskId"].as_str().expect("a task").to_owned()
+}
+
+// payload-minimality, occurrence-event-id-from-upstream, authz-subscribe-time
+#[tokio::test]
+async fn a_task_status_change_reaches_its_owner_only_with_a_minimal_payload() {
+    let f = fixture().await;
+    let name = json!({ "name": "task.status_changed" });
+    let alice0 = f.poll(Some("alice"), name.clone()).await;
+    let bob0 = f.poll(Some("bob"), name.clone()).await;
+    let anon0 = f.poll(None, name.clone()).await;
+    let id = start_job(&f, "alice").await;
+    f.tasks.progress(&id, "halfway").await.unwrap();
+    f.tasks.complete(&id, CallToolResult::text("secret result"), Some("done".into())).await.unwrap();
+
+    // By default: the statuses a caller must act on (here: completed).
+    let got = f.poll(Some("alice"), json!({ "name": "task.status_changed", "cursor": alice0["cursor"] })).await;
+    let events = got["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1, "{got}");
+    let e = &events[0];
+    assert_eq!(e["name"], "task.status_changed");
+    let data = e["data"].as_object().unwrap();
+    let keys: Vec<&String> = data.keys().collect();
+    assert_eq!(keys, ["lastUpdatedAt", "status", "statusMessage", "taskId"], "nothing else: {e}");
+    assert_eq!(data["taskId"], json!(id));
+    assert_eq!(data["status"], "completed");
+    assert_eq!(data["statusMessage"], "done");
+    assert!(!e.to_string().contains("secret result"), "no result in the payload");
+    // The client reads the rest with tasks/get.
+    let get = f.send_as(Some("alice"), &ereq(2, "tasks/get", json!({ "taskId": id }))).await.assert_ok(&json!(2));
+    assert_eq!(get["status"], "completed");
+    assert_eq!(get["lastUpdatedAt"], data["lastUpdatedAt"]);
+
+    // Every status when asked; one task when asked.
+    let all = json!({ "name": "task.status_changed", "cursor": alice0["cursor"],
+                      "arguments": { "taskId": id, "statuses": ["working", "input_required", "completed"] } });
+    let all = f.poll(Some("alice"), all).await;
+    let statuses: Vec<&Value> = all["events"].as_array().unwrap().iter().map(|e| &e["data"]["status"]).collect();
+    assert_eq!(statuses, [&json!("working"), &json!("working"), &json!("completed")], "created, progress, completed");
+    let other =
+        json!({ "name": "task.status_changed", "cursor": alice0["cursor"], "arguments": { "taskId": "other" } });
+    assert_eq!(f.poll(Some("alice"), other).await["events"], json!([]));
+
+    // Not bob's, and not an anonymous caller's.
+    let bob = f
+        .poll(
+            Some("bob"),
+            json!({ "name": "task.status_changed", "cursor": bob0["cursor"],
+        "arguments": { "statuses": ["working", "completed"] } }),
+        )
+        .await;
+    assert_eq!(bob["events"], json!([]));
+    assert!(!bob.to_string().contains(&id));
+    let anon = f.poll(None, json!({ "name": "task.status_changed", "cursor": anon0["cursor"] })).await;
+    assert_eq!(anon["events"], json!([]));
+
+    // Bad statuses are bad params.
+    let bad = json!({ "name": "task.status_changed", "arguments": { "statuses": ["done"] } });
+    error_of(&f.send_as(Some("alice"), &ereq(3, "events/poll", bad)).await, 3, -32602);
+}
+
+#[tokio::test]
+async fn the_same_change_has_the_same_event_id_on_a_stream_and_in_a_poll() {
+    let f = fixture().await;
+    let start = f.poll(Some("alice"), json!({ "name": "task.status_changed" })).await;
+    let mut s = f.open_as("alice", 8, json!({ "name": "task.status_changed", "cursor": start["cursor"] })).await;
+    assert_eq!(next_non_heartbeat(&mut s).await["method"], "notifications/events/active");
+    let id = start_job(&f, "alice").await;
+    f.tasks.fail(&id, RpcError::internal("boom"), None).await.unwrap();
+    let pushed = next_non_heartbeat(&mut s).await;
+    assert_eq!(pushed["method"], "notifications/events/event");
+    assert_eq!(pushed["params"]["data"]["status"], "failed");
+    assert_eq!(pushed["params"]["data"]["taskId"], json!(id));
+    let polled = f.poll(Some("alice"), json!({ "name": "task.status_changed", "cursor": start["cursor"] })).await;
+    assert_eq!(polled["events"][0]["eventId"], pushed["params"]["eventId"]);
+    assert_eq!(polled["events"][0]["data"], pushed["params"]["data"]);
+}
+
+#[tokio::test]
+async fn a_task_of_the_2025_11_25_era_feeds_the_same_log() {
+    let f = fixture().await;
+    let start = f.poll(Some("alice"), json!({ "name": "task.status_changed" })).await;
+    let mut c = Legacy::new(&f.h.url).with_token("alice-token");
+    c.initialize(json!({ "tasks": {} })).await;
+    let created = c.result(1, "tools/call", json!({ "name": "job", "task": {} })).await;
+    let id = created["task"]["taskId"].as_str().expect("a legacy task").to_owned();
+    f.tasks.complete(&id, CallToolResult::text("ok"), None).await.unwrap();
+    let got = f.poll(Some("alice"), json!({ "name": "task.status_changed", "cursor": start["cursor"] })).await;
+    assert_eq!(got["events"][0]["data"]["taskId"], json!(id), "{got}");
+    assert_eq!(got["events"][0]["data"]["status"], "completed");
+}
+
+// replay-ceiling-sets-truncated, truncated-returns-fresh-cursor (the task log's own bound)
+#[tokio::test]
+async fn a_change_log_cursor_behind_what_is_kept_is_truncated_with_a_fresh_cursor() {
+    let f = fixture_with(EventsConfig::new().retained(2, 1 << 20), HttpConfig::default()).await;
+    let start = f.poll(Some("alice"), json!({ "name": "task.status_changed" })).await;
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = start_job(&f, "alice").await;
+        f.tasks.complete(&id, CallToolResult::text("ok"), None).await.unwrap();
+        ids.push(id);
+    }
+    // Six changes (created, completed) × 3; the log keeps the last two.
+    let got = f.poll(Some("alice"), json!({ "name": "task.status_changed", "cursor": start["cursor"] })).await;
+    assert_eq!(got["truncated"], true);
+    let seen: Vec<&Value> = got["events"].as_array().unwrap().iter().map(|e| &e["data"]["taskId"]).collect();
+    assert_eq!(seen, [&json!(ids[2])], "only the last task's completion is still kept: {got}");
+    let next = f.poll(Some("alice"), json!({ "name": "task.status_changed", "cursor": got["cursor"] })).await;
+    assert_eq!(next["truncated"], false);
+    assert_eq!(next["events"], json!([]));
+}
