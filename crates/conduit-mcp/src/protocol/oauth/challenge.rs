@@ -61,8 +61,16 @@ fn quotable(s: &str) -> impl Iterator<Item = char> + '_ {
 }
 
 /// Reads the Bearer challenge out of the `WWW-Authenticate` header values
-/// (joined with `, `); other schemes are skipped. `None` without a Bearer one.
+/// (joined with `, `), else the `DPoP` one (RFC 9449 §7.1: a server that
+/// takes only DPoP-bound tokens names its metadata there); other schemes are
+/// skipped. `None` without either.
 pub fn parse(header: &str) -> Option<Challenge> {
+    parse_scheme(header, "Bearer").or_else(|| parse_scheme(header, super::dpop::SCHEME))
+}
+
+/// Reads the first challenge of `scheme` (case-insensitive) out of the
+/// `WWW-Authenticate` header values; `None` without one.
+pub fn parse_scheme(header: &str, scheme: &str) -> Option<Challenge> {
     let mut p = Parser { s: header.as_bytes(), i: 0 };
     let mut in_bearer = false;
     let mut found = None::<Challenge>;
@@ -92,7 +100,7 @@ pub fn parse(header: &str) -> Option<Challenge> {
             }
         } else {
             // A new challenge: `scheme [params]`.
-            in_bearer = token.eq_ignore_ascii_case("bearer") && found.is_none();
+            in_bearer = token.eq_ignore_ascii_case(scheme) && found.is_none();
             if in_bearer {
                 found = Some(Challenge::default());
             }
@@ -203,5 +211,18 @@ mod tests {
         assert!(parse("Basic realm=\"x\"").is_none());
         assert_eq!(parse("bearer"), Some(Challenge::default()));
         assert!(parse("Negotiate abc==, Bearer").is_some());
+    }
+
+    #[test]
+    fn a_dpop_challenge_when_there_is_no_bearer_one() {
+        let nonce =
+            r#"DPoP error="use_dpop_nonce", resource_metadata="http://h/.well-known/oauth-protected-resource/mcp""#;
+        let c = parse(nonce).unwrap();
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("http://h/.well-known/oauth-protected-resource/mcp"));
+        let both = r#"Bearer scope="a", DPoP algs="ES256", error="use_dpop_nonce""#;
+        assert_eq!(parse(both).unwrap().scopes.unwrap(), ["a"]);
+        assert_eq!(parse_scheme(both, "dpop").unwrap().error.as_deref(), Some("use_dpop_nonce"));
+        assert!(parse_scheme("Bearer", "DPoP").is_none());
     }
 }
