@@ -1,0 +1,133 @@
+//! `conduit-mcp login`'s enterprise flags against a real authorization server
+//! (oidc-provider): `--client-assertion-key` (`private_key_jwt`) logs a
+//! machine in with its key, and a later `call` uses the token; a key file
+//! that holds no key is a usage error that prints none of it; `--dpop`
+//! stores a DPoP-bound token with its key beside it, owner-only, never printed.
+
+use crate::cli_support::BIN;
+use crate::oauth_support::protected_server;
+
+use conduit_mcp_test_oauth::{AuthorizationServer, Options, ResourceSettings, SERVICE};
+use serde_json::{Value, json};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A throwaway P-256 key, registered below for the client `keyed` (its public x and y).
+const KEY: &str = "-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgaJ4CCYHoSD3i98ZI
+O1hkAUWWQj+v4qmVrH0p/AYcPXqhRANCAATxDD3GYVyFw+GbiUdWoXo93X3ZQSnj
+2D9zAMKk5t0TWZq1M9L3FlVmQrF++ge88jatfxvVX2B6bBXgqImotw6T
+-----END PRIVATE KEY-----
+";
+const KEY_X: &str = "8Qw9xmFchcPhm4lHVqF6Pd192UEp49g_cwDCpObdE1k";
+const KEY_Y: &str = "mrUz0vcWVWZCsX76B7zyNq1_G9VfYHpsFeCoiai3DpM";
+
+fn keyed_client() -> Value {
+    json!({
+        "client_id": "keyed",
+        "token_endpoint_auth_method": "private_key_jwt",
+        "token_endpoint_auth_signing_alg": "ES256",
+        "jwks": { "keys": [{ "kty": "EC", "crv": "P-256", "x": KEY_X, "y": KEY_Y }] },
+        "grant_types": ["client_credentials"],
+        "response_types": [],
+        "redirect_uris": [],
+        "scope": "mcp:read mcp:write",
+    })
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("conduit-enterprise-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+async fn cli(dir: &Path, args: &[&str]) -> Output {
+    let (dir, args) = (dir.to_owned(), args.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .args(&args)
+            .env("CONDUIT_MCP_CONFIG_DIR", dir.join("config"))
+            .env_remove("CONDUIT_MCP_CLIENT_SECRET")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The one tokens file, and what it stores.
+fn stored(dir: &Path) -> (PathBuf, Value) {
+    let file = std::fs::read_dir(dir.join("config/tokens"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .expect("a tokens file");
+    let entry: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    (file, entry["value"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_logs_in_with_its_key_and_calls() {
+    let Some(auth) = AuthorizationServer::start_with(Options::default().client(keyed_client())).await else { return };
+    let url = protected_server(&auth).await;
+    // The protected server introspects: opaque tokens for it.
+    auth.set_resource(&url, ResourceSettings::opaque()).await;
+    let d = dir("key");
+    let key = d.join("client.pem");
+    std::fs::write(&key, KEY).unwrap();
+    let key = key.to_str().unwrap();
+
+    let o =
+        cli(&d, &["login", &url, "--client-credentials", "--client-id", "keyed", "--client-assertion-key", key]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(!text(&o.stderr).contains("MIGH"), "{}", text(&o.stderr));
+    assert_eq!(stored(&d).1["grant_type"], "client_credentials");
+    let o = cli(&d, &["call", &url, "echo", "text=keyed machine"]).await;
+    assert_eq!(text(&o.stdout).trim(), "keyed machine", "{}", text(&o.stderr));
+
+    // A file that holds no key: a usage error, before anything is sent, that shows none of it.
+    let bad = d.join("bad.pem");
+    std::fs::write(&bad, "-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n").unwrap();
+    let o = cli(
+        &d,
+        &[
+            "login",
+            &url,
+            "--client-credentials",
+            "--client-id",
+            "keyed",
+            "--client-assertion-key",
+            bad.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--client-assertion-key") && !text(&o.stderr).contains("c2VjcmV0"));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dpop_login_stores_a_bound_token_with_its_key() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let url = protected_server(&auth).await;
+    let d = dir("dpop");
+    let secret = d.join("secret");
+    std::fs::write(&secret, SERVICE.secret.unwrap()).unwrap();
+    let args = ["login", &url, "--client-credentials", "--client-id", SERVICE.id];
+    let o = cli(&d, &[&args[..], &["--client-secret-file", secret.to_str().unwrap(), "--dpop"]].concat()).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let (file, t) = stored(&d);
+    assert_eq!(t["dpop_bound"], true, "{t}");
+    let key = t["dpop_key"].as_str().expect("the key is stored with the tokens");
+    assert!(!text(&o.stderr).contains(key) && !text(&o.stdout).contains(key));
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    std::fs::remove_dir_all(&d).ok();
+}
