@@ -52,6 +52,8 @@
 mod access_token;
 mod config;
 pub(crate) mod config_toml;
+mod dpop;
+mod dpop_replay;
 mod fetch;
 mod introspect;
 mod introspect_gate;
@@ -63,6 +65,7 @@ mod single_flight;
 mod token_cache;
 
 pub use config::{ClientCredentials, Issuer, MAX_LEEWAY, OAuthConfig};
+pub use dpop::{DEFAULT_DPOP_ALGS, DpopConfig, DpopError, DpopProof, DpopVerifier, ProofRequest};
 pub use resource::ProtectedResource;
 
 use super::{AuthError, Authenticate, Principal, bearer_token};
