@@ -10,6 +10,8 @@ pub mod legacy_common;
 pub mod oauth_support;
 
 #[cfg(all(feature = "oauth", feature = "client"))]
+mod dpop;
+#[cfg(all(feature = "oauth", feature = "client"))]
 mod enterprise;
 #[cfg(feature = "jwt")]
 mod jwt;

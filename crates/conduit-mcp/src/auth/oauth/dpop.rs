@@ -59,6 +59,32 @@ impl Default for DpopConfig {
     }
 }
 
+impl DpopConfig {
+    /// Takes proofs signed with these algorithms only.
+    pub fn algs(mut self, algs: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.algs = algs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Takes proofs whose `iat` is at most this far from now.
+    pub fn iat_window(mut self, window: Duration) -> Self {
+        self.iat_window = window;
+        self
+    }
+
+    /// Remembers the `jti`s of the window in at most this many bytes.
+    pub fn replay_bytes(mut self, bytes: usize) -> Self {
+        self.replay_bytes = bytes;
+        self
+    }
+
+    /// Issues nonces (HMAC of the time with `secret`, shared by every node) and requires them.
+    pub fn nonce_secret(mut self, secret: [u8; 32]) -> Self {
+        self.nonce_secret = Some(secret);
+        self
+    }
+}
+
 /// A refused proof: why, and the challenge's error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{error}: {reason}")]

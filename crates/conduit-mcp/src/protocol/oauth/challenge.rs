@@ -16,6 +16,8 @@ pub struct Challenge {
     pub error: Option<String>,
     /// Why, in words (rendered as printable ASCII, at most 200 characters).
     pub error_description: Option<String>,
+    /// The proof algorithms a `DPoP` challenge takes, space-separated in the header (RFC 9449 §7.1).
+    pub algs: Option<Vec<String>>,
 }
 
 /// The most characters of an `error_description` rendered.
@@ -44,6 +46,9 @@ impl Challenge {
         }
         if let Some(s) = &self.scopes {
             param("scope", quotable(&s.join(" ")).collect());
+        }
+        if let Some(a) = &self.algs {
+            param("algs", quotable(&a.join(" ")).collect());
         }
         if let Some(e) = &self.error {
             param("error", quotable(e).collect());
@@ -95,6 +100,7 @@ pub fn parse_scheme(header: &str, scheme: &str) -> Option<Challenge> {
                     "scope" => c.scopes = Some(value.split_whitespace().map(str::to_owned).collect()),
                     "error" => c.error = Some(value),
                     "error_description" => c.error_description = Some(value),
+                    "algs" => c.algs = Some(value.split_whitespace().map(str::to_owned).collect()),
                     _ => {}
                 }
             }
@@ -182,6 +188,7 @@ mod tests {
             scopes: Some(vec!["mcp:read".into(), "mcp:deploy".into()]),
             error: Some("invalid_token".into()),
             error_description: Some("expired \"yesterday\"\n".into()),
+            ..Challenge::default()
         };
         let header = c.render("Bearer");
         assert_eq!(
@@ -222,7 +229,8 @@ mod tests {
         assert_eq!(c.resource_metadata.as_deref(), Some("http://h/.well-known/oauth-protected-resource/mcp"));
         let both = r#"Bearer scope="a", DPoP algs="ES256", error="use_dpop_nonce""#;
         assert_eq!(parse(both).unwrap().scopes.unwrap(), ["a"]);
-        assert_eq!(parse_scheme(both, "dpop").unwrap().error.as_deref(), Some("use_dpop_nonce"));
+        let dpop = parse_scheme(both, "dpop").unwrap();
+        assert_eq!((dpop.error.as_deref(), dpop.algs.unwrap()), (Some("use_dpop_nonce"), vec!["ES256".to_owned()]));
         assert!(parse_scheme("Bearer", "DPoP").is_none());
     }
 }

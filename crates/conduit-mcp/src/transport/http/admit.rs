@@ -11,6 +11,7 @@ use super::status::{challenge, error_response, forbidden};
 use crate::auth::{AuthError, Principal};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::oauth::challenge::Challenge;
+use crate::protocol::oauth::dpop::{NONCE_HEADER, SCHEME as DPOP_SCHEME};
 use crate::protocol::oauth::errors::{INVALID_REQUEST, INVALID_TOKEN};
 use crate::quota::ClientKey;
 use axum::http::request::Parts;
@@ -79,7 +80,7 @@ async fn authenticate(st: &AppState, parts: &Parts) -> Result<Option<Principal>,
         );
         return Err(error_response(cfg, None, e));
     }
-    match auth.authenticate(headers).await {
+    match auth.authenticate_request(&parts.method, headers).await {
         Ok(p) => {
             if let (Some(proven), Some(credentials)) = (proven, credentials) {
                 proven.remember(auth.as_ref(), credentials, &p);
@@ -89,7 +90,7 @@ async fn authenticate(st: &AppState, parts: &Parts) -> Result<Option<Principal>,
         Err(e) => {
             // Credentials that were read and refused; not their absence, a missing scope
             // or an authorization server that could not answer.
-            if matches!(e, AuthError::Invalid(_) | AuthError::InvalidRequest(_)) {
+            if matches!(e, AuthError::Invalid(_) | AuthError::InvalidRequest(_) | AuthError::Proof { .. }) {
                 charge(st, parts);
             }
             Err(refusal(cfg, auth.scheme(), &e))
@@ -124,6 +125,17 @@ fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
         AuthError::Invalid(why) => (StatusCode::UNAUTHORIZED, described(INVALID_TOKEN, why)),
         AuthError::InvalidRequest(why) => (StatusCode::BAD_REQUEST, described(INVALID_REQUEST, why)),
         AuthError::InsufficientScope(needed) => (StatusCode::FORBIDDEN, Challenge::more_scope(needed.clone())),
+        AuthError::Proof { error, description, nonce, algs } => {
+            // RFC 9449 §7.1: the DPoP challenge, and the nonce to put in the next proof.
+            let c =
+                Challenge { algs: Some(algs.split(' ').map(str::to_owned).collect()), ..described(error, description) };
+            let mut r = (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, DPOP_SCHEME, c));
+            if let Some(n) = nonce.as_deref().and_then(|n| HeaderValue::from_str(n).ok()) {
+                r.headers_mut().insert(NONCE_HEADER, n);
+            }
+            return r;
+        }
         AuthError::Unavailable(_) => {
             let mut r = (StatusCode::SERVICE_UNAVAILABLE, "authentication is unavailable; try again").into_response();
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
