@@ -2,9 +2,12 @@
 //! (oidc-provider): `--client-assertion-key` (`private_key_jwt`) logs a
 //! machine in with its key, and a later `call` uses the token; a key file
 //! that holds no key is a usage error that prints none of it; `--dpop`
-//! stores a DPoP-bound token with its key beside it, owner-only, never printed.
+//! stores a DPoP-bound token with its key beside it, owner-only, never printed;
+//! against `conduit-mcp serve --oauth-dpop`, calls with it succeed and the
+//! same token sent as Bearer is refused.
 
 use crate::cli_support::BIN;
+use crate::common;
 use crate::oauth_support::protected_server;
 
 use conduit_mcp_test_oauth::{AuthorizationServer, Options, ResourceSettings, SERVICE};
@@ -129,5 +132,33 @@ async fn dpop_login_stores_a_bound_token_with_its_key() {
     let key = t["dpop_key"].as_str().expect("the key is stored with the tokens");
     assert!(!text(&o.stderr).contains(key) && !text(&o.stdout).contains(key));
     assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dpop_from_login_to_calls_on_serve_oauth_dpop() {
+    let Some(auth) = AuthorizationServer::start().await else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let listen = format!("127.0.0.1:{port}");
+    let args = ["--listen", &listen, "--oauth-issuer", auth.issuer(), "--resource", &url, "--oauth-dpop"];
+    let _node = common::Node::start_exactly(&args).await;
+    let d = dir("serve-dpop");
+    let secret = d.join("secret");
+    std::fs::write(&secret, SERVICE.secret.unwrap()).unwrap();
+    let login = ["login", &url, "--client-credentials", "--client-id", SERVICE.id, "--dpop"];
+    let o = cli(&d, &[&login[..], &["--client-secret-file", secret.to_str().unwrap()]].concat()).await;
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(stored(&d).1["dpop_bound"], true);
+    // Each call carries a fresh proof (the library's tests cover both eras).
+    for text_arg in ["text=bound", "text=again"] {
+        let o = cli(&d, &["call", &url, "echo", text_arg]).await;
+        assert_eq!(text(&o.stdout).trim(), &text_arg[5..], "{}", text(&o.stderr));
+    }
+    // The bound token without its proof is refused.
+    let token = stored(&d).1["access_token"].as_str().unwrap().to_owned();
+    let o = cli(&d, &["call", &url, "echo", "text=stolen", "--token", &token]).await;
+    assert_ne!(o.status.code(), Some(0));
+    assert!(!text(&o.stdout).contains("stolen"), "{}", text(&o.stdout));
     std::fs::remove_dir_all(&d).ok();
 }
