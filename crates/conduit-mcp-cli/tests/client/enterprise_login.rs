@@ -1,6 +1,7 @@
 //! `conduit-mcp login`'s enterprise flags against a real authorization server
 //! (oidc-provider): `--client-assertion-key` (`private_key_jwt`) logs a
-//! machine in with its key, and a later `call` uses the token; a key file
+//! machine in with its key, a later `call` uses the token and, once it expires,
+//! renews it with the key file the registration names; a key file
 //! that holds no key is a usage error that prints none of it; `--dpop`
 //! stores a DPoP-bound token with its key beside it, owner-only, never printed;
 //! against `conduit-mcp serve --oauth-dpop`, calls with it succeed and the
@@ -95,6 +96,19 @@ async fn a_machine_logs_in_with_its_key_and_calls() {
     assert_eq!(stored(&d).1["grant_type"], "client_credentials");
     let o = cli(&d, &["call", &url, "echo", "text=keyed machine"]).await;
     assert_eq!(text(&o.stdout).trim(), "keyed machine", "{}", text(&o.stderr));
+
+    // Expired: renewed with the key file the registration names (the path is stored, not the key).
+    let (file, first) = stored(&d);
+    let mut entry: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    entry["value"]["expires_at_ms"] = 1.into();
+    std::fs::write(&file, entry.to_string()).unwrap();
+    let o = cli(&d, &["call", &url, "echo", "text=renewed"]).await;
+    assert_eq!(text(&o.stdout).trim(), "renewed", "{}", text(&o.stderr));
+    assert_ne!(stored(&d).1["access_token"], first["access_token"]);
+    let clients = std::fs::read_dir(d.join("config/clients")).unwrap().filter_map(Result::ok);
+    for c in clients.map(|e| std::fs::read_to_string(e.path()).unwrap()) {
+        assert!(!c.contains("MIGH"), "the key itself is not stored: {c}");
+    }
 
     // A file that holds no key: a usage error, before anything is sent, that shows none of it.
     let bad = d.join("bad.pem");

@@ -25,6 +25,8 @@ const MAX_KEY_FILE: u64 = 64 * 1024;
 pub struct ClientAssertionKey {
     key: EncodingKey,
     alg: Algorithm,
+    /// The file it was read from, kept with the client's registration so a later run can read it again.
+    path: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for ClientAssertionKey {
@@ -44,10 +46,10 @@ impl ClientAssertionKey {
                 AlgorithmParameters::EllipticCurve(p) if p.curve == EllipticCurve::P384 => Algorithm::ES384,
                 _ => return Err(ClientError::OAuth("the EC private key is on neither P-256 nor P-384".into())),
             };
-            return Ok(Self { key, alg });
+            return Ok(Self { key, alg, path: None });
         }
         match EncodingKey::from_rsa_pem(pem) {
-            Ok(key) => Ok(Self { key, alg: Algorithm::RS256 }),
+            Ok(key) => Ok(Self { key, alg: Algorithm::RS256, path: None }),
             Err(_) => Err(ClientError::OAuth(
                 "the client assertion key is no PEM private key this client can use \
                  (PKCS#8 EC P-256/P-384, or RSA)"
@@ -60,7 +62,12 @@ impl ClientAssertionKey {
     pub fn from_pem_file(path: impl AsRef<Path>) -> Result<Self, ClientError> {
         let path = path.as_ref();
         let pem = read_small(path, MAX_KEY_FILE)?;
-        Self::from_pem(&pem)
+        Ok(Self { path: Some(path.to_owned()), ..Self::from_pem(&pem)? })
+    }
+
+    /// The file the key was read from ([`from_pem_file`](Self::from_pem_file)).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
     }
 
     /// The JWS algorithm it signs with (`ES256`, `ES384` or `RS256`).

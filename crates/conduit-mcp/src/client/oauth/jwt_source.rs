@@ -49,6 +49,25 @@ impl JwtSource {
         Self(Source::Value(token.into()))
     }
 
+    /// Where it reads, as a credential store keeps it (`file:PATH`, `env:NAME`); `None` for a
+    /// [`value`](Self::value), which is never stored.
+    pub(crate) fn stored(&self) -> Option<String> {
+        match &self.0 {
+            Source::File(p) => Some(format!("file:{}", p.display())),
+            Source::Env(v) => Some(format!("env:{v}")),
+            Source::Value(_) => None,
+        }
+    }
+
+    /// The source a credential store kept ([`stored`](Self::stored)).
+    pub(crate) fn from_stored(s: &str) -> Option<Self> {
+        match s.split_once(':')? {
+            ("file", p) => Some(Self::file(p)),
+            ("env", v) => Some(Self::env(v)),
+            _ => None,
+        }
+    }
+
     /// The token now: present, at most 64 KiB, and sendable in a form (visible ASCII).
     pub(crate) fn read(&self) -> Result<String, ClientError> {
         let (token, from) = match &self.0 {
@@ -98,5 +117,10 @@ mod tests {
         assert!(JwtSource::env("CONDUIT_TEST_NO_SUCH_VARIABLE_SET").read().is_err());
         assert_eq!(JwtSource::value(" x.y.z ").read().unwrap(), "x.y.z");
         assert!(!format!("{:?}", JwtSource::value("secret")).contains("secret"));
+        assert_eq!(JwtSource::value("t").stored(), None);
+        let env = JwtSource::env("CI_JOB_JWT").stored().unwrap();
+        assert_eq!(JwtSource::from_stored(&env).unwrap().stored().unwrap(), "env:CI_JOB_JWT");
+        assert_eq!(JwtSource::from_stored("file:/a:b").unwrap().stored().unwrap(), "file:/a:b");
+        assert!(JwtSource::from_stored("value:x").is_none());
     }
 }

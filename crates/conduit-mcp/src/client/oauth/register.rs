@@ -69,7 +69,9 @@ pub(crate) async fn client_for(
 ) -> Result<ClientRegistration, ClientError> {
     if let Some(id) = &me.client_id {
         let method = me.pre_registered_method(Some(server));
-        let reg = ClientRegistration::new(&server.issuer, id, me.client_secret.clone(), method, "pre-registered");
+        let mut reg = ClientRegistration::new(&server.issuer, id, me.client_secret.clone(), method, "pre-registered");
+        reg.assertion_key_file =
+            me.assertion_key.as_ref().and_then(|k| k.path()).map(|p| p.to_string_lossy().into_owned());
         // Kept under this issuer, so a later run can refresh without the flags.
         store.save_registration(&server.issuer, &reg).await?;
         return Ok(reg);

@@ -19,7 +19,7 @@ use super::retry::Retry;
 use super::scope;
 use super::store::{ClientRegistration, StoredTokens};
 use super::token::{self, Grant, Tokens};
-use super::{BearerAssertion, GrantKind, OAuth};
+use super::{BearerAssertion, GrantKind, JwtSource, OAuth};
 use crate::client::error::ClientError;
 use crate::client::http_options::HttpOptions;
 use crate::protocol::oauth::challenge::{self, Challenge};
@@ -223,7 +223,8 @@ impl Session {
             (Some(r), _) => Grant::Refresh(r),
             (None, "client_credentials") => Grant::ClientCredentials,
             (None, JWT_BEARER_GRANT) => {
-                assertion = self.bearer_assertion(&old.issuer, &old.resource, &old.scopes).await?;
+                assertion =
+                    self.bearer_assertion(&old.issuer, &old.resource, &old.scopes, old.jwt_source.as_deref()).await?;
                 Grant::JwtBearer(&assertion)
             }
             (None, _) => return Err(ClientError::OAuth("the token expired and there is no refresh token".into())),
@@ -246,13 +247,23 @@ impl Session {
     /// The JWT of a JWT bearer grant at the authorization server `issuer`
     /// for `resource`: the workload's token as it is now, or an ID-JAG
     /// fresh from the identity provider.
-    async fn bearer_assertion(&self, issuer: &str, resource: &str, scopes: &[String]) -> Result<String, ClientError> {
+    /// Without one configured, the workload source stored with the tokens (`stored`) is read.
+    async fn bearer_assertion(
+        &self,
+        issuer: &str,
+        resource: &str,
+        scopes: &[String],
+        stored: Option<&str>,
+    ) -> Result<String, ClientError> {
         match &self.cfg.bearer_assertion {
             Some(BearerAssertion::Workload(source)) => source.read(),
             Some(BearerAssertion::Enterprise(idp)) => idp.exchange(&self.fetch, issuer, resource, scopes).await,
-            None => {
-                Err(ClientError::OAuth("the JWT bearer grant needs a workload token or an identity provider".into()))
-            }
+            None => match stored.and_then(JwtSource::from_stored) {
+                Some(source) => source.read(),
+                None => Err(ClientError::OAuth(
+                    "the JWT bearer grant needs a workload token or an identity provider: log in again".into(),
+                )),
+            },
         }
     }
 
@@ -400,7 +411,8 @@ impl Session {
             let ep = self.endpoint(&asm.token_endpoint, &asm.issuer, &client, key.as_ref());
             let (assertion, grant_type);
             let grant = if self.cfg.grant == GrantKind::JwtBearer {
-                assertion = self.bearer_assertion(&asm.issuer, &prm.resource, &scopes).await?;
+                let stored = st.tokens.as_ref().and_then(|t| t.jwt_source.clone());
+                assertion = self.bearer_assertion(&asm.issuer, &prm.resource, &scopes, stored.as_deref()).await?;
                 grant_type = JWT_BEARER_GRANT;
                 Grant::JwtBearer(&assertion)
             } else {
@@ -461,6 +473,10 @@ impl Session {
             grant_type: grant.to_owned(),
             dpop_key: dpop_key.map(|k| k.stored().to_owned()),
             dpop_bound: false,
+            jwt_source: match &self.cfg.bearer_assertion {
+                Some(BearerAssertion::Workload(source)) => source.stored(),
+                _ => None,
+            },
         }
     }
 }

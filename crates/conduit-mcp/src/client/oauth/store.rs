@@ -47,6 +47,10 @@ pub struct StoredTokens {
     /// Whether the access token is DPoP-bound (sent as `Authorization: DPoP`, with a proof).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dpop_bound: bool,
+    /// Where the JWT of a workload's JWT bearer grant is read (`file:PATH` or `env:NAME`; never
+    /// the token), so a later run renews without being told again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwt_source: Option<String>,
 }
 
 impl fmt::Debug for StoredTokens {
@@ -84,6 +88,10 @@ pub struct ClientRegistration {
     pub redirect_uris: Vec<String>,
     /// How it was obtained: `pre-registered`, `metadata-document` or `dynamic`.
     pub kind: String,
+    /// The PEM file of its `private_key_jwt` key (the path, not the key), read again by a
+    /// later run that was not given the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion_key_file: Option<String>,
 }
 
 impl ClientRegistration {
@@ -102,6 +110,7 @@ impl ClientRegistration {
             token_endpoint_auth_method: token_endpoint_auth_method.into(),
             redirect_uris: Vec::new(),
             kind: kind.into(),
+            assertion_key_file: None,
         }
     }
 }

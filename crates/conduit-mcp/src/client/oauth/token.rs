@@ -25,7 +25,7 @@ pub(crate) struct TokenEndpoint<'a> {
     pub(crate) issuer: &'a str,
     pub(crate) client: &'a ClientRegistration,
     /// The key of `private_key_jwt`.
-    pub(crate) signer: Option<&'a ClientAssertionKey>,
+    pub(crate) signer: Option<ClientAssertionKey>,
     /// The key to bind the tokens to, and the authorization server's last nonce.
     pub(crate) dpop: Option<(&'a DpopKey, &'a Nonce)>,
     /// Now, in seconds since the epoch.
@@ -129,7 +129,7 @@ async fn send_once(
     proof: Option<&str>,
 ) -> Result<(Answer, reqwest::header::HeaderMap), ClientError> {
     let client = ep.client;
-    let assertion = match (client.token_endpoint_auth_method.as_str(), ep.signer) {
+    let assertion = match (client.token_endpoint_auth_method.as_str(), &ep.signer) {
         (PRIVATE_KEY_JWT, Some(key)) => Some(key.client_assertion(&client.client_id, ep.issuer, ep.now_s)?),
         (PRIVATE_KEY_JWT, None) => {
             return Err(ClientError::OAuth(

@@ -3,6 +3,7 @@
 //! URL (RFC 9449 §7.1); the DPoP key of a new grant, and of stored tokens;
 //! the token endpoint with this client's assertion key.
 
+use super::super::assertion::ClientAssertionKey;
 use super::super::dpop::DpopKey;
 use super::super::token::TokenEndpoint;
 use super::{AuthServer, ClientRegistration, Session, State};
@@ -55,7 +56,13 @@ impl Session {
             url,
             issuer,
             client,
-            signer: self.cfg.identity.assertion_key.as_ref(),
+            signer: self.cfg.identity.assertion_key.clone().or_else(|| {
+                // A later run, not given the key: the file the registration names.
+                let file = client.assertion_key_file.as_deref()?;
+                ClientAssertionKey::from_pem_file(file)
+                    .inspect_err(|e| tracing::debug!("the client assertion key named by the registration: {e}"))
+                    .ok()
+            }),
             dpop: dpop.map(|k| (k, &self.as_nonce)),
             now_s: self.now_s(),
         }
