@@ -143,6 +143,12 @@ pub trait Authenticate: Send + Sync + 'static {
         self.authenticate(headers).await
     }
 
+    /// The DPoP proof algorithms taken, space-separated, when DPoP-bound tokens are
+    /// (default: none): a 401 then carries a `DPoP algs="…"` challenge too.
+    fn dpop_algs(&self) -> Option<String> {
+        None
+    }
+
     /// The `scheme` used in `WWW-Authenticate` challenges (default `Bearer`).
     fn scheme(&self) -> &str {
         "Bearer"

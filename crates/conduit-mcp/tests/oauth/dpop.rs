@@ -83,6 +83,12 @@ fn refused(r: &common::Resp, error: &str) {
 async fn bound_tokens_on_both_eras_and_every_bad_proof_refused() {
     let Some(auth) = AuthorizationServer::start().await else { return };
     let rs = start(&[auth.issuer()], |c| c.dpop(DpopConfig::default())).await;
+    // Without a token: the Bearer challenge, and a DPoP one naming the algorithms taken.
+    let r = post(&rs.url, &call(0, "whoami", json!({})), None).await;
+    let challenges: Vec<&str> = r.headers.get_all("www-authenticate").iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(r.status, 401);
+    assert!(challenges[0].starts_with("Bearer ") && challenges[0].contains("resource_metadata="), "{challenges:?}");
+    assert!(challenges[1].starts_with("DPoP ") && challenges[1].contains("algs=\"ES256 "), "{challenges:?}");
     let oauth = OAuth::client_credentials(SERVICE.id, SERVICE.secret.unwrap()).dpop(true);
     for era in [Era::Modern, Era::Legacy] {
         let client = ClientBuilder::http(&rs.url).oauth(oauth.clone()).era(era).connect().await.unwrap();
@@ -143,6 +149,14 @@ async fn the_servers_nonce_is_asked_for_and_honoured_and_dpop_can_be_required() 
     let Some(auth) = AuthorizationServer::start().await else { return };
     let cfg = DpopConfig::default().nonce_secret([9; 32]);
     let rs = start(&[auth.issuer()], |c| c.dpop(cfg).require_dpop(true)).await;
+    // Required: the one challenge is DPoP's, with the scopes and the algorithms.
+    let r = post(&rs.url, &call(0, "whoami", json!({})), None).await;
+    assert_eq!(r.headers.get_all("www-authenticate").iter().count(), 1);
+    let c = r.www_authenticate();
+    assert!(
+        c.starts_with("DPoP ") && challenge_param(&c, "scope").is_some() && challenge_param(&c, "algs").is_some(),
+        "{c}"
+    );
 
     // Our client meets use_dpop_nonce and sends the proof again with it, on both eras.
     let oauth = OAuth::client_credentials(SERVICE.id, SERVICE.secret.unwrap()).dpop(true);

@@ -210,6 +210,10 @@ impl Authenticate for OAuth {
         }
     }
 
+    fn dpop_algs(&self) -> Option<String> {
+        self.shared.dpop.as_ref().map(DpopVerifier::algs)
+    }
+
     fn scheme(&self) -> &str {
         if self.shared.cfg.require_dpop { crate::protocol::oauth::dpop::SCHEME } else { "Bearer" }
     }

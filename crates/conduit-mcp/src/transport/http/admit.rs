@@ -8,7 +8,7 @@ use super::HttpConfig;
 use super::conn_auth::ConnCredentials;
 use super::guard::{Refusal, check};
 use super::status::{challenge, error_response, forbidden};
-use crate::auth::{AuthError, Principal};
+use crate::auth::{AuthError, Authenticate, Principal};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::oauth::challenge::Challenge;
 use crate::protocol::oauth::dpop::{NONCE_HEADER, SCHEME as DPOP_SCHEME};
@@ -57,7 +57,7 @@ async fn authenticate(st: &AppState, parts: &Parts) -> Result<Option<Principal>,
     if let Some(name) = duplicated(headers, &credentials_header) {
         let e = AuthError::InvalidRequest(format!("more than one {name} header"));
         charge(st, parts);
-        return Err(refusal(cfg, auth.scheme(), &e));
+        return Err(refusal(cfg, auth.as_ref(), &e));
     }
     // The same credentials this connection proved a moment ago prove the same principal.
     let proven = parts.extensions.get::<Arc<ConnCredentials>>();
@@ -93,7 +93,7 @@ async fn authenticate(st: &AppState, parts: &Parts) -> Result<Option<Principal>,
             if matches!(e, AuthError::Invalid(_) | AuthError::InvalidRequest(_) | AuthError::Proof { .. }) {
                 charge(st, parts);
             }
-            Err(refusal(cfg, auth.scheme(), &e))
+            Err(refusal(cfg, auth.as_ref(), &e))
         }
     }
 }
@@ -112,8 +112,11 @@ fn duplicated(headers: &HeaderMap, credentials: &header::HeaderName) -> Option<h
 }
 
 /// The answer to a failed authentication, with its challenge (RFC 6750 §3).
-fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
+/// An authenticator that takes DPoP-bound tokens adds its `DPoP` challenge (RFC 9449 §7.1)
+/// to a 401: with the `algs` it takes, beside the Bearer one or, DPoP required, in its place.
+fn refusal(cfg: &HttpConfig, auth: &dyn Authenticate, e: &AuthError) -> Response {
     tracing::debug!(error = %e, "authentication failed");
+    let scheme = auth.scheme();
     let base = Challenge { scopes: super::base_scopes(cfg), ..Challenge::default() };
     let described = |code: &str, why: &str| Challenge {
         error: Some(code.to_owned()),
@@ -143,6 +146,20 @@ fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
         }
     };
     let mut r = (status, e.to_string()).into_response();
-    r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, c));
+    let dpop = auth.dpop_algs().filter(|_| status == StatusCode::UNAUTHORIZED);
+    let algs = |a: &str| Some(a.split(' ').map(str::to_owned).collect());
+    match dpop {
+        Some(a) if scheme.eq_ignore_ascii_case(DPOP_SCHEME) => {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, Challenge { algs: algs(&a), ..c }));
+        }
+        Some(a) => {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, c));
+            let dpop = Challenge { algs: algs(&a), ..Challenge::default() };
+            r.headers_mut().append(header::WWW_AUTHENTICATE, challenge(cfg, DPOP_SCHEME, dpop));
+        }
+        None => {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, c));
+        }
+    }
     r
 }
