@@ -128,6 +128,50 @@ vNLZ7H/CKkbHU2uhoappXqDXgnBTbT2lTtxrNGOgaARrozyUW9VN0HHd
 -----END PRIVATE KEY-----
 ";
 
+    // A throwaway RSA key (PKCS#8), used only by these tests.
+    const RSA_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQDQptztxdAdbOBG
+DuLOQi+5xDkv0GYhuXn8fA878rqzpk5b8PrVk7qubw+6XuI60Kut5xEg06SyPeNl
+FXTxDf622GZoIbNuFAFH/kRogENELnZAG7fedN/OmfFAetrqjN0HgWmQ4x3D/ECE
+Q/3TZVQIgPIhDe7ThkzewDNQGy5qB8zI4JS1DNLaoi7+/kJZcoTPWkOiI/CAvF3S
+4AXs/Bciab7JLIs7jAoj2Y8vivTFtI4a3DCUFJWNsIzRZ/O1gNym5OucjWgtX5XW
+ufl4TaorUOJQfxKfWxk3VlPy5KXKQaZf7hY7sIN4NDTLJybkx4zGYU0IzmzefgRS
+T822SX6JAgMBAAECggEADebYOHViENvUs4ZBYUmyoVdsEf36GAwiDwr6/t0EyHxv
+oxuSstE1cnLO4vV4cD+/+IW5M+01/3Q1JuJ/mKH8kxUm+ZApQs/NaA0OZMIK+Ut5
+MHtITGeQE9VY6BlnZZI+FcZvEKq5LHotmEJpcoDBURG6UC5795bunzbCFHfDJ2g/
+1OwLIM+M+5c/pNzIXwphGjgsy6JWDYGqW7fW9WDodpI1LIwwwV+n8Qv406zP78++
+zwkrM3sXrUYKMGmYFYz5NmSCjoHzzAgdo0IZJ0Q4Nr5m2uogxGdQbrvSGRqtQ0Ot
+GiNI3x0m0CD8S78B22yhbvVTvjcSUX+ILIjUM68z6QKBgQDrDPqAqA5UetBA0Knj
+/Af4Z1YA7sPQskejcw6MvkN0QJ9q2FzDCF+a0InwhTbrnrtg6mFWeo1upOToiXQi
+DfSSu4dXQ6oHGpVPGs8kw1xC6wMDvol1Jfl41dDOtoMTLbNt1ZDuKwQWH4fUNoP5
+JXZd8v2Uu/IsOjwAAWYE51ei/QKBgQDjP45AFs3JJXEuG8ctoDzW4zyhdH0xX/VW
+PoF+gT+Mi75S9VV+w6r+oVIl8PeSkciCEQb1newovBQqv2QIlKMUZlM8DVhiGa8f
+G9k34mMkptaOJJ5sopAZU/4v6CzJKySUqAHQL/rJulwXIp376tlp8nJ7gBU8tZ7f
+suj6pD1dfQKBgCpK24fqtSleL7p50RfEcWqwrTjdvT3/1gQC38tTMK/qMMT4yTgO
+eaVRgIBWd9tNZEm74me9BVWzNbzhfpPiDu+X7nI1KpK8pcDmAf+LZz5jKtexoOoD
+OzASyM9o54y73F0W4Ez6UHHqmnYEmRprMzEUV6w7ZQewMruNhN29AnfBAoGBAIMD
+6WdZvlrxk0caDMNpVqotaI9NMcB9qlyGvPHKYnENQDVj7F6hQLx9FXd6bcG6+vbC
+ClkhKz5w8M+UeH/Z8guY0vQUXZhxZl1xGNL3WmGPLrPUuOG494siubG1Ed0JWpW6
+JxF4GAalwuIzuxG6XI6QkSBSv+u4alheNaQLfLWhAoGBAISpYvJcpGYVGmbwHUm6
+FfAXAYvMGp0jpt7B/LfPsrKmXOwXPhlH2XvKWQ79mhavHcbZQ87SLtg+vxI2bSUl
+UFK/c8Tjpb3/CcXqB8LKNVYy4NVOqGaAUoBi81E/dzOyTOKcjbh68xBEsnmhNzHT
+6UuAkcU+ZvygGTtkD5nNIzxP
+-----END PRIVATE KEY-----
+";
+
+    #[test]
+    fn an_rsa_key_signs_rs256() {
+        let key = ClientAssertionKey::from_pem(RSA_PEM.as_bytes()).unwrap();
+        assert_eq!(key.algorithm(), "RS256");
+        let jwt = key.client_assertion("cid", "https://as.example", 1_800_000_000).unwrap();
+        assert_eq!(jsonwebtoken::decode_header(&jwt).unwrap().alg, Algorithm::RS256);
+        let jwk = Jwk::from_encoding_key(&key.key, Algorithm::RS256).unwrap();
+        let mut v = Validation::new(Algorithm::RS256);
+        v.set_audience(&["https://as.example"]);
+        v.validate_exp = false;
+        assert!(jsonwebtoken::decode::<serde_json::Value>(&jwt, &DecodingKey::from_jwk(&jwk).unwrap(), &v).is_ok());
+    }
+
     #[test]
     fn an_assertion_names_the_client_and_the_issuer() {
         let key = ClientAssertionKey::from_pem(EC_PEM.as_bytes()).unwrap();
