@@ -176,3 +176,38 @@ async fn dpop_from_login_to_calls_on_serve_oauth_dpop() {
     assert!(!text(&o.stdout).contains("stolen"), "{}", text(&o.stdout));
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// Each enterprise flag without what it needs is a usage error (exit 2), before anything is sent.
+#[tokio::test]
+async fn enterprise_flags_without_their_parts_are_usage_errors() {
+    let d = dir("usage");
+    let url = "http://127.0.0.1:9/mcp";
+    for (args, says) in [
+        (&["--workload-token-file", "/nonexistent"][..], "--client-id"),
+        (&["--client-assertion-key", "/nonexistent"][..], "--client-id"),
+        (&["--id-jag-token-endpoint", "https://idp.example/token", "--client-id", "c"][..], "--id-jag-client-id"),
+        (
+            &["--id-jag-token-endpoint", "https://idp.example/token", "--id-jag-client-id", "i", "--client-id", "c"][..],
+            "--id-token-file or --id-token-env",
+        ),
+        (
+            &[
+                "--client-id",
+                "c",
+                "--workload-token-env",
+                "V",
+                "--id-jag-token-endpoint",
+                "u",
+                "--id-jag-client-id",
+                "i",
+            ][..],
+            "two grants",
+        ),
+        (&["--client-id", "c", "--client-assertion-key", "/nonexistent"][..], "--client-assertion-key"),
+    ] {
+        let o = cli(&d, &[&["login", url][..], args].concat()).await;
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o.stderr));
+        assert!(text(&o.stderr).contains(says), "{args:?}: {}", text(&o.stderr));
+    }
+    std::fs::remove_dir_all(&d).ok();
+}
