@@ -211,3 +211,47 @@ async fn enterprise_flags_without_their_parts_are_usage_errors() {
     }
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// A person's login with a keyed client and DPoP, against `serve --oauth-require-dpop`:
+/// the calls carry proofs the server checks against the token's `cnf.jkt`; once the token
+/// expires the refresh (a proof with the same key, the client assertion from the key file)
+/// keeps the binding, so calls go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_keyed_dpop_login_refreshes_and_keeps_the_binding() {
+    let Some(browser) = conduit_mcp_test_oauth::scripted_browser() else { return };
+    let mut app = keyed_client();
+    app["client_id"] = json!("keyed-app");
+    app["application_type"] = json!("native");
+    app["grant_types"] = json!(["authorization_code", "refresh_token"]);
+    app["response_types"] = json!(["code"]);
+    app["redirect_uris"] = json!(["http://127.0.0.1/callback", "http://localhost/callback"]);
+    app.as_object_mut().unwrap().remove("scope");
+    let Some(auth) = AuthorizationServer::start_with(Options::default().client(app)).await else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let listen = format!("127.0.0.1:{port}");
+    let args = ["--listen", &listen, "--oauth-issuer", auth.issuer(), "--resource", &url, "--oauth-require-dpop"];
+    let args = [&args[..], &["--oauth-scope", "mcp:read"]].concat();
+    let _node = common::Node::start_exactly(&args).await;
+    let d = dir("person-dpop");
+    let key = d.join("client.pem");
+    std::fs::write(&key, KEY).unwrap();
+    let (key, browser) = (key.to_str().unwrap(), browser.to_str().unwrap());
+    let login = ["login", &url, "--client-id", "keyed-app", "--client-assertion-key", key, "--dpop"];
+    let o = cli(&d, &[&login[..], &["--browser-command", browser, "--login-timeout", "60"]].concat()).await;
+    assert_eq!(o.status.code(), Some(0), "{}{}", text(&o.stdout), text(&o.stderr));
+    let (file, first) = stored(&d);
+    assert_eq!((first["dpop_bound"].as_bool(), first["refresh_token"].is_string()), (Some(true), true), "{first}");
+    let o = cli(&d, &["call", &url, "echo", "text=person"]).await;
+    assert_eq!(text(&o.stdout).trim(), "person", "{}", text(&o.stderr));
+
+    let mut entry: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    entry["value"]["expires_at_ms"] = 1.into();
+    std::fs::write(&file, entry.to_string()).unwrap();
+    let o = cli(&d, &["call", &url, "echo", "text=refreshed"]).await;
+    assert_eq!(text(&o.stdout).trim(), "refreshed", "{}", text(&o.stderr));
+    let (_, after) = stored(&d);
+    assert_ne!(after["access_token"], first["access_token"], "refreshed");
+    assert_eq!((&after["dpop_key"], after["dpop_bound"].as_bool()), (&first["dpop_key"], Some(true)), "the same key");
+    std::fs::remove_dir_all(&d).ok();
+}
