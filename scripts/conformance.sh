@@ -12,8 +12,9 @@
 #      conduit_mcp::client), every client scenario of each revision below, the
 #      scored auth/* ones included (the suite's mock authorization server; the
 #      client's OAuth is the library's, the same code path as `conduit-mcp
-#      login`). The six auth extension scenarios run too and are reported, not
-#      counted (CLIENT_EXTENSIONS below).
+#      login`). The six auth extension scenarios (CLIENT_EXTENSIONS below) are
+#      on no spec timeline: they run at each revision with --force (the
+#      runner skips them otherwise) and count as legs of their own.
 # Then scripts/lib/conformance_results.py counts every checks.json: unlike
 # the runner's own exit code, this also counts the not-scored pending
 # scenarios (json-schema-2020-12, http-header-validation,
@@ -24,6 +25,7 @@
 #   scripts/conformance.sh
 #   CONDUIT_CONFORMANCE_TASKS=0 scripts/conformance.sh    # skip the tasks-* scenarios
 #   CONDUIT_CONFORMANCE_CLIENT=0 scripts/conformance.sh   # skip the client leg
+#   CONDUIT_CONFORMANCE_SERVER=0 CONDUIT_CONFORMANCE_TASKS=0 scripts/conformance.sh   # the client leg only
 #
 # Needs: cargo, python3, npx (the runner needs Node >= 22; npx fetches it).
 # Results: target/conformance-results/<UTC timestamp>/. The score table goes to
@@ -53,6 +55,7 @@ TASK_SCENARIOS=(
 )
 RUN_TASKS="${CONDUIT_CONFORMANCE_TASKS:-1}"
 RUN_CLIENT="${CONDUIT_CONFORMANCE_CLIENT:-1}"
+RUN_SERVER="${CONDUIT_CONFORMANCE_SERVER:-1}"
 
 # The client leg: the auth/* scenarios both revisions score, then each revision's own.
 CLIENT_AUTH_BOTH=(
@@ -100,10 +103,9 @@ CLIENT_SCENARIOS_2025=(
   json-schema-2020-12-preservation
   "${CLIENT_AUTH_BOTH[@]}"
 )
-# Extension scenarios: run (no --spec-version: they are on no spec timeline)
-# and reported, not counted. client-credentials-basic passes; the others
-# need private_key_jwt, DPoP, ID-JAG or workload identity, which the client
-# does not implement.
+# The auth extension scenarios: client credentials (a secret; private_key_jwt),
+# enterprise-managed authorization (ID-JAG), DPoP (without and with nonces),
+# workload identity (the JWT bearer grant). Counted on both client legs.
 CLIENT_EXTENSIONS=(
   auth/client-credentials-basic
   auth/client-credentials-jwt
@@ -164,12 +166,17 @@ run_tasks() {
   done
 }
 
-legs="server"
-start_fixture fixture
-run_suite legacy server --url "$url" --requirements "$LEGACY_REQUIREMENTS" -o "$OUT/legacy"
-run_suite requirements server --url "$url" --requirements "$REQUIREMENTS" -o "$OUT/requirements"
+legs=""
+if [[ "$RUN_SERVER" == "1" ]]; then
+  legs="server"
+  start_fixture fixture
+  run_suite legacy server --url "$url" --requirements "$LEGACY_REQUIREMENTS" -o "$OUT/legacy"
+  run_suite requirements server --url "$url" --requirements "$REQUIREMENTS" -o "$OUT/requirements"
+fi
 if [[ "$RUN_TASKS" == "1" ]]; then
   legs+=" tasks"
+  # The same fixture as the server legs (started here when they did not run).
+  [[ "$RUN_SERVER" == "1" ]] || start_fixture fixture
   run_tasks tasks
   stop_servers
   # The tasks scenarios again, with the fixture's tasks in a SQLite file.
@@ -188,16 +195,16 @@ if [[ "$RUN_CLIENT" == "1" ]]; then
     run_suite client-2025-11-25 client --command "$CLIENT_BIN" --scenario "$scenario" \
       --spec-version 2025-11-25 -o "$OUT/client-2025-11-25"
   done
-  # Reported, not counted: a failing extension scenario is no failure of the run.
-  failed_before=$RUNNER_FAILED
-  for scenario in "${CLIENT_EXTENSIONS[@]}"; do
-    run_suite client-extensions client --command "$CLIENT_BIN" --scenario "$scenario" \
-      -o "$OUT/client-extensions" >/dev/null
+  for revision in "$REQUIREMENTS" "$LEGACY_REQUIREMENTS"; do
+    for scenario in "${CLIENT_EXTENSIONS[@]}"; do
+      run_suite "client-extensions-$revision" client --command "$CLIENT_BIN" --scenario "$scenario" \
+        --spec-version "$revision" --force -o "$OUT/client-extensions-$revision"
+    done
   done
-  RUNNER_FAILED=$failed_before
 fi
 
 table="$OUT/conformance.md"
+legs="${legs# }"
 if [[ "$legs" == "server tasks client" ]]; then table=docs/conformance.md; fi
 set +e
 python3 scripts/lib/conformance_results.py "$OUT" --package "$CONFORMANCE_PACKAGE" --legs "$legs" \

@@ -7,13 +7,15 @@
 OUT is the run's results directory (the runner's -o folders below it):
 legacy/ and requirements/ (the two server legs), tasks/ and tasks-sqlite/
 (the tasks-* scenarios on each store), client-REVISION/ (the client leg) and
-client-extensions/. LEGS names those that ran (server, tasks, client).
+client-extensions-REVISION/ (the auth extension scenarios, run at each
+revision with --force). LEGS names those that ran (server, tasks, client).
 
 Server leg: every SUCCESS and FAILURE check counts (the requirements run's
 own tasks-* results are left out: they are counted from their own runs, one
 per store). Client leg: SUCCESS counts as passed, FAILURE and WARNING as
-failed, as in the runner's own verdict. The extension scenarios are reported,
-not counted. A scenario that was asked for and left no results fails.
+failed, as in the runner's own verdict; the extension scenarios count the
+same way, as legs of their own (the runner scores none of them). A scenario
+that was asked for and left no results fails.
 
 Prints the verdict and the failures, writes the table (Markdown) to FILE, and
 exits 0 when every counted check passed.
@@ -139,7 +141,7 @@ def head_commit():
         return "unknown"
 
 
-def table(args, legs, per_store, extensions):
+def table(args, legs, per_store):
     when = run_time(args.out).strftime("%Y-%m-%d %H:%M UTC")
     out = ["# Conformance: the official MCP suite against conduit-mcp", "",
            f"Written by `{args.command}` from its own run; do not edit by hand. Suite: "
@@ -150,7 +152,10 @@ def table(args, legs, per_store, extensions):
            "that leaves no results fails. Checks the suite skips itself are shown, not counted "
            "(`INFO` checks, notes without a verdict, are left out). The Tasks extension's "
            "scenarios (`tasks-*`) are run one by one against the fixture on each task store, since "
-           "the `--requirements` run does not score them.", "",
+           "the `--requirements` run does not score them. The client's auth extension scenarios "
+           "(client credentials with a secret or with `private_key_jwt`, DPoP with and without "
+           "nonces, enterprise-managed authorization, workload identity) are on no spec timeline: "
+           "they are run at each revision with `--force` and counted as legs of their own.", "",
            "| leg | scenarios | checks passed | failed | skipped by the suite | verdict |",
            "|---|---:|---:|---:|---:|---|"]
     for leg in legs:
@@ -163,17 +168,6 @@ def table(args, legs, per_store, extensions):
             out += ["", f"## {leg.name}", "", f"`{leg.command}`", ""] + scenario_table(leg)
         elif leg is next(iter(per_store.values())):
             out += store_table(per_store)
-    if extensions:
-        out += ["", "## Client extension scenarios (run, not counted)", "",
-                "On no spec timeline; all but `client-credentials-basic` need private_key_jwt, DPoP, ID-JAG "
-                "or workload identity, which the client does not implement.", "",
-                "| scenario | passed | failed or warned |", "|---|---:|---:|"]
-        for scenario in sorted(extensions):
-            if extensions[scenario] is None:
-                out.append(f"| `{scenario}` | – | no results |")
-            else:
-                p, f = count(extensions[scenario], ("FAILURE", "WARNING"))
-                out.append(f"| `{scenario}` | {p} | {f} |")
     failures = [line for leg in legs for line in leg.failures()]
     out += ["", "## Failures", ""] + ([f"- {md(line)}" for line in failures] or ["None."])
     return "\n".join(out) + "\n"
@@ -217,7 +211,7 @@ def main():
     server_failing = ("FAILURE",)
     client_failing = ("FAILURE", "WARNING")
 
-    legs, per_store, extensions = [], {}, {}
+    legs, per_store = [], {}
     if "server" in ran:
         legacy = server_results(args.out, "legacy")
         legs.append(Leg("server 2025-11-25", "conformance server --requirements 2025-11-25", legacy,
@@ -237,11 +231,14 @@ def main():
             legs.append(Leg(f"client {revision}", f"conformance client --spec-version {revision} --scenario NAME",
                             found, client_failing, wanted))
         wanted = args.extensions.split()
-        found = client_results(os.path.join(args.out, "client-extensions"), wanted)
-        extensions = {s: found.get(s) for s in wanted}
+        for revision in ("2026-07-28", "2025-11-25") if wanted else ():
+            found = client_results(os.path.join(args.out, "client-extensions-" + revision), wanted)
+            legs.append(Leg(f"client extensions {revision}",
+                            f"conformance client --spec-version {revision} --force --scenario NAME",
+                            found, client_failing, wanted))
 
     with open(args.table, "w") as f:
-        f.write(table(args, legs, per_store, extensions))
+        f.write(table(args, legs, per_store))
 
     print()
     for leg in legs:

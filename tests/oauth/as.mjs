@@ -15,6 +15,7 @@
 //   access_token_ttl seconds (default 600)
 //   slow_ms         how long a "slow" fault holds a request (default 30000)
 //   clients         extra static clients (oidc-provider client metadata), added to the built-in ones
+//   dpop_nonce      true: every DPoP proof at the token endpoint must carry this AS's nonce (RFC 9449 §8)
 //
 // Test controls (JSON bodies, loopback only like everything here):
 //   POST /__test/resource {resource, format:"jwt"|"opaque", scopes:[..], ttl}  per-resource settings
@@ -24,6 +25,7 @@
 //   GET  /__test/stats    {jwks, metadata, introspection, token}: requests served per endpoint family
 //   POST /__test/stats/reset
 
+import crypto from 'node:crypto';
 import http from 'node:http';
 import Provider from 'oidc-provider';
 import * as jose from 'jose';
@@ -99,6 +101,10 @@ function configuration() {
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     features: {
       devInteractions: { enabled: false },
+      // DPoP is on (oidc-provider's default); with dpop_nonce, proofs need the AS's nonce.
+      dPoP: config.dpop_nonce
+        ? { enabled: true, nonceSecret: crypto.randomBytes(32), requireNonce: () => true }
+        : { enabled: true },
       registration: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },

@@ -2,7 +2,7 @@
 
 use crate::browser::Headless;
 use crate::handler::Cooperative;
-use conduit_mcp::client::oauth::OAuth;
+use conduit_mcp::client::oauth::{ClientAssertionKey, EnterpriseIdp, JwtSource, OAuth};
 use conduit_mcp::client::{CallOutcome, Client, ClientBuilder, ClientError};
 use conduit_mcp::protocol::Era;
 use conduit_mcp::protocol::version::LEGACY_VERSIONS;
@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 /// Runs `scenario` against `url`.
 pub(crate) async fn run(scenario: &str, url: &str, version: Option<&str>, context: &Value) -> Result<(), ClientError> {
     let mut b = ClientBuilder::http(url).client_info("conduit-mcp-conformance-client", env!("CARGO_PKG_VERSION"));
-    b = b.input_handler(Cooperative).oauth(oauth(context));
+    b = b.input_handler(Cooperative).oauth(oauth(context)?);
     // The harness says which revision the scenario server speaks; a legacy
     // revision skips the modern probe (auto-detection would find it too).
     if version.is_some_and(|v| LEGACY_VERSIONS.contains(&v)) {
@@ -33,29 +33,53 @@ pub(crate) async fn run(scenario: &str, url: &str, version: Option<&str>, contex
 /// The fixed Client ID Metadata Document URL the suite expects (never fetched).
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// How the client authorizes when a scenario's server asks: client
-/// credentials when the context gives a secret for them, else the
+/// How the client authorizes when a scenario's server asks, from what the
+/// context gives it, as an application configured with the same would:
+/// client credentials (with a secret, or with a key: `private_key_jwt`); a
+/// workload's token (the JWT bearer grant); an enterprise identity
+/// provider's ID token (enterprise-managed authorization); else the
 /// authorization code grant through [`Headless`] (pre-registered when the
-/// context names a client, else a metadata document or registration).
-fn oauth(context: &Value) -> OAuth {
+/// context names a client, else a metadata document or registration), with
+/// DPoP-bound tokens wherever the authorization server offers them.
+fn oauth(context: &Value) -> Result<OAuth, ClientError> {
     let field = |k: &str| context.get(k).and_then(Value::as_str);
     let name = field("name").unwrap_or_default();
+    if let (Some(id), Some(pem)) = (field("client_id"), field("private_key_pem")) {
+        return Ok(OAuth::client_credentials_jwt(id, ClientAssertionKey::from_pem(pem.as_bytes())?));
+    }
     if let (Some(id), Some(secret), true) =
         (field("client_id"), field("client_secret"), name.contains("client-credentials"))
     {
-        return OAuth::client_credentials(id, secret);
+        return Ok(OAuth::client_credentials(id, secret));
+    }
+    if let (Some(id), Some(jwt)) = (field("client_id"), field("valid_jwt")) {
+        return Ok(OAuth::workload_identity(id, JwtSource::value(jwt)));
+    }
+    if let (Some(endpoint), Some(idp_client), Some(id_token)) =
+        (field("idp_token_endpoint"), field("idp_client_id"), field("idp_id_token"))
+    {
+        let idp = EnterpriseIdp::new(endpoint, idp_client, JwtSource::value(id_token));
+        let mut o = OAuth::enterprise(idp);
+        if let Some(id) = field("client_id") {
+            o = o.client_id(id);
+        }
+        if let Some(secret) = field("client_secret") {
+            o = o.client_secret(secret);
+        }
+        return Ok(o);
     }
     let mut o = OAuth::new()
         .authorizer(Headless)
         .client_name("conduit-mcp-conformance-client")
-        .client_metadata_url(CLIENT_METADATA_URL);
+        .client_metadata_url(CLIENT_METADATA_URL)
+        .dpop(true);
     if let Some(id) = field("client_id") {
         o = o.client_id(id);
     }
     if let Some(secret) = field("client_secret") {
         o = o.client_secret(secret);
     }
-    o
+    Ok(o)
 }
 
 /// A value for one property of an input schema (its default, or a plain sample of its type).

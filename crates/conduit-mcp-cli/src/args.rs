@@ -30,7 +30,7 @@ pub(crate) enum Command {
     /// Print each change of these tasks until all are terminal.
     Watch(crate::task_cmd::WatchArgs),
     /// Log in to a server with OAuth 2.1 (browser and loopback redirect, or client credentials); later commands use the stored tokens.
-    Login(crate::login_cmd::LoginArgs),
+    Login(Box<crate::login_cmd::LoginArgs>),
     /// Forget (and revoke where possible) the tokens stored for a server.
     Logout(crate::login_cmd::LogoutArgs),
 }

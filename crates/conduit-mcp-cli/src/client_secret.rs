@@ -23,10 +23,15 @@ pub(crate) fn resolve(flag: Option<&str>, file: Option<&Path>) -> Result<Option<
     if let Some(s) = flag {
         return Ok(Some(s.to_owned()));
     }
+    read_file_or_env("--client-secret-file", file, SECRET_ENV)
+}
+
+/// A secret from `file` (named by the flag `flag` in errors), else from the environment variable `env`.
+pub(crate) fn read_file_or_env(flag: &str, file: Option<&Path>, env: &str) -> Result<Option<String>, String> {
     let Some(path) = file else {
-        return Ok(std::env::var(SECRET_ENV).ok().filter(|s| !s.is_empty()));
+        return Ok(std::env::var(env).ok().filter(|s| !s.is_empty()));
     };
-    let what = |e: &dyn std::fmt::Display| format!("--client-secret-file {}: {e}", path.display());
+    let what = |e: &dyn std::fmt::Display| format!("{flag} {}: {e}", path.display());
     let mut text = String::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_SECRET_FILE + 1).read_to_string(&mut text))

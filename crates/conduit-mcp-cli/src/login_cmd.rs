@@ -4,6 +4,7 @@
 //! stored for every later command and never printed.
 
 use crate::client_secret::{self, SECRET_ENV};
+use crate::enterprise_args::EnterpriseArgs;
 use crate::remote::{Exit, Remote, fail, usage};
 use crate::shell::quote;
 use conduit_mcp::client::ClientError;
@@ -49,6 +50,8 @@ pub(crate) struct LoginArgs {
     /// (other requests to the listener are answered 400 or 404 and do not end the wait).
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     login_timeout: u64,
+    #[command(flatten)]
+    enterprise: EnterpriseArgs,
     #[command(flatten)]
     remote: Remote,
 }
@@ -107,13 +110,27 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
         },
         None => None,
     };
-    let mut oauth = if a.client_credentials {
-        let (Some(id), Some(secret)) = (&a.client_id, &secret) else {
-            return usage(format!(
-                "--client-credentials needs --client-id and its secret (--client-secret, --client-secret-file or ${SECRET_ENV})"
-            ));
-        };
-        OAuth::client_credentials(id, secret)
+    let machine = match a.enterprise.grant(a.client_id.as_deref(), secret.as_deref()) {
+        Ok(m) => m,
+        Err(e) => return usage(e),
+    };
+    let key = match a.enterprise.key() {
+        Ok(k) => k,
+        Err(e) => return usage(e),
+    };
+    let mut oauth = if let Some(m) = machine {
+        m
+    } else if a.client_credentials {
+        match (&a.client_id, &secret, &key) {
+            (Some(id), _, Some(key)) => OAuth::client_credentials_jwt(id, key.clone()),
+            (Some(id), Some(secret), None) => OAuth::client_credentials(id, secret),
+            _ => {
+                return usage(format!(
+                    "--client-credentials needs --client-id and its secret (--client-secret, --client-secret-file or \
+                     ${SECRET_ENV}) or key (--client-assertion-key)"
+                ));
+            }
+        }
     } else {
         let mut o = OAuth::new().authorizer(browser(&a));
         if let Some(id) = &a.client_id {
@@ -135,6 +152,7 @@ pub(crate) async fn login(a: LoginArgs) -> Exit {
     for issuer in a.issuer.iter().chain(&bound) {
         oauth = oauth.issuer(issuer);
     }
+    oauth = a.enterprise.apply(oauth, key);
     oauth = match Remote::oauth(oauth) {
         Ok(o) => o,
         Err(e) => return e,

@@ -18,6 +18,7 @@ mod client_secret;
 mod credentials;
 mod demo;
 mod demo_tasks;
+mod enterprise_args;
 mod follow_ui;
 mod ledger_args;
 mod ledger_cmd;
@@ -159,7 +160,7 @@ async fn main() -> ExitCode {
         Command::Call(a) => return exit(call_cmd::run(a).await),
         Command::Task(t) => return exit(task_cmd::run(t).await),
         Command::Watch(a) => return task_cmd::watch(a).await.into(),
-        Command::Login(a) => return login_cmd::login(a).await.into(),
+        Command::Login(a) => return login_cmd::login(*a).await.into(),
         Command::Logout(a) => return login_cmd::logout(a).await.into(),
     };
     init_tracing();

@@ -1,9 +1,10 @@
 //! `serve`'s OAuth flags (`--oauth-issuer`, `--resource`, `--oauth-scope`,
-//! `--tool-scope`, `--oauth-scope-implies`, `--oauth-introspection-client`)
+//! `--tool-scope`, `--oauth-scope-implies`, `--oauth-introspection-client`,
+//! `--oauth-dpop`, `--oauth-require-dpop`)
 //! and how they combine with the `[oauth]` TOML table: a flag overrides the
 //! table's value, repeatable flags add to it.
 
-use conduit_mcp::auth::oauth::{Issuer, OAuthConfig};
+use conduit_mcp::auth::oauth::{DpopConfig, Issuer, OAuthConfig};
 
 /// The environment variable read for the introspection secret when
 /// `--oauth-introspection-client` names only the client id (once at most).
@@ -33,6 +34,13 @@ pub(crate) struct OAuthArgs {
     /// CONDUIT_MCP_INTROSPECTION_SECRET. Without `ISSUER=` only when one issuer is trusted.
     #[arg(long = "oauth-introspection-client", value_name = "ISSUER=ID:SECRET")]
     pub(crate) introspection_clients: Vec<String>,
+    /// Take DPoP-bound tokens (RFC 9449): `Authorization: DPoP` with a proof for each request; Bearer
+    /// tokens keep working, a bound token sent as Bearer is refused.
+    #[arg(long = "oauth-dpop")]
+    pub(crate) dpop: bool,
+    /// Take DPoP-bound tokens only: a Bearer token is refused.
+    #[arg(long = "oauth-require-dpop")]
+    pub(crate) require_dpop: bool,
 }
 
 fn pair<'a>(flag: &str, v: &'a str, sep: char, shape: &str) -> Result<(&'a str, &'a str), String> {
@@ -51,6 +59,8 @@ impl OAuthArgs {
             || !self.tool_scopes.is_empty()
             || !self.implies.is_empty()
             || !self.introspection_clients.is_empty()
+            || self.dpop
+            || self.require_dpop
     }
 
     /// The first OAuth flag set, to name in an error.
@@ -59,6 +69,10 @@ impl OAuthArgs {
             "--oauth-issuer"
         } else if self.resource.is_some() {
             "--resource"
+        } else if self.dpop {
+            "--oauth-dpop"
+        } else if self.require_dpop {
+            "--oauth-require-dpop"
         } else {
             "--oauth-scope"
         }
@@ -99,6 +113,12 @@ impl OAuthArgs {
         for i in &self.implies {
             let (broad, narrow) = pair("--oauth-scope-implies", i, '=', "BROAD=NARROW")?;
             cfg = cfg.implies(broad, [narrow]);
+        }
+        if self.dpop && cfg.dpop.is_none() {
+            cfg = cfg.dpop(DpopConfig::default());
+        }
+        if self.require_dpop {
+            cfg = cfg.require_dpop(true);
         }
         let mut from_env = false;
         let mut given = Vec::new();
@@ -200,6 +220,12 @@ mod tests {
         let mut bad = args(&["https://as.example"], Some("https://r"));
         bad.tool_scopes = vec!["deploy".into()];
         assert!(bad.config(None).unwrap_err().contains("TOOL=SCOPE"));
+        let mut dpop = args(&["https://as.example"], Some("https://r"));
+        dpop.dpop = true;
+        let c = dpop.config(None).unwrap().unwrap();
+        assert!(c.dpop.is_some() && !c.require_dpop);
+        dpop.require_dpop = true;
+        assert!(dpop.config(None).unwrap().unwrap().require_dpop);
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct Options {
     /// Extra static clients, as oidc-provider client metadata.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<Value>,
+    /// Every DPoP proof at the token endpoint must carry the AS's nonce (RFC 9449 §8).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dpop_nonce: bool,
 }
 
 impl Options {
@@ -69,7 +72,13 @@ impl Options {
         self
     }
 
-    /// Adds a static client (oidc-provider client metadata).
+    /// Makes every DPoP proof at the token endpoint carry the AS's nonce.
+    pub fn dpop_nonce(mut self) -> Self {
+        self.dpop_nonce = true;
+        self
+    }
+
+    /// An extra static client (oidc-provider client metadata).
     pub fn client(mut self, metadata: Value) -> Self {
         self.clients.push(metadata);
         self

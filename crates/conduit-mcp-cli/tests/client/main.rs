@@ -10,6 +10,7 @@ pub mod common;
 pub mod oauth_support;
 
 mod cli;
+mod enterprise_login;
 mod https;
 mod ledger;
 mod oauth;

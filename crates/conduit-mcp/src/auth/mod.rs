@@ -112,6 +112,18 @@ pub enum AuthError {
     /// The credentials cannot be checked now (the authorization server is unreachable).
     #[error("authentication is unavailable: {0}")]
     Unavailable(String),
+    /// A DPoP proof (RFC 9449) was missing or refused: HTTP 401 with a `DPoP` challenge.
+    #[error("DPoP proof refused: {description}")]
+    Proof {
+        /// The challenge's error: `invalid_dpop_proof`, `use_dpop_nonce`, or `invalid_token`.
+        error: String,
+        /// Why, in words (no token or key in it).
+        description: String,
+        /// The nonce to send in `DPoP-Nonce`, when the server asks for one.
+        nonce: Option<String>,
+        /// The proof algorithms taken, space-separated (the challenge's `algs`).
+        algs: String,
+    },
 }
 
 /// Proves who a request comes from.
@@ -119,6 +131,23 @@ pub enum AuthError {
 pub trait Authenticate: Send + Sync + 'static {
     /// Authenticates one request from its headers.
     async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, AuthError>;
+
+    /// Authenticates one request from its method and headers (a DPoP proof names the
+    /// method); default: [`authenticate`](Self::authenticate).
+    async fn authenticate_request(
+        &self,
+        method: &http::Method,
+        headers: &http::HeaderMap,
+    ) -> Result<Principal, AuthError> {
+        let _ = method;
+        self.authenticate(headers).await
+    }
+
+    /// The DPoP proof algorithms taken, space-separated, when DPoP-bound tokens are
+    /// (default: none): a 401 then carries a `DPoP algs="…"` challenge too.
+    fn dpop_algs(&self) -> Option<String> {
+        None
+    }
 
     /// The `scheme` used in `WWW-Authenticate` challenges (default `Bearer`).
     fn scheme(&self) -> &str {

@@ -9,6 +9,12 @@ pub mod legacy_common;
 #[path = "../support/oauth_support/mod.rs"]
 pub mod oauth_support;
 
+#[cfg(feature = "oauth")]
+mod audience;
+#[cfg(all(feature = "oauth", feature = "client"))]
+mod dpop;
+#[cfg(all(feature = "oauth", feature = "client"))]
+mod enterprise;
 #[cfg(feature = "jwt")]
 mod jwt;
 #[cfg(feature = "oauth")]

@@ -124,6 +124,11 @@ pub struct OAuthConfig {
     pub fetch_timeout: Duration,
     /// The clock tokens are checked against.
     pub clock: Arc<dyn Clock>,
+    /// DPoP-bound tokens (RFC 9449) are taken, their proofs checked so (default: none;
+    /// a bound token is then refused, with any scheme).
+    pub dpop: Option<super::DpopConfig>,
+    /// Every token must come with a DPoP proof (`Authorization: DPoP`); Bearer is refused.
+    pub require_dpop: bool,
     /// Why the introspection credentials given cannot be placed (read by `OAuth::new`).
     pub(super) misplaced_introspection_client: Option<String>,
 }
@@ -151,6 +156,8 @@ impl OAuthConfig {
             introspection_backoff: Duration::from_secs(5),
             fetch_timeout: Duration::from_secs(5),
             clock: Arc::new(SystemClock),
+            dpop: None,
+            require_dpop: false,
             misplaced_introspection_client: None,
         }
     }
@@ -276,6 +283,21 @@ impl OAuthConfig {
     /// Checks tokens against this clock (tests inject a `ManualClock`).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Takes DPoP-bound tokens, their proofs checked with `dpop`.
+    pub fn dpop(mut self, dpop: super::DpopConfig) -> Self {
+        self.dpop = Some(dpop);
+        self
+    }
+
+    /// Refuses tokens without a DPoP proof (and takes DPoP with the defaults, unless set).
+    pub fn require_dpop(mut self, required: bool) -> Self {
+        self.require_dpop = required;
+        if required && self.dpop.is_none() {
+            self.dpop = Some(super::DpopConfig::default());
+        }
         self
     }
 }

@@ -18,6 +18,12 @@
 //! max_concurrent_introspections = 8
 //! introspection_backoff_ms = 5000
 //! fetch_timeout_ms = 5000
+//! dpop = true                                  # take DPoP-bound tokens (RFC 9449)
+//! require_dpop = false                         # true: nothing else
+//! dpop_algs = ["ES256", "RS256"]               # default ES256 ES384 RS256 PS256 EdDSA
+//! dpop_iat_window_s = 60
+//! dpop_replay_bytes = 16777216
+//! dpop_nonce_secret_env = "MCP_DPOP_NONCE_SECRET"   # nonces, the same on every node given it
 //!
 //! [[oauth.introspection]]                      # one table per issuer that introspects
 //! issuer = "https://auth.example.com"          # a trusted issuer; its credentials go to it alone
@@ -31,9 +37,11 @@
 //! "mcp:admin" = ["mcp:deploy", "mcp:read"]
 //! ```
 
+use super::DpopConfig;
 use super::config::{ClientCredentials, OAuthConfig};
 use crate::config::ConfigError;
 use crate::config::shape::{NonNegative, Positive, Words};
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -62,6 +70,12 @@ pub(crate) struct OAuthTable {
     fetch_timeout_ms: Option<NonNegative>,
     tool_scopes: Option<BTreeMap<String, Words>>,
     scope_hierarchy: Option<BTreeMap<String, Words>>,
+    dpop: Option<bool>,
+    require_dpop: Option<bool>,
+    dpop_algs: Option<Words>,
+    dpop_iat_window_s: Option<NonNegative>,
+    dpop_replay_bytes: Option<Positive>,
+    dpop_nonce_secret_env: Option<String>,
 }
 
 /// One `[[oauth.introspection]]` table: a trusted issuer and its credentials.
@@ -117,6 +131,40 @@ impl IntrospectionTable {
 }
 
 impl OAuthTable {
+    /// `cfg` with the DPoP keys applied: any `dpop_*` key, or `require_dpop`, takes DPoP-bound tokens.
+    fn dpop_config(&self, mut cfg: OAuthConfig) -> Result<OAuthConfig, ConfigError> {
+        let tuned = self.dpop_algs.is_some()
+            || self.dpop_iat_window_s.is_some()
+            || self.dpop_replay_bytes.is_some()
+            || self.dpop_nonce_secret_env.is_some();
+        if self.dpop == Some(false) && (tuned || self.require_dpop == Some(true)) {
+            return Err(err("dpop", "is false, but other dpop keys are set"));
+        }
+        if !(self.dpop == Some(true) || tuned || self.require_dpop == Some(true)) {
+            return Ok(cfg);
+        }
+        let mut d = DpopConfig::default();
+        if let Some(a) = &self.dpop_algs {
+            d = d.algs(a.0.iter().cloned());
+        }
+        seconds(&mut d.iat_window, self.dpop_iat_window_s);
+        if let Some(n) = self.dpop_replay_bytes {
+            d = d.replay_bytes(n.count());
+        }
+        if let Some(var) = &self.dpop_nonce_secret_env {
+            let value = std::env::var(var)
+                .ok()
+                .filter(|v| v.len() >= 16)
+                .ok_or_else(|| err("dpop_nonce_secret_env", format!("{var} must hold a secret of 16 bytes or more")))?;
+            d = d.nonce_secret(Sha256::digest(value.as_bytes()).into());
+        }
+        cfg = cfg.dpop(d);
+        if self.require_dpop == Some(true) {
+            cfg = cfg.require_dpop(true);
+        }
+        Ok(cfg)
+    }
+
     /// The table validated into an [`OAuthConfig`].
     pub(crate) fn config(&self) -> Result<OAuthConfig, ConfigError> {
         let resource = self.resource.clone().ok_or_else(|| err("resource", "is required"))?;
@@ -173,6 +221,7 @@ impl OAuthTable {
             }
             (None, Some(_)) => return Err(err("introspection_client_id", "is required with a secret")),
         }
+        cfg = self.dpop_config(cfg)?;
         for (issuer, creds) in per_issuer {
             let Some(i) = cfg.issuers.iter_mut().find(|i| i.url == issuer) else {
                 return Err(err("introspection.issuer", format!("{issuer:?} is not a trusted issuer")));
@@ -194,6 +243,22 @@ mod tests {
     fn from_toml(text: &str) -> Result<Option<OAuthConfig>, ConfigError> {
         let table = one_table::<Option<OAuthTable>>("oauth", text)?;
         table.map(|t| t.config()).transpose()
+    }
+
+    #[test]
+    fn the_dpop_keys() {
+        let base = "[oauth]\nresource = \"https://r\"\nissuer = \"https://a\"\n";
+        let c = |extra: &str| from_toml(&format!("{base}{extra}"));
+        assert!(c("").unwrap().unwrap().dpop.is_none());
+        let on = c("dpop = true\ndpop_algs = [\"ES256\"]\ndpop_iat_window_s = 30\n").unwrap().unwrap();
+        let d = on.dpop.expect("dpop");
+        assert_eq!((d.algs, d.iat_window, on.require_dpop), (vec!["ES256".to_owned()], Duration::from_secs(30), false));
+        let required = c("require_dpop = true\n").unwrap().unwrap();
+        assert!(required.require_dpop && required.dpop.is_some());
+        assert_eq!(c("dpop = false\nrequire_dpop = true\n").unwrap_err().key(), "dpop");
+        let missing = c("dpop_nonce_secret_env = \"CONDUIT_TEST_NO_SUCH_VARIABLE_SET\"\n").unwrap_err();
+        assert_eq!(missing.key(), "dpop_nonce_secret_env");
+        assert_eq!(c("dpop_replay_bytes = 0\n").unwrap_err().key(), "dpop_replay_bytes");
     }
 
     #[test]

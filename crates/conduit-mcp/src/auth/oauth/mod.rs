@@ -50,8 +50,11 @@
 //! ```
 
 mod access_token;
+mod bound;
 mod config;
 pub(crate) mod config_toml;
+mod dpop;
+mod dpop_replay;
 mod fetch;
 mod introspect;
 mod introspect_gate;
@@ -63,6 +66,7 @@ mod single_flight;
 mod token_cache;
 
 pub use config::{ClientCredentials, Issuer, MAX_LEEWAY, OAuthConfig};
+pub use dpop::{DEFAULT_DPOP_ALGS, DpopConfig, DpopError, DpopProof, DpopVerifier, ProofRequest};
 pub use resource::ProtectedResource;
 
 use super::{AuthError, Authenticate, Principal, bearer_token};
@@ -87,6 +91,8 @@ pub(super) struct Shared {
     /// Principals of JWTs verified already.
     verified: ByHash<Principal>,
     resource: ProtectedResource,
+    /// The DPoP proof checks, when DPoP-bound tokens are taken.
+    dpop: Option<DpopVerifier>,
 }
 
 /// An OAuth 2.1 resource server: validates bearer tokens (see the module docs).
@@ -126,7 +132,9 @@ impl OAuth {
         let resource = ProtectedResource::new(&cfg).map_err(|e| bad("resource", e))?;
         let resource_url = reqwest::Url::parse(&cfg.resource).map_err(|e| bad("resource", e.to_string()))?;
         let http = fetch::client(cfg.fetch_timeout).map_err(|e| bad("oauth", e))?;
+        let dpop = cfg.dpop.clone().map(DpopVerifier::new).transpose().map_err(|e| bad("dpop", e))?;
         let shared = Shared {
+            dpop,
             issuers: cfg
                 .issuers
                 .iter()
@@ -154,10 +162,9 @@ impl OAuth {
     }
 }
 
-#[async_trait]
-impl Authenticate for OAuth {
-    async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, AuthError> {
-        let token = bearer_token(headers)?.ok_or(AuthError::Missing)?;
+impl OAuth {
+    /// The principal of a valid `token` (its scopes not yet judged).
+    async fn principal_of(&self, token: &str) -> Result<Principal, AuthError> {
         let sh = &*self.shared;
         // A JWT verified before costs a hash and a lookup. Both paths expand the scopes
         // before they cache the principal.
@@ -169,10 +176,46 @@ impl Authenticate for OAuth {
         } else {
             introspect::introspect(sh, token, key).await?
         };
-        if !principal.has_scopes(&sh.cfg.scopes) {
-            return Err(AuthError::InsufficientScope(sh.cfg.scopes.clone()));
+        Ok(principal)
+    }
+
+    /// `principal`, when it has every scope each request needs.
+    fn scoped(&self, principal: Principal) -> Result<Principal, AuthError> {
+        let needed = &self.shared.cfg.scopes;
+        if !principal.has_scopes(needed) {
+            return Err(AuthError::InsufficientScope(needed.clone()));
         }
         Ok(principal)
+    }
+}
+
+#[async_trait]
+impl Authenticate for OAuth {
+    /// A Bearer token (a DPoP-bound one is refused: it needs its proof).
+    async fn authenticate(&self, headers: &http::HeaderMap) -> Result<Principal, AuthError> {
+        let token = bearer_token(headers)?.ok_or(AuthError::Missing)?;
+        let principal = self.principal_of(token).await?;
+        self.unbound(principal)
+    }
+
+    /// A Bearer token, or a DPoP-bound one with its proof for this request.
+    async fn authenticate_request(
+        &self,
+        method: &http::Method,
+        headers: &http::HeaderMap,
+    ) -> Result<Principal, AuthError> {
+        match bound::dpop_token(headers)? {
+            Some(token) => self.bound(method, headers, token).await,
+            None => self.authenticate(headers).await,
+        }
+    }
+
+    fn dpop_algs(&self) -> Option<String> {
+        self.shared.dpop.as_ref().map(DpopVerifier::algs)
+    }
+
+    fn scheme(&self) -> &str {
+        if self.shared.cfg.require_dpop { crate::protocol::oauth::dpop::SCHEME } else { "Bearer" }
     }
 
     fn now_ms(&self) -> u64 {
@@ -181,7 +224,8 @@ impl Authenticate for OAuth {
 
     /// A second at most: a token's answer depends on it alone, and a connection that
     /// keeps sending it is asked again (from the cache) once a second.
-    fn reuse_on_connection(&self, _principal: &Principal) -> Option<std::time::Duration> {
-        Some(REUSE_ON_CONNECTION)
+    /// Never for a DPoP-bound token: each request has a proof of its own to check.
+    fn reuse_on_connection(&self, principal: &Principal) -> Option<std::time::Duration> {
+        bound::confirmation(principal).is_none().then_some(REUSE_ON_CONNECTION)
     }
 }

@@ -89,7 +89,7 @@ impl HttpWire {
 }
 
 impl Shared {
-    fn request(&self, method: reqwest::Method, version: &str, bearer: Option<&str>) -> reqwest::RequestBuilder {
+    fn request(&self, method: reqwest::Method, version: &str) -> reqwest::RequestBuilder {
         // Counted when built: every request built here is sent at once.
         self.sent.fetch_add(1, Ordering::Relaxed);
         let mut rb = self
@@ -100,17 +100,14 @@ impl Shared {
         for (k, v) in &self.headers {
             rb = rb.header(k.as_str(), v.as_str());
         }
-        if let Some(t) = bearer {
-            rb = rb.bearer_auth(t);
-        }
         if let Some(s) = self.session.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
             rb = rb.header(SESSION_ID_HEADER, s);
         }
         rb
     }
 
-    fn post(&self, version: &str, bearer: Option<&str>) -> reqwest::RequestBuilder {
-        self.request(reqwest::Method::POST, version, bearer).header("content-type", "application/json")
+    fn post(&self, version: &str) -> reqwest::RequestBuilder {
+        self.request(reqwest::Method::POST, version).header("content-type", "application/json")
     }
 
     /// Sends a request built by `build` with the current credential; on a
@@ -119,12 +116,13 @@ impl Shared {
     /// of times. Redirects to another origin are refused.
     async fn send_authorized(
         &self,
-        build: impl Fn(Option<&str>) -> reqwest::RequestBuilder,
+        build: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, ClientError> {
         let mut retry = Retry::default();
         loop {
-            let bearer = self.credential.bearer().await?;
-            let resp = http_options::send(build(bearer.as_deref()), self.opts.timeout).await?;
+            let (rb, used) = self.credential.authorize(build()).await?;
+            let resp = http_options::send(rb, self.opts.timeout).await?;
+            self.credential.observe(&resp);
             let status = resp.status().as_u16();
             if resp.status().is_redirection() {
                 return Err(redirect_refused(&resp));
@@ -132,8 +130,7 @@ impl Shared {
             if status != 401 && status != 403 {
                 return Ok(resp);
             }
-            let challenge = http_options::www_authenticate(&resp);
-            if !self.credential.renew(status, bearer.as_deref(), &challenge, &mut retry).await? {
+            if !self.credential.renew(&resp, used.as_deref(), &mut retry).await? {
                 return Ok(resp);
             }
         }
@@ -181,8 +178,8 @@ impl Wire for HttpWire {
         let sh = &self.shared;
         let name = mirrored_name(&req.method, &req.params).map(|n| encode_value(n).into_owned());
         let body = req.to_value().to_string();
-        let build = |bearer: Option<&str>| {
-            let mut rb = sh.post(&req.version, bearer).header(METHOD_HEADER, req.method.as_str());
+        let build = || {
+            let mut rb = sh.post(&req.version).header(METHOD_HEADER, req.method.as_str());
             if let Some(name) = &name {
                 rb = rb.header(NAME_HEADER, name.as_str());
             }
@@ -232,8 +229,8 @@ impl Wire for HttpWire {
         let sh = &self.shared;
         let method = message.get("method").and_then(Value::as_str);
         let body = message.to_string();
-        let build = |bearer: Option<&str>| {
-            let mut rb = sh.post(version, bearer);
+        let build = || {
+            let mut rb = sh.post(version);
             if let Some(m) = method {
                 rb = rb.header(METHOD_HEADER, m);
             }

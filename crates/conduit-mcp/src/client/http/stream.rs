@@ -48,8 +48,8 @@ pub(super) async fn open_get(
     version: &str,
     last_id: Option<&str>,
 ) -> Result<reqwest::Response, ClientError> {
-    let build = |bearer: Option<&str>| {
-        let rb = sh.request(reqwest::Method::GET, version, bearer).header("accept", "text/event-stream");
+    let build = || {
+        let rb = sh.request(reqwest::Method::GET, version).header("accept", "text/event-stream");
         match last_id {
             Some(id) => rb.header("last-event-id", id),
             None => rb,

@@ -39,6 +39,8 @@ pub(crate) struct AuthServer {
     pub(crate) iss_parameter: bool,
     /// `client_id_metadata_document_supported`.
     pub(crate) metadata_documents: bool,
+    /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1): the proof algorithms it takes.
+    pub(crate) dpop_algs: Option<Vec<String>>,
 }
 
 fn strings(v: &Value, key: &str) -> Option<Vec<String>> {
@@ -160,6 +162,7 @@ pub(crate) async fn authorization_server(fetch: &Fetch, issuer: &str) -> Result<
             token_auth_methods: strings(&doc, "token_endpoint_auth_methods_supported"),
             iss_parameter: doc.get("authorization_response_iss_parameter_supported") == Some(&Value::Bool(true)),
             metadata_documents: doc.get("client_id_metadata_document_supported") == Some(&Value::Bool(true)),
+            dpop_algs: strings(&doc, "dpop_signing_alg_values_supported"),
         });
     }
     Err(ClientError::OAuth(format!("no usable metadata for the authorization server {} ({last})", shown(issuer))))

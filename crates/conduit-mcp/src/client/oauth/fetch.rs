@@ -6,7 +6,9 @@
 use crate::client::error::ClientError;
 use crate::client::http_options::{self, HttpOptions};
 use crate::client::sanitize::shown;
+use crate::protocol::oauth::grants::{JWT_CLIENT_ASSERTION, PRIVATE_KEY_JWT};
 use reqwest::Url;
+use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 /// The largest OAuth document or token response read.
@@ -29,13 +31,18 @@ impl Fetch {
     }
 
     async fn answer(&self, rb: reqwest::RequestBuilder) -> Result<Answer, ClientError> {
+        Ok(self.answer_with_headers(rb).await?.0)
+    }
+
+    async fn answer_with_headers(&self, rb: reqwest::RequestBuilder) -> Result<(Answer, HeaderMap), ClientError> {
         let resp = http_options::send(rb.header("accept", "application/json"), self.opts.timeout).await?;
         if resp.status().is_redirection() {
             return Err(http_options::redirect_refused(&resp));
         }
         let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
         let body = http_options::read_body(resp, MAX_DOCUMENT, self.opts.timeout).await?;
-        Ok((status, crate::protocol::peer_json::from_slice(&body).unwrap_or(Value::Null)))
+        Ok(((status, crate::protocol::peer_json::from_slice(&body).unwrap_or(Value::Null)), headers))
     }
 
     /// GET a metadata document.
@@ -68,6 +75,18 @@ impl Fetch {
         form: &[(&str, &str)],
         basic: Option<(&str, &str)>,
     ) -> Result<Answer, ClientError> {
+        Ok(self.post_token_form(url, form, basic, None).await?.0)
+    }
+
+    /// POST a form to a token endpoint, with a DPoP proof when given; the
+    /// response's headers come back too (its `DPoP-Nonce`).
+    pub(crate) async fn post_token_form(
+        &self,
+        url: &Url,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+        dpop: Option<&str>,
+    ) -> Result<(Answer, HeaderMap), ClientError> {
         let what = if basic.is_some() || form.iter().any(|(k, _)| *k == "client_secret") {
             "a client secret"
         } else {
@@ -79,7 +98,10 @@ impl Fetch {
             // RFC 6749 §2.3.1: both parts form-urlencoded before Base64.
             rb = rb.basic_auth(form_encode(id), Some(form_encode(secret)));
         }
-        self.answer(rb).await
+        if let Some(proof) = dpop {
+            rb = rb.header(crate::protocol::oauth::dpop::DPOP_HEADER, proof);
+        }
+        self.answer_with_headers(rb).await
     }
 
     /// POST a JSON document (dynamic client registration).
@@ -91,12 +113,22 @@ impl Fetch {
 
 /// Authenticates `client` on a form post as it registered: returns the HTTP
 /// Basic credentials (`client_secret_basic`), or adds `client_id` (and
-/// `client_secret` for `client_secret_post`) to the form.
+/// `client_secret` for `client_secret_post`, the signed `assertion` for
+/// `private_key_jwt`) to the form.
 pub(crate) fn client_auth<'a>(
     form: &mut Vec<(&'a str, &'a str)>,
     client: &'a super::store::ClientRegistration,
+    assertion: Option<&'a str>,
 ) -> Option<(&'a str, &'a str)> {
     let secret = client.client_secret.as_deref();
+    if let (PRIVATE_KEY_JWT, Some(a)) = (client.token_endpoint_auth_method.as_str(), assertion) {
+        form.extend([
+            ("client_id", client.client_id.as_str()),
+            ("client_assertion_type", JWT_CLIENT_ASSERTION),
+            ("client_assertion", a),
+        ]);
+        return None;
+    }
     match (client.token_endpoint_auth_method.as_str(), secret) {
         ("client_secret_basic", Some(s)) => Some((client.client_id.as_str(), s)),
         ("client_secret_post", Some(s)) => {

@@ -27,6 +27,19 @@
 //! only refreshes: a server that needs a new login answers
 //! [`ClientError::LoginRequired`].
 //!
+//! Beyond the person's login, the enterprise flows: a machine's client
+//! credentials authenticated with its own key ([`ClientAssertionKey`],
+//! `private_key_jwt`, RFC 7523 §2.2: [`OAuth::client_credentials_jwt`],
+//! or [`OAuth::client_assertion_key`] for any grant); a workload's identity
+//! token as a JWT bearer grant ([`OAuth::workload_identity`], the token
+//! read again from its [`JwtSource`] at each use); enterprise-managed
+//! authorization ([`OAuth::enterprise`]: the person's ID token exchanged at
+//! the identity provider for an ID-JAG, presented as a JWT bearer grant).
+//! [`OAuth::dpop`] binds the tokens to a key of the credential's own
+//! (RFC 9449) where the authorization server offers it: every token request
+//! and every MCP request carries a fresh proof, and a server's `DPoP-Nonce`
+//! is honoured with one retry.
+//!
 //! A login needs no MCP session: [`ClientBuilder::login`](super::ClientBuilder::login)
 //! runs steps 1 to 5 from the server's URL alone (the metadata from the
 //! challenge of one GET without credentials, else the well-known URLs) and
@@ -49,9 +62,13 @@
 //! # let _ = client; Ok(()) }
 //! ```
 
+mod assertion;
 mod authorize;
 mod discovery;
+pub(crate) mod dpop;
+mod enterprise;
 mod fetch;
+mod jwt_source;
 mod login;
 mod loopback;
 mod register;
@@ -61,7 +78,10 @@ pub(crate) mod session;
 mod store;
 mod token;
 
+pub use assertion::ClientAssertionKey;
 pub use authorize::Authorizer;
+pub use enterprise::EnterpriseIdp;
+pub use jwt_source::JwtSource;
 pub use loopback::{LoopbackBrowser, OpenUrl};
 pub use scope::is_scope_token;
 pub use store::{ClientRegistration, CredentialStore, MemoryCredentials, StoredTokens};
@@ -78,6 +98,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub(crate) enum GrantKind {
     AuthorizationCode,
     ClientCredentials,
+    /// RFC 7523 §2.1, the JWT from [`OAuth::bearer_assertion`].
+    JwtBearer,
+}
+
+/// Where the JWT of a JWT bearer grant comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum BearerAssertion {
+    /// A workload's identity token, as it is.
+    Workload(JwtSource),
+    /// An ID-JAG, exchanged for the person's ID token at the identity provider.
+    Enterprise(EnterpriseIdp),
 }
 
 /// How a client authorizes with OAuth 2.1 (see the [module docs](self)).
@@ -91,6 +122,10 @@ pub struct OAuth {
     /// The authorization servers this client may use (empty: the server's first).
     pub(crate) issuers: Vec<String>,
     pub(crate) grant: GrantKind,
+    /// The JWT of the JWT bearer grant.
+    pub(crate) bearer_assertion: Option<BearerAssertion>,
+    /// Bind tokens to a DPoP key where the authorization server offers it.
+    pub(crate) dpop: bool,
     pub(crate) clock: Arc<dyn Fn() -> i64 + Send + Sync>,
 }
 
@@ -100,6 +135,8 @@ impl std::fmt::Debug for OAuth {
             .field("store", &self.store)
             .field("client_id", &self.identity.client_id)
             .field("grant", &self.grant)
+            .field("bearer_assertion", &self.bearer_assertion)
+            .field("dpop", &self.dpop)
             .field("scopes", &self.scopes)
             .field("issuers", &self.issuers)
             .finish_non_exhaustive()
@@ -127,8 +164,60 @@ impl OAuth {
             scopes: None,
             issuers: Vec::new(),
             grant: GrantKind::AuthorizationCode,
+            bearer_assertion: None,
+            dpop: false,
             clock: Arc::new(system_ms),
         }
+    }
+
+    /// The client credentials grant, the client authenticated by a JWT it
+    /// signs with `key` (`private_key_jwt`), whose public half is registered
+    /// for `client_id` at the authorization server.
+    pub fn client_credentials_jwt(client_id: impl Into<String>, key: ClientAssertionKey) -> Self {
+        let mut o = Self::new().client_id(client_id).client_assertion_key(key);
+        o.grant = GrantKind::ClientCredentials;
+        o
+    }
+
+    /// Workload identity federation: the JWT bearer grant (RFC 7523 §2.1)
+    /// with the workload's identity token from `token` (read again at each
+    /// use, so a rotated token is picked up), as the pre-registered `client_id`.
+    /// A refused token is reported, never retried with another grant.
+    pub fn workload_identity(client_id: impl Into<String>, token: JwtSource) -> Self {
+        let mut o = Self::new().client_id(client_id);
+        o.grant = GrantKind::JwtBearer;
+        o.bearer_assertion = Some(BearerAssertion::Workload(token));
+        o
+    }
+
+    /// Enterprise-managed authorization: the person's ID token is exchanged at
+    /// the enterprise identity provider `idp` for an ID-JAG naming the MCP
+    /// server's authorization server and resource (RFC 8693), which that
+    /// authorization server trades for tokens (the JWT bearer grant). Give
+    /// this client's registration there with [`client_id`](Self::client_id)
+    /// and [`client_secret`](Self::client_secret).
+    pub fn enterprise(idp: EnterpriseIdp) -> Self {
+        let mut o = Self::new();
+        o.grant = GrantKind::JwtBearer;
+        o.bearer_assertion = Some(BearerAssertion::Enterprise(idp));
+        o
+    }
+
+    /// Authenticates this client at the token endpoint with a JWT signed by
+    /// `key` (`private_key_jwt`, RFC 7523 §2.2) instead of a secret.
+    pub fn client_assertion_key(mut self, key: ClientAssertionKey) -> Self {
+        self.identity.assertion_key = Some(key);
+        self
+    }
+
+    /// Binds the tokens to a key of this credential's own (DPoP, RFC 9449)
+    /// where the authorization server offers it (ES256 in its
+    /// `dpop_signing_alg_values_supported`): the key is made at the first
+    /// token request and kept with the tokens; each token request and each
+    /// request to the MCP server carries a fresh proof.
+    pub fn dpop(mut self, on: bool) -> Self {
+        self.dpop = on;
+        self
     }
 
     /// The client credentials grant (a machine, no person): `client_id` and
@@ -177,8 +266,10 @@ impl OAuth {
     }
 
     /// The token endpoint authentication method of the pre-registered client
-    /// (`client_secret_basic`, `client_secret_post`, `none`; default: chosen
-    /// from what the authorization server supports).
+    /// (`client_secret_basic`, `client_secret_post`, `private_key_jwt`,
+    /// `none`; default: `private_key_jwt` with a
+    /// [key](Self::client_assertion_key), else chosen from what the
+    /// authorization server supports).
     pub fn token_endpoint_auth_method(mut self, method: impl Into<String>) -> Self {
         self.identity.auth_method = Some(method.into());
         self
@@ -236,7 +327,7 @@ pub(crate) async fn logout(oauth: &OAuth, server_url: &str, opts: HttpOptions) -
         {
             let Some(token) = token else { continue };
             let mut form = vec![("token", token), ("token_type_hint", hint)];
-            let basic = fetch::client_auth(&mut form, &client);
+            let basic = fetch::client_auth(&mut form, &client, None);
             if let Err(e) = fetch.post_form(&endpoint, &form, basic).await {
                 tracing::debug!("token revocation failed: {e}");
             }

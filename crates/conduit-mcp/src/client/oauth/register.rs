@@ -4,6 +4,7 @@
 //! `application_type`). A registration is kept per issuer and never used at
 //! another.
 
+use super::assertion::ClientAssertionKey;
 use super::discovery::AuthServer;
 use super::fetch::{Fetch, oauth_error};
 use super::store::{ClientRegistration, CredentialStore};
@@ -11,6 +12,7 @@ use crate::client::error::ClientError;
 use crate::client::http_options::parse_url;
 use crate::client::sanitize::shown;
 use crate::protocol::oauth::endpoint::is_loopback_host;
+use crate::protocol::oauth::grants::PRIVATE_KEY_JWT;
 use serde_json::{Value, json};
 
 /// What the application says about its own client identity.
@@ -21,6 +23,25 @@ pub(crate) struct Identity {
     pub(crate) auth_method: Option<String>,
     pub(crate) metadata_url: Option<String>,
     pub(crate) client_name: String,
+    /// The key of `private_key_jwt`.
+    pub(crate) assertion_key: Option<ClientAssertionKey>,
+}
+
+impl Identity {
+    /// The token endpoint authentication method of the pre-registered client at `server`.
+    pub(crate) fn pre_registered_method(&self, server: Option<&AuthServer>) -> String {
+        if let Some(m) = &self.auth_method {
+            return m.clone();
+        }
+        if self.assertion_key.is_some() {
+            return PRIVATE_KEY_JWT.to_owned();
+        }
+        match server {
+            Some(s) => choose_method(s, self.client_secret.is_some(), false),
+            None if self.client_secret.is_some() => "client_secret_basic".into(),
+            None => "none".into(),
+        }
+    }
 }
 
 /// The token endpoint authentication method to use at `server`.
@@ -47,8 +68,10 @@ pub(crate) async fn client_for(
     redirect_uri: Option<&str>,
 ) -> Result<ClientRegistration, ClientError> {
     if let Some(id) = &me.client_id {
-        let method = me.auth_method.clone().unwrap_or_else(|| choose_method(server, me.client_secret.is_some(), false));
-        let reg = ClientRegistration::new(&server.issuer, id, me.client_secret.clone(), method, "pre-registered");
+        let method = me.pre_registered_method(Some(server));
+        let mut reg = ClientRegistration::new(&server.issuer, id, me.client_secret.clone(), method, "pre-registered");
+        reg.assertion_key_file =
+            me.assertion_key.as_ref().and_then(|k| k.path()).map(|p| p.to_string_lossy().into_owned());
         // Kept under this issuer, so a later run can refresh without the flags.
         store.save_registration(&server.issuer, &reg).await?;
         return Ok(reg);

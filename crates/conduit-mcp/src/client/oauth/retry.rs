@@ -8,4 +8,6 @@ pub(crate) struct Retry {
     pub(crate) unauthorized: u32,
     /// 403 `insufficient_scope` answered by authorizing for more scope.
     pub(crate) step_ups: u32,
+    /// 401 `use_dpop_nonce` answered by a proof with the server's new nonce.
+    pub(crate) nonces: u32,
 }

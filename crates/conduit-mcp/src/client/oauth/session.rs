@@ -12,18 +12,24 @@
 
 use super::authorize::{self, Request};
 use super::discovery::{self, AuthServer, ResourceMetadata};
+use super::dpop::{DpopKey, Nonce};
 use super::fetch::Fetch;
 use super::register;
 use super::retry::Retry;
 use super::scope;
 use super::store::{ClientRegistration, StoredTokens};
 use super::token::{self, Grant, Tokens};
-use super::{GrantKind, OAuth};
+use super::{BearerAssertion, GrantKind, JwtSource, OAuth};
 use crate::client::error::ClientError;
 use crate::client::http_options::HttpOptions;
 use crate::protocol::oauth::challenge::{self, Challenge};
+use crate::protocol::oauth::dpop::{SCHEME as DPOP_SCHEME, USE_DPOP_NONCE};
+use crate::protocol::oauth::grants::JWT_BEARER_GRANT;
 use reqwest::Url;
+use reqwest::header::HeaderMap;
 use tokio::sync::Mutex;
+
+mod present;
 
 /// How close to its expiry a token is refreshed before use.
 const EXPIRY_MARGIN_MS: i64 = 30_000;
@@ -34,6 +40,8 @@ const MAX_UNAUTHORIZED: u32 = 2;
 /// A 401 on a token this session obtained less than this long ago is a
 /// refusal: renewing it again would only repeat it.
 const FRESH_MS: i64 = 10_000;
+/// How many `use_dpop_nonce` refusals one request answers with the server's new nonce.
+const MAX_NONCE_RETRIES: u32 = 1;
 
 /// The OAuth side of one client connection.
 #[derive(Debug)]
@@ -44,12 +52,18 @@ pub(crate) struct Session {
     key: String,
     fetch: Fetch,
     state: Mutex<State>,
+    /// The authorization server's last `DPoP-Nonce`.
+    pub(super) as_nonce: Nonce,
+    /// The MCP server's last `DPoP-Nonce`.
+    pub(super) rs_nonce: Nonce,
 }
 
 #[derive(Debug, Default)]
 struct State {
     loaded: bool,
     tokens: Option<StoredTokens>,
+    /// The DPoP key of the stored tokens, read once.
+    key: Option<DpopKey>,
     /// When this session last obtained a token (its clock, in ms).
     obtained_at: Option<i64>,
     /// What discovery found, kept for the session.
@@ -66,11 +80,24 @@ struct Discovered {
 
 impl Session {
     pub(crate) fn new(cfg: OAuth, server: Url, opts: HttpOptions) -> Result<Self, ClientError> {
-        Ok(Self { cfg, key: server.to_string(), server, fetch: Fetch::new(opts)?, state: Mutex::default() })
+        Ok(Self {
+            cfg,
+            key: server.to_string(),
+            server,
+            fetch: Fetch::new(opts)?,
+            state: Mutex::default(),
+            as_nonce: Nonce::default(),
+            rs_nonce: Nonce::default(),
+        })
     }
 
     fn now(&self) -> i64 {
         (self.cfg.clock)()
+    }
+
+    /// Now, in seconds (the `iat` of proofs and assertions).
+    pub(super) fn now_s(&self) -> i64 {
+        self.now().div_euclid(1000)
     }
 
     async fn load(&self, st: &mut State) -> Result<(), ClientError> {
@@ -94,10 +121,11 @@ impl Session {
         Ok(st.tokens.clone())
     }
 
-    /// The access token to send now (refreshed first when it has expired or
-    /// is about to, at most once per [`FRESH_MS`]: an authorization server
-    /// that issues tokens expiring at once cannot make every request a refresh).
-    pub(crate) async fn bearer(&self) -> Result<Option<String>, ClientError> {
+    /// The access token to send now, and the DPoP key it is bound to
+    /// (refreshed first when it has expired or is about to, at most once per
+    /// [`FRESH_MS`]: an authorization server that issues tokens expiring at
+    /// once cannot make every request a refresh).
+    pub(super) async fn current(&self) -> Result<Option<(String, Option<DpopKey>)>, ClientError> {
         let mut st = self.state.lock().await;
         self.load(&mut st).await?;
         let expired =
@@ -108,17 +136,28 @@ impl Session {
         {
             tracing::debug!("could not renew an expired token before use: {e}");
         }
-        Ok(st.tokens.as_ref().map(|t| t.access_token.clone()))
+        let bound = st.tokens.as_ref().is_some_and(|t| t.dpop_bound);
+        let key = if bound { Self::key_of(&mut st)? } else { None };
+        Ok(st.tokens.as_ref().map(|t| (t.access_token.clone(), key)))
     }
 
-    /// Answers a 401 or 403 from the server; `Ok(true)`: send the request again.
+    /// Answers a 401 or 403 from the server (its `WWW-Authenticate` values
+    /// `header`, its `headers`); `Ok(true)`: send the request again.
     pub(crate) async fn renew(
         &self,
         status: u16,
         used: Option<&str>,
         header: &str,
+        headers: &HeaderMap,
         retry: &mut Retry,
     ) -> Result<bool, ClientError> {
+        // RFC 9449 §9: the server wants its nonce in the proof; one more try with it.
+        let wants_nonce = status == 401
+            && challenge::parse_scheme(header, DPOP_SCHEME).is_some_and(|c| c.error.as_deref() == Some(USE_DPOP_NONCE));
+        if wants_nonce && self.rs_nonce.keep(headers) && retry.nonces < MAX_NONCE_RETRIES {
+            retry.nonces += 1;
+            return Ok(true);
+        }
         let challenge = challenge::parse(header);
         if let Some(asked) = challenge.as_ref().and_then(|c| c.scopes.as_deref()) {
             scope::check("the server's challenge", asked)?;
@@ -179,17 +218,26 @@ impl Session {
         st.tokens.clone().ok_or_else(|| ClientError::LoginRequired(self.key.clone()))
     }
 
-    /// Refreshes (or repeats client credentials) without discovery, from what was stored.
+    /// Refreshes (or repeats a grant no person takes part in) without
+    /// discovery, from what was stored; the DPoP binding is kept.
     async fn renew_silently(&self, st: &mut State) -> Result<(), ClientError> {
         let Some(old) = st.tokens.clone() else { return Ok(()) };
         let endpoint = Url::parse(&old.token_endpoint).map_err(|e| ClientError::OAuth(e.to_string()))?;
         let client = self.stored_client(&old.issuer, &old.client_id).await?;
+        let key = Self::key_of(st)?;
+        let ep = self.endpoint(&endpoint, &old.issuer, &client, key.as_ref());
+        let assertion;
         let grant = match (&old.refresh_token, old.grant_type.as_str()) {
             (Some(r), _) => Grant::Refresh(r),
             (None, "client_credentials") => Grant::ClientCredentials,
+            (None, JWT_BEARER_GRANT) => {
+                assertion =
+                    self.bearer_assertion(&old.issuer, &old.resource, &old.scopes, old.jwt_source.as_deref()).await?;
+                Grant::JwtBearer(&assertion)
+            }
             (None, _) => return Err(ClientError::OAuth("the token expired and there is no refresh token".into())),
         };
-        match token::request(&self.fetch, &endpoint, &client, grant, &old.resource, &old.scopes).await {
+        match token::request(&ep, grant, &old.resource, &old.scopes).await {
             Ok(t) => self.keep(st, &old, t).await,
             Err(e) => {
                 // Another process may have rotated the refresh token meanwhile.
@@ -204,6 +252,29 @@ impl Session {
         }
     }
 
+    /// The JWT of a JWT bearer grant at the authorization server `issuer`
+    /// for `resource`: the workload's token as it is now, or an ID-JAG
+    /// fresh from the identity provider.
+    /// Without one configured, the workload source stored with the tokens (`stored`) is read.
+    async fn bearer_assertion(
+        &self,
+        issuer: &str,
+        resource: &str,
+        scopes: &[String],
+        stored: Option<&str>,
+    ) -> Result<String, ClientError> {
+        match &self.cfg.bearer_assertion {
+            Some(BearerAssertion::Workload(source)) => source.read(),
+            Some(BearerAssertion::Enterprise(idp)) => idp.exchange(&self.fetch, issuer, resource, scopes).await,
+            None => match stored.and_then(JwtSource::from_stored) {
+                Some(source) => source.read(),
+                None => Err(ClientError::OAuth(
+                    "the JWT bearer grant needs a workload token or an identity provider: log in again".into(),
+                )),
+            },
+        }
+    }
+
     /// The client a stored token was issued to, at its issuer.
     async fn stored_client(&self, issuer: &str, client_id: &str) -> Result<ClientRegistration, ClientError> {
         if let Some(r) = self.cfg.store.registration(issuer).await?.filter(|r| r.client_id == client_id) {
@@ -215,9 +286,7 @@ impl Session {
                 issuer,
                 c,
                 id.client_secret.clone(),
-                id.auth_method.clone().unwrap_or_else(|| {
-                    if id.client_secret.is_some() { "client_secret_basic".into() } else { "none".into() }
-                }),
+                id.pre_registered_method(None),
                 "pre-registered",
             ),
             _ => ClientRegistration::new(issuer, client_id, None, "none", "metadata-document"),
@@ -245,6 +314,7 @@ impl Session {
             }
             new.scopes = granted;
         }
+        new.dpop_bound = t.dpop_bound;
         let now = self.now();
         new.expires_at_ms = t.expires_in.map(|s| now.saturating_add(s.saturating_mul(1000)));
         self.cfg.store.save_tokens(&self.key, &new).await?;
@@ -317,7 +387,7 @@ impl Session {
         scopes: Option<Vec<String>>,
         allow_refresh: bool,
     ) -> Result<(), ClientError> {
-        let interactive = self.cfg.authorizer.is_some() || self.cfg.grant == GrantKind::ClientCredentials;
+        let interactive = self.cfg.authorizer.is_some() || self.cfg.grant != GrantKind::AuthorizationCode;
         if !interactive && st.tokens.as_ref().is_none_or(|t| t.refresh_token.is_none()) {
             return Err(ClientError::LoginRequired(self.key.clone()));
         }
@@ -345,16 +415,20 @@ impl Session {
             let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &prm, &asm));
             scope::check("the scopes to ask for", &scopes)?;
             let client = register::client_for(&self.fetch, &*self.cfg.store, &self.cfg.identity, &asm, None).await?;
-            let t = token::request(
-                &self.fetch,
-                &asm.token_endpoint,
-                &client,
-                Grant::ClientCredentials,
-                &prm.resource,
-                &scopes,
-            )
-            .await?;
-            let base = self.base(&asm, &prm, &client, scopes, "client_credentials");
+            let key = self.new_dpop_key(&asm)?;
+            let ep = self.endpoint(&asm.token_endpoint, &asm.issuer, &client, key.as_ref());
+            let (assertion, grant_type);
+            let grant = if self.cfg.grant == GrantKind::JwtBearer {
+                let stored = st.tokens.as_ref().and_then(|t| t.jwt_source.clone());
+                assertion = self.bearer_assertion(&asm.issuer, &prm.resource, &scopes, stored.as_deref()).await?;
+                grant_type = JWT_BEARER_GRANT;
+                Grant::JwtBearer(&assertion)
+            } else {
+                grant_type = "client_credentials";
+                Grant::ClientCredentials
+            };
+            let t = token::request(&ep, grant, &prm.resource, &scopes).await?;
+            let base = self.base(&asm, &prm, &client, scopes, grant_type, key.as_ref());
             return self.keep(st, &base, t).await;
         };
         let scopes = scopes.unwrap_or_else(|| self.select_scopes(challenge, &prm, &asm));
@@ -378,8 +452,10 @@ impl Session {
         let callback = authorizer.authorize(url.as_str()).await?;
         let code = authorize::finish(&pending, &callback)?;
         let grant = Grant::Code { code: &code, redirect_uri: &redirect_uri, verifier: &pending.verifier };
-        let t = token::request(&self.fetch, &asm.token_endpoint, &client, grant, &prm.resource, &scopes).await?;
-        let base = self.base(&asm, &prm, &client, scopes, "authorization_code");
+        let key = self.new_dpop_key(&asm)?;
+        let ep = self.endpoint(&asm.token_endpoint, &asm.issuer, &client, key.as_ref());
+        let t = token::request(&ep, grant, &prm.resource, &scopes).await?;
+        let base = self.base(&asm, &prm, &client, scopes, "authorization_code", key.as_ref());
         self.keep(st, &base, t).await
     }
 
@@ -390,6 +466,7 @@ impl Session {
         client: &ClientRegistration,
         scopes: Vec<String>,
         grant: &str,
+        dpop_key: Option<&DpopKey>,
     ) -> StoredTokens {
         StoredTokens {
             access_token: String::new(),
@@ -402,6 +479,12 @@ impl Session {
             resource: prm.resource.clone(),
             client_id: client.client_id.clone(),
             grant_type: grant.to_owned(),
+            dpop_key: dpop_key.map(|k| k.stored().to_owned()),
+            dpop_bound: false,
+            jwt_source: match &self.cfg.bearer_assertion {
+                Some(BearerAssertion::Workload(source)) => source.stored(),
+                _ => None,
+            },
         }
     }
 }

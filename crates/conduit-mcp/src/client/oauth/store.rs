@@ -37,8 +37,20 @@ pub struct StoredTokens {
     pub resource: String,
     /// The client id they were issued to.
     pub client_id: String,
-    /// How they were obtained: `authorization_code` or `client_credentials`.
+    /// How they were obtained: `authorization_code`, `client_credentials`
+    /// or the JWT bearer grant (`urn:ietf:params:oauth:grant-type:jwt-bearer`).
     pub grant_type: String,
+    /// The DPoP private key the tokens are bound to (RFC 9449; PKCS#8 DER,
+    /// base64url): a secret, kept with the tokens so a refresh keeps the binding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
+    /// Whether the access token is DPoP-bound (sent as `Authorization: DPoP`, with a proof).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dpop_bound: bool,
+    /// Where the JWT of a workload's JWT bearer grant is read (`file:PATH` or `env:NAME`; never
+    /// the token), so a later run renews without being told again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jwt_source: Option<String>,
 }
 
 impl fmt::Debug for StoredTokens {
@@ -51,6 +63,8 @@ impl fmt::Debug for StoredTokens {
             .field("issuer", &self.issuer)
             .field("resource", &self.resource)
             .field("grant_type", &self.grant_type)
+            .field("dpop_key", &self.dpop_key.as_ref().map(|_| "<redacted>"))
+            .field("dpop_bound", &self.dpop_bound)
             .finish_non_exhaustive()
     }
 }
@@ -67,13 +81,17 @@ pub struct ClientRegistration {
     /// The client secret, for confidential clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
-    /// `client_secret_basic`, `client_secret_post` or `none`.
+    /// `client_secret_basic`, `client_secret_post`, `private_key_jwt` or `none`.
     pub token_endpoint_auth_method: String,
     /// The redirect URIs registered.
     #[serde(default)]
     pub redirect_uris: Vec<String>,
     /// How it was obtained: `pre-registered`, `metadata-document` or `dynamic`.
     pub kind: String,
+    /// The PEM file of its `private_key_jwt` key (the path, not the key), read again by a
+    /// later run that was not given the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assertion_key_file: Option<String>,
 }
 
 impl ClientRegistration {
@@ -92,6 +110,7 @@ impl ClientRegistration {
             token_endpoint_auth_method: token_endpoint_auth_method.into(),
             redirect_uris: Vec::new(),
             kind: kind.into(),
+            assertion_key_file: None,
         }
     }
 }

@@ -16,6 +16,8 @@ pub struct Challenge {
     pub error: Option<String>,
     /// Why, in words (rendered as printable ASCII, at most 200 characters).
     pub error_description: Option<String>,
+    /// The proof algorithms a `DPoP` challenge takes, space-separated in the header (RFC 9449 §7.1).
+    pub algs: Option<Vec<String>>,
 }
 
 /// The most characters of an `error_description` rendered.
@@ -45,6 +47,9 @@ impl Challenge {
         if let Some(s) = &self.scopes {
             param("scope", quotable(&s.join(" ")).collect());
         }
+        if let Some(a) = &self.algs {
+            param("algs", quotable(&a.join(" ")).collect());
+        }
         if let Some(e) = &self.error {
             param("error", quotable(e).collect());
         }
@@ -61,8 +66,16 @@ fn quotable(s: &str) -> impl Iterator<Item = char> + '_ {
 }
 
 /// Reads the Bearer challenge out of the `WWW-Authenticate` header values
-/// (joined with `, `); other schemes are skipped. `None` without a Bearer one.
+/// (joined with `, `), else the `DPoP` one (RFC 9449 §7.1: a server that
+/// takes only DPoP-bound tokens names its metadata there); other schemes are
+/// skipped. `None` without either.
 pub fn parse(header: &str) -> Option<Challenge> {
+    parse_scheme(header, "Bearer").or_else(|| parse_scheme(header, super::dpop::SCHEME))
+}
+
+/// Reads the first challenge of `scheme` (case-insensitive) out of the
+/// `WWW-Authenticate` header values; `None` without one.
+pub fn parse_scheme(header: &str, scheme: &str) -> Option<Challenge> {
     let mut p = Parser { s: header.as_bytes(), i: 0 };
     let mut in_bearer = false;
     let mut found = None::<Challenge>;
@@ -87,12 +100,13 @@ pub fn parse(header: &str) -> Option<Challenge> {
                     "scope" => c.scopes = Some(value.split_whitespace().map(str::to_owned).collect()),
                     "error" => c.error = Some(value),
                     "error_description" => c.error_description = Some(value),
+                    "algs" => c.algs = Some(value.split_whitespace().map(str::to_owned).collect()),
                     _ => {}
                 }
             }
         } else {
             // A new challenge: `scheme [params]`.
-            in_bearer = token.eq_ignore_ascii_case("bearer") && found.is_none();
+            in_bearer = token.eq_ignore_ascii_case(scheme) && found.is_none();
             if in_bearer {
                 found = Some(Challenge::default());
             }
@@ -174,6 +188,7 @@ mod tests {
             scopes: Some(vec!["mcp:read".into(), "mcp:deploy".into()]),
             error: Some("invalid_token".into()),
             error_description: Some("expired \"yesterday\"\n".into()),
+            ..Challenge::default()
         };
         let header = c.render("Bearer");
         assert_eq!(
@@ -203,5 +218,19 @@ mod tests {
         assert!(parse("Basic realm=\"x\"").is_none());
         assert_eq!(parse("bearer"), Some(Challenge::default()));
         assert!(parse("Negotiate abc==, Bearer").is_some());
+    }
+
+    #[test]
+    fn a_dpop_challenge_when_there_is_no_bearer_one() {
+        let nonce =
+            r#"DPoP error="use_dpop_nonce", resource_metadata="http://h/.well-known/oauth-protected-resource/mcp""#;
+        let c = parse(nonce).unwrap();
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(c.resource_metadata.as_deref(), Some("http://h/.well-known/oauth-protected-resource/mcp"));
+        let both = r#"Bearer scope="a", DPoP algs="ES256", error="use_dpop_nonce""#;
+        assert_eq!(parse(both).unwrap().scopes.unwrap(), ["a"]);
+        let dpop = parse_scheme(both, "dpop").unwrap();
+        assert_eq!((dpop.error.as_deref(), dpop.algs.unwrap()), (Some("use_dpop_nonce"), vec!["ES256".to_owned()]));
+        assert!(parse_scheme("Bearer", "DPoP").is_none());
     }
 }

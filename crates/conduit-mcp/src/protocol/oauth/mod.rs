@@ -8,9 +8,13 @@
 //!   403 (RFC 6750 §3, RFC 9728 §5.1), rendered by the server and parsed by
 //!   the client;
 //! - [`errors`]: the OAuth error codes a challenge names;
-//! - [`endpoint`]: where a credential may go (`https`, or `http` to this machine).
+//! - [`endpoint`]: where a credential may go (`https`, or `http` to this machine);
+//! - [`dpop`]: DPoP (RFC 9449) headers, scheme and errors;
+//! - [`grants`]: the names of the JWT bearer grant, token exchange and client assertions.
 
 pub mod challenge;
+pub mod dpop;
 pub mod endpoint;
 pub mod errors;
+pub mod grants;
 pub mod well_known;

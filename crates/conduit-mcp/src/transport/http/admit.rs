@@ -8,9 +8,10 @@ use super::HttpConfig;
 use super::conn_auth::ConnCredentials;
 use super::guard::{Refusal, check};
 use super::status::{challenge, error_response, forbidden};
-use crate::auth::{AuthError, Principal};
+use crate::auth::{AuthError, Authenticate, Principal};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::oauth::challenge::Challenge;
+use crate::protocol::oauth::dpop::{NONCE_HEADER, SCHEME as DPOP_SCHEME};
 use crate::protocol::oauth::errors::{INVALID_REQUEST, INVALID_TOKEN};
 use crate::quota::ClientKey;
 use axum::http::request::Parts;
@@ -56,7 +57,7 @@ async fn authenticate(st: &AppState, parts: &Parts) -> Result<Option<Principal>,
     if let Some(name) = duplicated(headers, &credentials_header) {
         let e = AuthError::InvalidRequest(format!("more than one {name} header"));
         charge(st, parts);
-        return Err(refusal(cfg, auth.scheme(), &e));
+        return Err(refusal(cfg, auth.as_ref(), &e));
     }
     // The same credentials this connection proved a moment ago prove the same principal.
     let proven = parts.extensions.get::<Arc<ConnCredentials>>();
@@ -79,7 +80,7 @@ async fn authenticate(st: &AppState, parts: &Parts) -> Result<Option<Principal>,
         );
         return Err(error_response(cfg, None, e));
     }
-    match auth.authenticate(headers).await {
+    match auth.authenticate_request(&parts.method, headers).await {
         Ok(p) => {
             if let (Some(proven), Some(credentials)) = (proven, credentials) {
                 proven.remember(auth.as_ref(), credentials, &p);
@@ -89,10 +90,10 @@ async fn authenticate(st: &AppState, parts: &Parts) -> Result<Option<Principal>,
         Err(e) => {
             // Credentials that were read and refused; not their absence, a missing scope
             // or an authorization server that could not answer.
-            if matches!(e, AuthError::Invalid(_) | AuthError::InvalidRequest(_)) {
+            if matches!(e, AuthError::Invalid(_) | AuthError::InvalidRequest(_) | AuthError::Proof { .. }) {
                 charge(st, parts);
             }
-            Err(refusal(cfg, auth.scheme(), &e))
+            Err(refusal(cfg, auth.as_ref(), &e))
         }
     }
 }
@@ -111,8 +112,11 @@ fn duplicated(headers: &HeaderMap, credentials: &header::HeaderName) -> Option<h
 }
 
 /// The answer to a failed authentication, with its challenge (RFC 6750 §3).
-fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
+/// An authenticator that takes DPoP-bound tokens adds its `DPoP` challenge (RFC 9449 §7.1)
+/// to a 401: with the `algs` it takes, beside the Bearer one or, DPoP required, in its place.
+fn refusal(cfg: &HttpConfig, auth: &dyn Authenticate, e: &AuthError) -> Response {
     tracing::debug!(error = %e, "authentication failed");
+    let scheme = auth.scheme();
     let base = Challenge { scopes: super::base_scopes(cfg), ..Challenge::default() };
     let described = |code: &str, why: &str| Challenge {
         error: Some(code.to_owned()),
@@ -124,6 +128,17 @@ fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
         AuthError::Invalid(why) => (StatusCode::UNAUTHORIZED, described(INVALID_TOKEN, why)),
         AuthError::InvalidRequest(why) => (StatusCode::BAD_REQUEST, described(INVALID_REQUEST, why)),
         AuthError::InsufficientScope(needed) => (StatusCode::FORBIDDEN, Challenge::more_scope(needed.clone())),
+        AuthError::Proof { error, description, nonce, algs } => {
+            // RFC 9449 §7.1: the DPoP challenge, and the nonce to put in the next proof.
+            let c =
+                Challenge { algs: Some(algs.split(' ').map(str::to_owned).collect()), ..described(error, description) };
+            let mut r = (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, DPOP_SCHEME, c));
+            if let Some(n) = nonce.as_deref().and_then(|n| HeaderValue::from_str(n).ok()) {
+                r.headers_mut().insert(NONCE_HEADER, n);
+            }
+            return r;
+        }
         AuthError::Unavailable(_) => {
             let mut r = (StatusCode::SERVICE_UNAVAILABLE, "authentication is unavailable; try again").into_response();
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
@@ -131,6 +146,20 @@ fn refusal(cfg: &HttpConfig, scheme: &str, e: &AuthError) -> Response {
         }
     };
     let mut r = (status, e.to_string()).into_response();
-    r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, c));
+    let dpop = auth.dpop_algs().filter(|_| status == StatusCode::UNAUTHORIZED);
+    let algs = |a: &str| Some(a.split(' ').map(str::to_owned).collect());
+    match dpop {
+        Some(a) if scheme.eq_ignore_ascii_case(DPOP_SCHEME) => {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, Challenge { algs: algs(&a), ..c }));
+        }
+        Some(a) => {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, c));
+            let dpop = Challenge { algs: algs(&a), ..Challenge::default() };
+            r.headers_mut().append(header::WWW_AUTHENTICATE, challenge(cfg, DPOP_SCHEME, dpop));
+        }
+        None => {
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, challenge(cfg, scheme, c));
+        }
+    }
     r
 }
