@@ -333,6 +333,8 @@ async fn receive(inner: &Inner, l: &mut PgListener) -> sqlx::Error {
                         sink(fwd);
                     }
                 } else if let Some(tasks) = inner.tasks.get() {
+                    // The change log's readers read the feed themselves: a wake-up is all they need.
+                    tasks.changed_elsewhere();
                     for (id, version) in got.changes() {
                         deliver(inner, tasks, &id, version).await;
                     }
@@ -352,6 +354,7 @@ async fn receive(inner: &Inner, l: &mut PgListener) -> sqlx::Error {
 /// since they were last delivered.
 async fn catch_up(inner: &Inner) {
     let Some(tasks) = inner.tasks.get() else { return };
+    tasks.changed_elsewhere();
     let mut ids = tasks.listen_notifier().watched();
     ids.extend(tasks.awaited());
     ids.sort_unstable();

@@ -3,6 +3,7 @@
 //! `options` says which database and how; `open` connects and migrates it;
 //! this module is the store and its [`TaskStore`] implementation.
 
+mod changes;
 mod group_commit;
 mod group_read;
 mod legacy_sessions;
@@ -206,6 +207,10 @@ impl Engine for PgEngine {
     const NAME: &'static str = ENGINE;
 
     type Sql = TableSql;
+
+    fn change_feed(engine: &Arc<Self>) -> Option<Arc<dyn conduit_mcp::ext::tasks::TaskChangeFeed>> {
+        Some(Arc::new(changes::PgChanges::new(engine.clone())))
+    }
 
     fn sql(kind: TableKind) -> &'static TableSql {
         table_sql::of(kind)

@@ -49,6 +49,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "the task change log's tables and trigger function (conduit_task_changes; the triggers come with the reader)",
         sql: include_str!("../../migrations/postgres/0035_task_changes.sql"),
     },
+    Migration {
+        version: 36,
+        description: "the task change log's triggers (statement level, both task tables) and its commit-order positions",
+        sql: include_str!("../../migrations/postgres/0036_task_change_triggers.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").

@@ -1,34 +1,4 @@
-//! The Events extension (`io.modelcontextprotocol/events`, SEP-3415) on
-//! protocol revision `2026-07-28`: event types a client lists
-//! (`events/list`), polls (`events/poll`) or follows on a push stream
-//! (`events/stream`), with `task.status_changed` built in.
-//!
-//! An [`Events`] handle holds the event types. Install it with
-//! `ServerBuilder::extension(events.clone())`; it advertises the extension
-//! (in `capabilities.extensions` and, for clients in the field, as the
-//! top-level `events` capability) and answers `events/*` on `2026-07-28`
-//! only (`-32601` on `2025-11-25`, and wherever it is not installed).
-//!
-//! - An application's own event type is a [`TypedEvent`]: its arguments and
-//!   payload are Rust types whose JSON Schemas come from `schemars`.
-//!   [`Events::typed`] registers it and returns the [`EventPublisher`] the
-//!   application calls when something happens; each occurrence reaches only
-//!   the principals of its [`Audience`] whose arguments match it.
-//! - [`Events::task_status`] offers `task.status_changed` over a
-//!   [`Tasks`](crate::ext::tasks::Tasks) handle: an occurrence for every
-//!   status a task is written with, in both eras, to its owner only.
-//!
-//! Cursors are opaque, sealed with the handle's key and bound to the
-//! principal and the event type: an altered or foreign cursor is refused with
-//! `-32602`; a cursor older than what is kept is answered `truncated: true`
-//! with a fresh one. Occurrences are kept in memory, bounded in number and
-//! bytes ([`EventsConfig`]).
-//!
-//! Webhooks (`events/subscribe`) are not offered yet: no event type lists
-//! `"webhook"`, so a subscribe is refused (`Forbidden` without a principal,
-//! `NotFound` for an unknown type, `-32602` for a bad callback or secret,
-//! `Unsupported` naming the delivery mode otherwise), and `events/unsubscribe`
-//! finds nothing to remove (`NotFound`).
+#![doc = include_str!("../../../guides/events.md")]
 
 mod config;
 mod cursor;

@@ -219,6 +219,14 @@ impl Tasks {
         self.inner.changed.get_or_init(|| Arc::new(tokio::sync::watch::Sender::new(0)))
     }
 
+    /// A task changed on another node: wakes this node's readers of the
+    /// change log (`task.status_changed` push streams), which then read the
+    /// store's durable feed. A cross-node notifier calls it for every change
+    /// it hears of, without reading the task.
+    pub fn changed_elsewhere(&self) {
+        self.tick();
+    }
+
     fn tick(&self) {
         self.changed().send_modify(|n| *n = n.wrapping_add(1));
     }
