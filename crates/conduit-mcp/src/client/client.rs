@@ -72,6 +72,11 @@ impl Client {
         self.shared.server.era.unwrap_or(Era::Modern)
     }
 
+    /// The era seam this client speaks through.
+    pub(crate) fn dialect(&self) -> &dyn Dialect {
+        self.shared.era.as_ref()
+    }
+
     /// What the server said about itself when connecting.
     pub fn server(&self) -> &ServerInfo {
         &self.shared.server

@@ -10,6 +10,7 @@ pub mod common;
 #[path = "../support/examples/mod.rs"]
 pub mod examples;
 
+mod events;
 mod examples_run;
 mod ledger;
 mod over_http;
