@@ -80,6 +80,7 @@ mod stdio;
 mod task;
 mod time;
 mod tracker;
+pub mod webhook_receiver;
 mod wire;
 
 pub use builder::ClientBuilder;
