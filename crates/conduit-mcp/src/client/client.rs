@@ -63,7 +63,8 @@ impl Client {
         follow: FollowSettings,
         recorder: Option<Recorder>,
     ) -> Self {
-        let tracker = Arc::new(Tracker::new(era.clone(), follow, recorder));
+        let offers_events = server.offers_events();
+        let tracker = Arc::new(Tracker::new(era.clone(), follow, recorder, offers_events));
         Self { shared: Arc::new(Shared { server, era, tracker }) }
     }
 

@@ -63,6 +63,7 @@ mod error;
 mod event_stream;
 mod events;
 mod follow;
+mod follow_events;
 mod http;
 pub(crate) mod http_options;
 mod input;

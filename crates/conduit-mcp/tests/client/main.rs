@@ -12,6 +12,7 @@ pub mod examples;
 
 mod events;
 mod examples_run;
+mod follow_events;
 mod ledger;
 mod over_http;
 mod rmcp_peer;
