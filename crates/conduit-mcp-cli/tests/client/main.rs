@@ -10,6 +10,7 @@ pub mod common;
 pub mod oauth_support;
 
 mod cli;
+mod events;
 mod https;
 mod ledger;
 mod oauth;
