@@ -18,4 +18,5 @@ mod over_http;
 mod rmcp_peer;
 mod tasks;
 mod tool_listing;
+mod webhook_interop;
 mod wire_schema;
