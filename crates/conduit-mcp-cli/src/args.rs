@@ -24,6 +24,8 @@ pub(crate) enum Command {
     Tools(crate::tools_cmd::ToolsArgs),
     /// Call a tool and follow it to the end (exit 0 done, 1 tool error or failed, 2 usage or protocol error, 3 cancelled, 130 Ctrl-C).
     Call(crate::call_cmd::CallArgs),
+    /// List a server's event types, or print each occurrence of one (push stream, or `--poll`).
+    Events(crate::events_cmd::EventsArgs),
     /// Get, wait for or cancel a task by id.
     #[command(subcommand)]
     Task(crate::task_cmd::TaskCommand),

@@ -19,6 +19,7 @@ mod credentials;
 mod demo;
 mod demo_tasks;
 mod enterprise_args;
+mod events_cmd;
 mod follow_ui;
 mod ledger_args;
 mod ledger_cmd;
@@ -158,6 +159,7 @@ async fn main() -> ExitCode {
         Command::Serve(args) => *args,
         Command::Tools(a) => return tools_cmd::run(a).await.into(),
         Command::Call(a) => return exit(call_cmd::run(a).await),
+        Command::Events(a) => return events_cmd::run(a).await.into(),
         Command::Task(t) => return exit(task_cmd::run(t).await),
         Command::Watch(a) => return task_cmd::watch(a).await.into(),
         Command::Login(a) => return login_cmd::login(*a).await.into(),

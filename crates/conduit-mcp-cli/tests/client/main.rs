@@ -11,6 +11,7 @@ pub mod oauth_support;
 
 mod cli;
 mod enterprise_login;
+mod events;
 mod https;
 mod ledger;
 mod oauth;

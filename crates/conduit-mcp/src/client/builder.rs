@@ -83,6 +83,7 @@ impl ClientBuilder {
                 max_poll: Duration::from_secs(30),
                 stuck_polls: 60,
                 push: true,
+                events: true,
                 now_ms: Arc::new(system_now_ms),
             },
             ledger: Some(Arc::new(MemoryLedger::new())),
@@ -256,6 +257,15 @@ impl ClientBuilder {
     /// follower gives up with [`ClientError::Stuck`] (default 60).
     pub fn stuck_after(mut self, observations: u32) -> Self {
         self.follow.stuck_polls = observations;
+        self
+    }
+
+    /// Whether to follow tasks by the Events extension's `task.status_changed`
+    /// on an `events/stream` where the server offers it and the listen push
+    /// did not take the task (default on; polling otherwise). Each event
+    /// costs one `tasks/get`; nothing is polled between events.
+    pub fn follow_by_events(mut self, on: bool) -> Self {
+        self.follow.events = on;
         self
     }
 

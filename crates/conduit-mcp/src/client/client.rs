@@ -63,13 +63,19 @@ impl Client {
         follow: FollowSettings,
         recorder: Option<Recorder>,
     ) -> Self {
-        let tracker = Arc::new(Tracker::new(era.clone(), follow, recorder));
+        let offers_events = server.offers_events();
+        let tracker = Arc::new(Tracker::new(era.clone(), follow, recorder, offers_events));
         Self { shared: Arc::new(Shared { server, era, tracker }) }
     }
 
     /// The era spoken (settled when connecting).
     fn spoken(&self) -> Era {
         self.shared.server.era.unwrap_or(Era::Modern)
+    }
+
+    /// The era seam this client speaks through.
+    pub(crate) fn dialect(&self) -> &dyn Dialect {
+        self.shared.era.as_ref()
     }
 
     /// What the server said about itself when connecting.

@@ -83,6 +83,11 @@ pub enum ClientError {
     /// The input handler could not answer (no input allowed, unsupported kind, user aborted).
     #[error("input: {0}")]
     Input(String),
+    /// The server does not offer what was asked on this connection (an
+    /// extension it did not advertise, or one not defined for the era
+    /// spoken); nothing was sent.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     /// A tool was refused locally (an invalid `x-mcp-header` annotation) or is unknown.
     #[error("tool: {0}")]
     Tool(String),

@@ -1,4 +1,5 @@
-//! [`TaskEvents`] and the follower behind it: observe (push or poll),
+//! [`TaskEvents`] and the follower behind it: observe (listen push, the
+//! Events extension's `task.status_changed` stream, or poll),
 //! answer new input keys once, stop at a terminal status, the TTL deadline,
 //! or a task stuck waiting; each change of status goes to the task ledger.
 //!
@@ -8,6 +9,8 @@
 //! handle follow them.
 
 use super::error::ClientError;
+use super::event_stream::EventStream;
+use super::follow_events;
 use super::input;
 use super::listen_hub::Subscription;
 use super::outcome::{TaskEvent, ToolOutcome};
@@ -92,6 +95,9 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
     let mut idle_polls = 0u32;
     let mut interval = s.default_poll;
     let mut push: Option<Subscription> = None;
+    // Without the listen push, `task.status_changed` on a stream of its own (tried once).
+    let mut events: Option<EventStream> = None;
+    let mut events_tried = false;
     // The status last written to the ledger: a write per change of status, not per message.
     let mut noted: Option<TaskStatus> = None;
     // Register for push before the first read: followers started together share one listen request.
@@ -183,13 +189,22 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
                 continue;
             }
         }
-        let wait = match (&push, until_deadline) {
+        if push.is_none() && !events_tried {
+            events_tried = true;
+            events = follow_events::open(tracker, id).await;
+            if events.is_some() {
+                // Catch a change made between the last read and the stream's start.
+                snapshot = era.get_task(id).await?;
+                continue;
+            }
+        }
+        let wait = match (push.is_some() || events.is_some(), until_deadline) {
             // With push, polling is only a safety net.
-            (Some(_), d) => d.map_or(s.max_poll, |d| d.min(s.max_poll)),
-            (None, d) => d.map_or(interval, |d| d.min(interval)),
+            (true, d) => d.map_or(s.max_poll, |d| d.min(s.max_poll)),
+            (false, d) => d.map_or(interval, |d| d.min(interval)),
         };
-        let pushed = match push.as_mut() {
-            Some(sub) => tokio::select! {
+        let pushed = match (push.as_mut(), events.as_mut()) {
+            (Some(sub), _) => tokio::select! {
                 n = sub.rx.recv() => match n {
                     Some(t) => Some(t),
                     None => { push = None; None }
@@ -197,7 +212,16 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
                 () = tokio::time::sleep(wait) => None,
                 () = tx.closed() => return Ok(()),
             },
-            None => tokio::select! {
+            (None, Some(stream)) => tokio::select! {
+                // An occurrence is a hint: the task is read below.
+                changed = follow_events::next_change(stream) => {
+                    if !changed { events = None; }
+                    None
+                },
+                () = tokio::time::sleep(wait) => None,
+                () = tx.closed() => return Ok(()),
+            },
+            (None, None) => tokio::select! {
                 () = tokio::time::sleep(wait) => None,
                 () = tx.closed() => return Ok(()),
             },

@@ -60,7 +60,10 @@ mod connection;
 mod credential;
 mod era;
 mod error;
+mod event_stream;
+mod events;
 mod follow;
+mod follow_events;
 mod http;
 pub(crate) mod http_options;
 mod input;
@@ -78,12 +81,15 @@ mod stdio;
 mod task;
 mod time;
 mod tracker;
+pub mod webhook_receiver;
 mod wire;
 
 pub use builder::ClientBuilder;
 pub use client::{CallOutcome, Client};
 pub use connection::NotificationFn;
 pub use error::{ClientError, ProtocolError, TransportError};
+pub use event_stream::{EventStream, StreamEvent};
+pub use events::{EventQuery, WebhookLease, WebhookSubscription};
 pub use follow::TaskEvents;
 pub use input::{
     Ask, InputHandler, InputSupport, NoInput, elicit_accept, elicit_cancel, elicit_decline, schema_defaults,

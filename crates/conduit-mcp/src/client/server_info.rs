@@ -2,6 +2,7 @@
 //! connected (`server/discover`, or `initialize` on 2025-11-25).
 
 use crate::protocol::Era;
+use crate::protocol::events::{EVENTS_CAPABILITY, EVENTS_EXTENSION_ID};
 use crate::protocol::tasks::TASKS_EXTENSION_ID;
 use serde_json::Value;
 
@@ -26,6 +27,15 @@ impl ServerInfo {
     pub fn offers_tasks(&self) -> bool {
         self.capabilities.get("extensions").and_then(|e| e.get(TASKS_EXTENSION_ID)).is_some()
             || self.capabilities.get("tasks").is_some()
+    }
+
+    /// Whether the server advertised the Events extension (in
+    /// `capabilities.extensions`, or as top-level `events` as servers in the
+    /// field do) on a `2026-07-28` connection (it is not defined before).
+    pub fn offers_events(&self) -> bool {
+        self.era == Some(Era::Modern)
+            && (self.capabilities.get("extensions").and_then(|e| e.get(EVENTS_EXTENSION_ID)).is_some()
+                || self.capabilities.get(EVENTS_CAPABILITY).is_some())
     }
 
     /// Reads the result of a handshake spoken in `era` at `version`.

@@ -6,6 +6,7 @@ use super::era::Dialect;
 use super::listen_hub::Hub;
 use super::recorder::Recorder;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Settings of the task follower (set on the [`ClientBuilder`](super::ClientBuilder)).
@@ -19,6 +20,8 @@ pub(crate) struct FollowSettings {
     pub(crate) stuck_polls: u32,
     /// Whether to follow by push over `subscriptions/listen`.
     pub(crate) push: bool,
+    /// Whether to follow by `task.status_changed` on `events/stream` where offered.
+    pub(crate) events: bool,
     /// The wall clock (ms since the epoch) the TTL deadline is checked against.
     pub(crate) now_ms: Arc<dyn Fn() -> i64 + Send + Sync>,
 }
@@ -30,6 +33,7 @@ impl std::fmt::Debug for FollowSettings {
             .field("max_poll", &self.max_poll)
             .field("stuck_polls", &self.stuck_polls)
             .field("push", &self.push)
+            .field("events", &self.events)
             .finish_non_exhaustive()
     }
 }
@@ -41,12 +45,31 @@ pub(crate) struct Tracker {
     settings: FollowSettings,
     hub: Hub,
     recorder: Option<Recorder>,
+    /// The server advertised the Events extension and has not refused `task.status_changed` on a stream.
+    events: AtomicBool,
 }
 
 impl Tracker {
     /// Tasks on `era`, followed with `settings`, written to `recorder`'s ledger (if any).
-    pub(crate) fn new(era: Arc<dyn Dialect>, settings: FollowSettings, recorder: Option<Recorder>) -> Self {
-        Self { era, settings, hub: Hub::default(), recorder }
+    /// `offers_events`: the server advertised the Events extension.
+    pub(crate) fn new(
+        era: Arc<dyn Dialect>,
+        settings: FollowSettings,
+        recorder: Option<Recorder>,
+        offers_events: bool,
+    ) -> Self {
+        let events = AtomicBool::new(offers_events && settings.events);
+        Self { era, settings, hub: Hub::default(), recorder, events }
+    }
+
+    /// Whether to try following tasks by `task.status_changed` on `events/stream`.
+    pub(crate) fn follows_by_events(&self) -> bool {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    /// The server refused `task.status_changed` on a stream: poll from now on.
+    pub(crate) fn events_refused(&self) {
+        self.events.store(false, Ordering::Relaxed);
     }
 
     /// Where the tasks are written down, when they are.

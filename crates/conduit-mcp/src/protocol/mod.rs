@@ -35,6 +35,8 @@ pub mod routing;
 pub mod tasks;
 pub mod tools;
 pub mod version;
+#[cfg(any(feature = "server", feature = "client"))]
+pub mod webhook_signature;
 
 pub use content::{Content, ResourceContents};
 pub use jsonrpc::{ErrorCode, Message, RequestId, RpcError};

@@ -10,10 +10,13 @@ pub mod common;
 #[path = "../support/examples/mod.rs"]
 pub mod examples;
 
+mod events;
 mod examples_run;
+mod follow_events;
 mod ledger;
 mod over_http;
 mod rmcp_peer;
 mod tasks;
 mod tool_listing;
+mod webhook_interop;
 mod wire_schema;
