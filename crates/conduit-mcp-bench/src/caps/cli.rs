@@ -49,8 +49,10 @@ pub struct CapsArgs {
     command: String,
 }
 
+/// The 1, 5 and 15-minute load averages.
 fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim().to_owned()
+    let all = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    all.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 fn utc_now() -> String {

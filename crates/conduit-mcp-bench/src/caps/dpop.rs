@@ -6,7 +6,8 @@
 //! (`--oauth-dpop`), started fresh for each measurement. The load generator
 //! sends W1 with `Authorization: Bearer` or with `Authorization: DPoP` and a
 //! proof it signs fresh for every request (ES256: its own `jti`, `iat` now,
-//! `htm`, `htu`, `ath`), so the client's signing is inside the measurement too.
+//! `htm`, `htu`, `ath`; ring's ECDSA), so the client's signing is inside the
+//! measurement too.
 
 use super::Sizes;
 use super::server::{Node, request_with};
@@ -15,7 +16,7 @@ use crate::load::{self, Load};
 use crate::wire;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use jsonwebtoken::{Algorithm, EncodingKey, Header, encode};
+use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde_json::json;
 use std::io::{BufRead, BufReader};
@@ -41,10 +42,13 @@ pub(super) struct Issued {
     signer: Arc<ProofSigner>,
 }
 
-/// Signs DPoP proofs with one P-256 key.
+/// Signs DPoP proofs with one P-256 key (ring's ECDSA: the proof's JWS
+/// signature is the fixed-width `r || s` ring makes).
 pub(super) struct ProofSigner {
-    key: EncodingKey,
-    header: Header,
+    pair: EcdsaKeyPair,
+    rng: SystemRandom,
+    /// The proof header, base64url, then `.`.
+    header: String,
     ath: String,
     /// Makes every `jti` of this signer distinct from other signers'.
     run: u64,
@@ -55,19 +59,18 @@ pub(super) struct ProofSigner {
 impl ProofSigner {
     /// The signer of `pkcs8` (a P-256 key), for requests presenting `token`.
     fn new(pkcs8: &[u8], token: &str) -> Result<Self, String> {
-        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &ring::rand::SystemRandom::new())
+        let rng = SystemRandom::new();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng)
             .map_err(|e| format!("the DPoP key: {e}"))?;
         let point = pair.public_key().as_ref();
         let jwk = json!({
             "kty": "EC", "crv": "P-256",
             "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
         });
-        let mut header = Header::new(Algorithm::ES256);
-        header.typ = Some("dpop+jwt".into());
-        header.jwk = Some(serde_json::from_value(jwk).map_err(|e| e.to_string())?);
+        let header = json!({ "typ": "dpop+jwt", "alg": "ES256", "jwk": jwk });
+        let header = format!("{}.", URL_SAFE_NO_PAD.encode(header.to_string()));
         let ath = URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, token.as_bytes()));
-        let run = rand::random::<u64>();
-        Ok(Self { key: EncodingKey::from_ec_der(pkcs8), header, ath, run, signed: AtomicU64::new(0) })
+        Ok(Self { pair, rng, header, ath, run: rand::random::<u64>(), signed: AtomicU64::new(0) })
     }
 
     /// A new proof: `POST` to [`RESOURCE`], now, a `jti` never used before.
@@ -77,7 +80,12 @@ impl ProofSigner {
         let claims = json!({
             "jti": format!("{:x}-{n}", self.run), "htm": "POST", "htu": RESOURCE, "iat": now, "ath": self.ath,
         });
-        encode(&self.header, &claims, &self.key).unwrap_or_default()
+        let mut jws = self.header.clone();
+        jws.push_str(&URL_SAFE_NO_PAD.encode(claims.to_string()));
+        let Ok(sig) = self.pair.sign(&self.rng, jws.as_bytes()) else { return String::new() };
+        jws.push('.');
+        jws.push_str(&URL_SAFE_NO_PAD.encode(sig.as_ref()));
+        jws
     }
 }
 

@@ -111,13 +111,19 @@ pub struct Results {
     pub dpop: Vec<DpopSample>,
 }
 
-/// Runs the parts, rounds interleaved within each; `log` gets one line per measurement.
+/// Off then on in even rounds, on then off in odd ones.
+fn turns(round: usize) -> [bool; 2] {
+    if round.is_multiple_of(2) { [false, true] } else { [true, false] }
+}
+
+/// Runs the parts, rounds interleaved within each (the order turning round by round); `log` gets one line per measurement.
 pub async fn run(o: &Options, log: impl Fn(&str)) -> Result<Results, String> {
     let mut r = Results::default();
     let z = &o.sizes;
     if o.parts.contains(&Part::Ledger) {
         for round in 0..z.rounds {
-            for mode in LedgerMode::ALL {
+            // Each round starts with another mode, so none always runs first.
+            for mode in LedgerMode::ALL.into_iter().cycle().skip(round).take(LedgerMode::ALL.len()) {
                 let s = ledger::run_one(&o.server, mode, z.ledger_tasks, round, &o.ledger_file).await?;
                 log(&s.line());
                 r.ledger.push(s);
@@ -131,7 +137,7 @@ pub async fn run(o: &Options, log: impl Fn(&str)) -> Result<Results, String> {
         }
         for round in 0..z.rounds {
             for &store in &stores {
-                for on in [false, true] {
+                for on in turns(round) {
                     let s = events::w4(&o.server, store, on, &o.stores, z, round).await?;
                     log(&s.line());
                     r.w4.push(s);
@@ -152,7 +158,7 @@ pub async fn run(o: &Options, log: impl Fn(&str)) -> Result<Results, String> {
         let issued = dpop::issue(&o.bench_as)?;
         dpop::binding_checked(&o.server, &issued).await?;
         for round in 0..z.rounds {
-            for on in [false, true] {
+            for on in turns(round) {
                 let s = dpop::w1(&o.server, &issued, on, z, round).await?;
                 log(&s.line());
                 r.dpop.push(s);
