@@ -1,6 +1,7 @@
 //! The task ledger's cost (issue 30): the library client creating tasks on a
 //! fresh bench server (memory store) one after another, with no ledger, with
-//! a `MemoryLedger`, and with a `SqliteLedger` in a file; wall time of the
+//! a `MemoryLedger`, and with a `SqliteLedger` in a file (also with each call
+//! written down before it is sent, as the CLI does); wall time of the
 //! creates only (the connection and a few warm-up creates come first).
 
 use super::server::Node;
@@ -25,11 +26,15 @@ pub enum LedgerMode {
     Memory,
     /// A `SqliteLedger` in a fresh file.
     Sqlite,
+    /// The same, each call written down before it is sent too
+    /// (`record_calls_in_flight`, as `conduit-mcp call` runs).
+    SqliteCalls,
 }
 
 impl LedgerMode {
     /// Every mode, in the order each round runs them.
-    pub const ALL: [LedgerMode; 3] = [LedgerMode::None, LedgerMode::Memory, LedgerMode::Sqlite];
+    pub const ALL: [LedgerMode; 4] =
+        [LedgerMode::None, LedgerMode::Memory, LedgerMode::Sqlite, LedgerMode::SqliteCalls];
 
     /// The name on the command line and in the report.
     pub fn name(self) -> &'static str {
@@ -37,6 +42,7 @@ impl LedgerMode {
             Self::None => "none",
             Self::Memory => "memory",
             Self::Sqlite => "sqlite",
+            Self::SqliteCalls => "sqlite+calls",
         }
     }
 }
@@ -48,7 +54,7 @@ impl FromStr for LedgerMode {
         Self::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown ledger {s:?} (none, memory, sqlite)"))
+            .ok_or_else(|| format!("unknown ledger {s:?} (none, memory, sqlite, sqlite+calls)"))
     }
 }
 
@@ -107,7 +113,7 @@ pub async fn run_one(
     let ledger: Option<Arc<dyn TaskLedger>> = match mode {
         LedgerMode::None => None,
         LedgerMode::Memory => Some(Arc::new(MemoryLedger::new())),
-        LedgerMode::Sqlite => {
+        LedgerMode::Sqlite | LedgerMode::SqliteCalls => {
             remove_db(sqlite_file)?;
             let l = SqliteLedger::open(sqlite_file).await.map_err(|e| format!("SQLite ledger: {e}"))?;
             Some(Arc::new(l))
@@ -117,7 +123,7 @@ pub async fn run_one(
         ClientBuilder::http(node.url()).client_info("conduit-mcp-bench-ledger", env!("CARGO_PKG_VERSION"));
     builder = match &ledger {
         None => builder.no_ledger(),
-        Some(l) => builder.shared_ledger(l.clone()),
+        Some(l) => builder.shared_ledger(l.clone()).record_calls_in_flight(mode == LedgerMode::SqliteCalls),
     };
     let client = builder.connect().await.map_err(|e| format!("connect: {e}"))?;
     let create = async |i: usize| -> Result<(), String> {
@@ -140,7 +146,7 @@ pub async fn run_one(
         Some(l) => Some(l.list(&LedgerFilter::all()).await.map_err(|e| format!("ledger list: {e}"))?.len()),
     };
     drop(client);
-    if mode == LedgerMode::Sqlite {
+    if matches!(mode, LedgerMode::Sqlite | LedgerMode::SqliteCalls) {
         drop(ledger);
         remove_db(sqlite_file)?;
     }

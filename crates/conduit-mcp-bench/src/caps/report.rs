@@ -34,9 +34,10 @@ fn ledger(o: &mut String, r: &Results, z: &Sizes) {
         o,
         "The library client (`conduit_mcp::client`, one connection) creating {} tasks one after another on a \
          fresh bench server (memory store, `slow_compute`), after {} warm-up creates: with no ledger \
-         (`ClientBuilder::no_ledger`), a `MemoryLedger` (the default), and a `SqliteLedger` in a fresh file under \
-         `target/bench/`. Wall time of the creates, median [range] of {} interleaved rounds, per create; \
-         target: SQLite ÷ none ≤ 1.05.\n",
+         (`ClientBuilder::no_ledger`), a `MemoryLedger` (the default), a `SqliteLedger` in a fresh file under \
+         `target/bench/`, and that ledger with every call written down before it is sent too \
+         (`record_calls_in_flight`, as `conduit-mcp call` runs: \"sqlite+calls\"). Wall time of the creates, \
+         median [range] of {} interleaved rounds, per create; target: SQLite ÷ none ≤ 1.05.\n",
         z.ledger_tasks,
         super::ledger::WARMUP,
         z.rounds
