@@ -15,13 +15,22 @@
 #              PostgreSQL as ratios to it (appended to docs/benchmarks.md). Then the
 #              client benchmark (`conduit-mcp-bench follow`): the library client
 #              following 1 000 tasks, one listen stream against polling, 3 rounds
-#              (its section appended after that). Then scripts/bench_wrk.sh: W1 and
+#              (its section appended after that). Then `conduit-mcp-bench caps`: the
+#              newer capabilities against themselves off, 3 interleaved rounds (its
+#              section appended last): 1 000 creates through the library client with
+#              no task ledger, a MemoryLedger and a SqliteLedger (issue 30); W4 with
+#              the Events change log off and on, SQLite and PostgreSQL, and a terminal
+#              event's latency to a push stream on a second node of the same
+#              PostgreSQL (issue 29); W1 with DPoP-bound tokens against bearer tokens,
+#              a proof signed per request (issue 31). Then scripts/bench_wrk.sh: W1 and
 #              W2 under wrk against the fixture, the bench server, rmcp and the echo.
 #              Then scripts/bench_auth.sh: W1 with OAuth validation on against off.
 #   --smoke    the CI pass: debug builds, every workload for 0.25 s on tiny sizes, one
 #              round, ours on memory and SQLite, and on PostgreSQL when DATABASE_URL
 #              is set; writes target/bench/smoke.md and fails if anything errored;
-#              then the client benchmark on 20 tasks, one round (target/bench/follow.md).
+#              then the client benchmark on 20 tasks, one round (target/bench/follow.md);
+#              then `caps` on tiny sizes, one round (target/bench/caps.md; the
+#              cross-node events latency only when DATABASE_URL is set).
 #              It never touches docs/.
 # Other options go to `conduit-mcp-bench run` (e.g. --rounds 1, --stores memory,
 # --database-url URL). The SQLite file is target/bench/sqlite/bench.db (smoke:
@@ -93,6 +102,9 @@ follow_flags=()
 if [[ "$mode" == smoke ]]; then follow_flags=(--smoke); fi
 "$target_dir/$dir/conduit-mcp-bench" follow --server "$target_dir/$dir/bench-server" "${follow_flags[@]}" \
   --out target/bench/follow.md --command "$recorded"
+echo "== the capabilities on and off (task ledger, Events change log, DPoP)"
+"$target_dir/$dir/conduit-mcp-bench" caps --server "$target_dir/$dir/bench-server" \
+  --bench-as "$target_dir/$dir/bench-as" "${follow_flags[@]}" --out target/bench/caps.md --command "$recorded"
 if [[ "$mode" == full ]]; then
   # PostgreSQL against pgbench on the same database, in the same run (issue 13);
   # its table goes at the end of the report.
@@ -111,6 +123,7 @@ if [[ "$mode" == full ]]; then
   { echo; cat target/bench/auth.md; } >>docs/benchmarks.md
   # The client benchmark's section, after the generated report (which would not keep it).
   { echo; cat target/bench/follow.md; } >>docs/benchmarks.md
+  { echo; cat target/bench/caps.md; } >>docs/benchmarks.md
 fi
 end=$(date +%s)
 echo "== done: builds $((built - start)) s, benchmarks $((end - built)) s"

@@ -37,12 +37,15 @@ impl Listening {
     /// thread so the server never blocks on a full pipe) and waits up to
     /// `wait` for its address; `what` names it in errors.
     pub fn spawn(mut cmd: Command, what: &str, wait: Duration) -> Result<Self, String> {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {what}: {e}"))?;
+        cmd.stdout(Stdio::null());
+        Self::spawn_keeping_stdout(cmd, what, wait)
+    }
+
+    /// [`spawn`](Self::spawn), but stdout is whatever `cmd` says (`Stdio::piped()`:
+    /// the caller takes `child.stdout` to read what the server prints there).
+    pub fn spawn_keeping_stdout(mut cmd: Command, what: &str, wait: Duration) -> Result<Self, String> {
+        let mut child =
+            cmd.stdin(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| format!("cannot start {what}: {e}"))?;
         let pid = child.id();
         let stderr = child.stderr.take().ok_or("no stderr")?;
         let tail = Arc::new(Mutex::new(VecDeque::new()));

@@ -10,12 +10,15 @@
 //! - [`harness`]: the plan, the servers' processes, the runs; [`child`]: a server
 //!   child process and the address it prints;
 //! - [`follow`]: the library client following 1 000 tasks, by push and by polling;
+//! - [`caps`]: the newer capabilities (the client's task ledger, the Events change
+//!   log, DPoP-bound tokens) measured against themselves off;
 //! - [`report`], [`chart`]: `docs/benchmarks.md` and its SVG chart;
 //! - [`soak`]: the reference server's soak drivers, the `conduit-mcp-soak` binary
 //!   (`scripts/soak.sh`; not a benchmark, here for the HTTP client it shares).
 //!
 //! `scripts/bench.sh` builds everything and runs the `conduit-mcp-bench` binary.
 
+pub mod caps;
 pub mod chart;
 pub mod child;
 pub mod client;

@@ -8,6 +8,8 @@
 //!     [--stores memory,sqlite,postgres] [--database-url postgres://…] [--sqlite-path FILE] [--pg-schema NAME]
 //! conduit-mcp-bench report --json target/bench/results.json [--out …] [--chart …]
 //! conduit-mcp-bench follow --server target/release/bench-server [--tasks 1000] [--rounds 3] [--smoke] [--out FILE]
+//! conduit-mcp-bench caps --server target/release/bench-server --bench-as target/release/bench-as \
+//!     [--only ledger,events,dpop] [--rounds 3] [--smoke] [--database-url URL] [--out FILE]
 //! ```
 //!
 //! The soak is not a benchmark: it is its own binary, `conduit-mcp-soak` (`scripts/soak.sh`).
@@ -37,6 +39,8 @@ enum Cmd {
     Load(LoadArgs),
     /// The library client following tasks to completion, one listen stream against polling.
     Follow(FollowArgs),
+    /// The task ledger, the Events change log and DPoP, each against itself off.
+    Caps(conduit_mcp_bench::caps::CapsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -441,6 +445,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run(*a),
         Cmd::Load(a) => load(a),
         Cmd::Follow(a) => follow(a),
+        Cmd::Caps(a) => conduit_mcp_bench::caps::main(a),
         Cmd::Report(a) => std::fs::read_to_string(&a.output.json)
             .map_err(|e| format!("cannot read {}: {e}", a.output.json.display()))
             .and_then(|j| serde_json::from_str::<Results>(&j).map_err(|e| e.to_string()))

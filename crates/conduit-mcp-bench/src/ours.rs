@@ -6,6 +6,7 @@
 use axum::extract::State;
 use axum::routing::post;
 use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp::ext::events::{Events, EventsConfig};
 use conduit_mcp::ext::tasks::{NotifierConfig, TaskStore, Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::{SessionConfig, SessionLimits};
@@ -232,15 +233,35 @@ pub fn tasks_on(opened: OpenedStore, clock: Arc<dyn Clock>) -> Result<Tasks, Str
 /// opens 10 000 sessions from one client), and the total to four times that (a client
 /// holds at most a quarter of it).
 pub fn server(tasks: &Tasks) -> Result<Server, String> {
+    server_with(tasks, None)
+}
+
+/// [`server`] with the Events extension installed beside the tasks when `events` is given.
+pub fn server_with(tasks: &Tasks, events: Option<Events>) -> Result<Server, String> {
     let one_client = SessionLimits::default().max_sessions;
     let sessions = SessionConfig::default().max_sessions(4 * one_client).max_sessions_per_client(one_client);
-    Server::builder("conduit-mcp-bench", env!("CARGO_PKG_VERSION"))
+    let mut builder = Server::builder("conduit-mcp-bench", env!("CARGO_PKG_VERSION"))
         .sessions(sessions)
         .extension(tasks.clone())
         .tool(tasks_tools::greet())
-        .tool(tasks_tools::slow_compute())
-        .build()
-        .map_err(|e| e.to_string())
+        .tool(tasks_tools::slow_compute());
+    if let Some(events) = events {
+        builder = builder.extension(events);
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+/// The Events extension with `task.status_changed` on `tasks`, its cursors sealed with
+/// one fixed key (every bench node names a change alike), and the store's change log
+/// turned on now (a durable log is written only once a reader turned it on; without
+/// this, the first stream or poll would): what `bench-server --events` serves.
+pub async fn events_on(tasks: &Tasks, store: Option<&Arc<dyn TaskStore>>) -> Result<Events, String> {
+    let events = Events::new(EventsConfig::new().cursor_key([7; 32])).map_err(|e| e.to_string())?;
+    events.task_status(tasks);
+    if let Some(feed) = store.and_then(|s| s.change_feed()) {
+        feed.head().await.map_err(|e| format!("cannot turn the task change log on: {e}"))?;
+    }
+    Ok(events)
 }
 
 /// Microseconds since the Unix epoch (comparable across processes on one machine).
@@ -292,22 +313,14 @@ pub fn admin(tasks: Tasks) -> axum::Router {
 }
 
 /// Serves `server` at `/mcp` and the admin route on `addr` through the library's own
-/// `http::serve` path (`Bound::serve_with`, `TCP_NODELAY` and the default limits, but for
-/// listen streams: W5 holds one per connection from one address), printing where it
-/// listens; runs until the process is stopped.
-pub async fn serve(
-    addr: std::net::SocketAddr,
-    server: Server,
-    tasks: Tasks,
-    oauth: Option<conduit_mcp::auth::oauth::OAuth>,
-) -> Result<(), String> {
+/// `http::serve` path (`Bound::serve_with`, `TCP_NODELAY`, `config`'s authentication and
+/// the default limits, but for listen streams: W5 holds one per connection from one
+/// address), printing where it listens; runs until the process is stopped.
+pub async fn serve(addr: std::net::SocketAddr, server: Server, tasks: Tasks, config: HttpConfig) -> Result<(), String> {
     let bound = http::bind(addr).await.map_err(|e| format!("cannot bind {addr}: {e}"))?;
     eprintln!("listening on http://{}/mcp", bound.local_addr());
     let forever = std::future::pending::<()>();
-    let mut config = HttpConfig::default().max_listen_streams_per_client(usize::MAX);
-    if let Some(oauth) = oauth {
-        config = config.oauth(oauth);
-    }
+    let config = config.max_listen_streams_per_client(usize::MAX);
     bound.serve_with(server, config, admin(tasks), forever).await.map_err(|e| e.to_string())
 }
 

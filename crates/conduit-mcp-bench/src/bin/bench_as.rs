@@ -7,7 +7,10 @@
 //!
 //! Prints `listening on http://ADDR` to stderr, then `token TOKEN` on stdout: a JWT
 //! (`typ` `at+jwt`) for `--resource` with `sub` `bench`, the scope, and `exp` `--ttl-s`
-//! from now. It is not an authorization server anyone logs in to: it exists so the
+//! from now. Then `dpop-key KEY` and `dpop-token TOKEN`: a second P-256 key made at
+//! start (its PKCS#8 document, base64url) and the same token bound to it by `cnf.jkt`
+//! (RFC 9449 §6), for the load generator to sign a DPoP proof per request with
+//! (`conduit-mcp-bench caps --only dpop`). It is not an authorization server anyone logs in to: it exists so the
 //! resource server's whole JWT path (metadata, key fetch, signature, claims) runs
 //! against a real HTTP peer while `scripts/bench_auth.sh` measures W1 with and
 //! without it.
@@ -61,6 +64,13 @@ fn options() -> Result<Options, String> {
     Ok(o)
 }
 
+/// The RFC 7638 SHA-256 thumbprint of a P-256 public JWK (base64url): the hash of
+/// its required members in lexicographic order, no whitespace.
+fn thumbprint(jwk: &Value) -> String {
+    let canonical = format!(r#"{{"crv":"P-256","kty":"EC","x":{},"y":{}}}"#, jwk["x"], jwk["y"]);
+    URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes()))
+}
+
 /// A new P-256 key: its PKCS#8 document (to sign) and its public JWK.
 fn new_key() -> Result<(Vec<u8>, Value), String> {
     let rng = SystemRandom::new();
@@ -90,7 +100,12 @@ async fn run(o: Options) -> Result<(), String> {
     let mut header = Header::new(Algorithm::ES256);
     header.typ = Some("at+jwt".into());
     header.kid = Some(KID.into());
-    let token = encode(&header, &claims, &EncodingKey::from_ec_der(&pkcs8)).map_err(|e| e.to_string())?;
+    let key = EncodingKey::from_ec_der(&pkcs8);
+    let token = encode(&header, &claims, &key).map_err(|e| e.to_string())?;
+    let (dpop_pkcs8, dpop_jwk) = new_key()?;
+    let mut bound = claims.clone();
+    bound["cnf"] = json!({ "jkt": thumbprint(&dpop_jwk) });
+    let dpop_token = encode(&header, &bound, &key).map_err(|e| e.to_string())?;
 
     let metadata = json!({
         "issuer": issuer,
@@ -104,6 +119,8 @@ async fn run(o: Options) -> Result<(), String> {
         .route("/jwks", get(move || async move { Json(jwks) }));
     eprintln!("listening on {issuer}");
     println!("token {token}");
+    println!("dpop-key {}", URL_SAFE_NO_PAD.encode(&dpop_pkcs8));
+    println!("dpop-token {dpop_token}");
     axum::serve(listener, app).await.map_err(|e| e.to_string())
 }
 

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! bench-server [--listen 127.0.0.1:PORT] [--store memory|sqlite|postgres] [--database-url PATH|URL]
-//!              [--pg-schema NAME] [--fresh] [--oauth-issuer URL --oauth-resource URL]
+//!              [--pg-schema NAME] [--fresh] [--oauth-issuer URL --oauth-resource URL [--oauth-dpop]]
+//!              [--events] [--bearer-token TOKEN]
 //! bench-server sweep [--tasks N] [--expired-percent P] [--getters 1,50] [--baseline-ms MS]
 //! ```
 //!
@@ -15,12 +16,19 @@
 //! (and its `-wal`/`-shm`) removed, or the PostgreSQL schema dropped, first.
 //! `--oauth-issuer` makes it an OAuth resource server for `--oauth-resource` (tokens
 //! of that issuer required on every request; `bench-as` is one), as
-//! `scripts/bench_auth.sh` measures.
+//! `scripts/bench_auth.sh` measures; `--oauth-dpop` makes it take DPoP-bound tokens
+//! too, their proofs checked against `--oauth-resource` (`conduit-mcp-bench caps`).
+//! `--events` installs the Events extension (`task.status_changed`) and turns the
+//! store's task change log on at start; `--bearer-token` takes that one static token
+//! as the principal `bench` (an event reaches its task's owner only).
 //!
 //! The second form runs W6 in process and prints its results as JSON on stdout.
 
 use clap::{Args, Parser, Subcommand};
+use conduit_mcp::auth::oauth::{DpopConfig, OAuth, OAuthConfig};
+use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp::transport::http::HttpConfig;
 use conduit_mcp_bench::ours::{self, StoreKind, StoreOptions};
 use conduit_mcp_bench::sweep::{self, SweepOptions};
 use std::net::SocketAddr;
@@ -67,6 +75,15 @@ struct ServeArgs {
     /// The resource the tokens must be for (their `aud`).
     #[arg(long, requires = "oauth_issuer")]
     oauth_resource: Option<String>,
+    /// Take DPoP-bound tokens (with `--oauth-issuer`), each request's proof checked.
+    #[arg(long, requires = "oauth_issuer")]
+    oauth_dpop: bool,
+    /// Install the Events extension and turn the store's task change log on.
+    #[arg(long)]
+    events: bool,
+    /// Take this one static bearer token, as the principal `bench`.
+    #[arg(long, conflicts_with = "oauth_issuer")]
+    bearer_token: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -101,16 +118,22 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let opened = ours::open_store(&opts, clock.clone()).await?;
+    let store = opened.store.clone();
     let tasks = ours::tasks_on(opened, clock)?;
-    let server = ours::server(&tasks)?;
-    let oauth = match (args.oauth_issuer, args.oauth_resource) {
-        (Some(issuer), Some(resource)) => {
-            let cfg = conduit_mcp::auth::oauth::OAuthConfig::new(issuer, resource);
-            Some(conduit_mcp::auth::oauth::OAuth::new(cfg).map_err(|e| format!("OAuth: {e}"))?)
+    let events = if args.events { Some(ours::events_on(&tasks, store.as_ref()).await?) } else { None };
+    let server = ours::server_with(&tasks, events)?;
+    let mut config = HttpConfig::default();
+    if let (Some(issuer), Some(resource)) = (args.oauth_issuer, args.oauth_resource) {
+        let mut cfg = OAuthConfig::new(issuer, resource);
+        if args.oauth_dpop {
+            cfg = cfg.dpop(DpopConfig::default());
         }
-        _ => None,
-    };
-    ours::serve(args.listen, server, tasks, oauth).await
+        config = config.oauth(OAuth::new(cfg).map_err(|e| format!("OAuth: {e}"))?);
+    }
+    if let Some(token) = args.bearer_token {
+        config = config.auth(BearerTokens::new().token(token, Principal::new("bench")));
+    }
+    ours::serve(args.listen, server, tasks, config).await
 }
 
 async fn sweep(args: SweepArgs) -> Result<(), String> {
