@@ -41,7 +41,7 @@ mod usage;
 
 use args::{Cli, Command, ServeArgs};
 use clap::{CommandFactory, Parser};
-use conduit_mcp::auth::oauth::{OAuth, OAuthConfig};
+use conduit_mcp::auth::oauth::{DpopReplayStore, OAuth, OAuthConfig};
 use conduit_mcp::config_file::ConfigFile;
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::transport::http::{self, HostPolicy, HttpConfig};
@@ -51,6 +51,7 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 fn init_tracing() {
@@ -80,17 +81,17 @@ fn default_node_id() -> String {
     format!("{host}:{}:{random:016x}", std::process::id())
 }
 
-async fn build(
-    args: &ServeArgs,
-    file: &ConfigFile,
-    tool_scopes: &demo::ToolScopes,
-) -> Result<(conduit_mcp::Server, Option<Tasks>, String), String> {
+/// What [`build`] makes: the server, its tasks, the stores' label, and (SQL stores)
+/// the store of the DPoP proofs taken, shared by every node on the database.
+type Built = (conduit_mcp::Server, Option<Tasks>, String, Option<Arc<dyn DpopReplayStore>>);
+
+async fn build(args: &ServeArgs, file: &ConfigFile, tool_scopes: &demo::ToolScopes) -> Result<Built, String> {
     // Without `[ext_tasks]` (or without a file) tasks are on, with defaults.
     let cfg = args.limits.apply_tasks(file.tasks.clone().unwrap_or_else(TasksConfig::enabled));
     let (config_store, sessions) = (file.store.clone(), file.sessions.clone());
     if !cfg.enabled {
         let serving = demo::Serving { eras: args.era, sessions, tool_scopes };
-        return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into()));
+        return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into(), None));
     }
     let (url, source) = match (&args.store, config_store) {
         (Some(s), _) => (s.clone(), "--store"),
@@ -108,7 +109,7 @@ async fn build(
     let server = demo::server(Some(&tasks), serving)?;
     // Serving starts the extension: its janitor recovers this node's earlier
     // tasks and watches other nodes' leases.
-    Ok((server, Some(tasks), stores.to_string()))
+    Ok((server, Some(tasks), stores.to_string(), stores.dpop_replay()))
 }
 
 /// The address `--listen` names (a host name is resolved; the first address wins).
@@ -121,7 +122,18 @@ async fn listen_addr(listen: &str) -> Result<SocketAddr, String> {
     found.next().ok_or_else(|| format!("--listen {listen:?}: the name has no address"))
 }
 
-fn http_config(args: &ServeArgs, file: &ConfigFile, oauth: Option<OAuthConfig>) -> Result<HttpConfig, String> {
+/// The resource server of `cfg`; its DPoP proofs remembered in `replay` when given.
+fn resource_server(cfg: OAuthConfig, replay: Option<Arc<dyn DpopReplayStore>>) -> Result<OAuth, String> {
+    let cfg = match replay {
+        Some(store) if cfg.dpop.is_some() => cfg.dpop_replay_store(store),
+        _ => cfg,
+    };
+    OAuth::new(cfg).map_err(|e| e.to_string())
+}
+
+/// The HTTP configuration of the flags and the file (the resource server comes later,
+/// once the stores are open).
+fn http_config(args: &ServeArgs, file: &ConfigFile) -> Result<HttpConfig, String> {
     let cfg = HttpConfig::default()
         .header_timeout(Duration::from_secs(args.header_timeout_s))
         .body_timeout(Duration::from_secs(args.body_timeout_s))
@@ -134,12 +146,6 @@ fn http_config(args: &ServeArgs, file: &ConfigFile, oauth: Option<OAuthConfig>) 
     }
     if let Some(a) = args.auth()? {
         cfg = cfg.auth(a);
-    }
-    if let Some(o) = oauth {
-        let resource_server = OAuth::new(o).map_err(|e| e.to_string())?;
-        let pr = resource_server.protected_resource();
-        tracing::info!(resource = pr.resource(), metadata = pr.metadata_url(), "OAuth: bearer tokens required");
-        cfg = cfg.oauth(resource_server);
     }
     if let Some(tls) = args.tls.load()? {
         tls_args::reload_on_sighup(tls.clone());
@@ -179,9 +185,20 @@ async fn main() -> ExitCode {
             return Err("[oauth] has no effect with --stdio (stdio has no HTTP, and no authentication)".into());
         }
         let tool_scopes = oauth.as_ref().map(|o| o.tool_scopes.clone()).unwrap_or_default();
-        let http_cfg = http_config(&args, &file, oauth)?;
-        let built = build(&args, &file, &tool_scopes).await?;
-        Ok::<_, String>((http_cfg, built))
+        // Every flag judged before a store is opened; the resource server is made once
+        // the stores are, so DPoP proofs are remembered in theirs (every node's, on PostgreSQL).
+        if let Some(o) = &oauth {
+            resource_server(o.clone(), None)?;
+        }
+        let mut http_cfg = http_config(&args, &file)?;
+        let (server, tasks, label, replay) = build(&args, &file, &tool_scopes).await?;
+        if let Some(o) = oauth {
+            let rs = resource_server(o, replay)?;
+            let pr = rs.protected_resource();
+            tracing::info!(resource = pr.resource(), metadata = pr.metadata_url(), "OAuth: bearer tokens required");
+            http_cfg = http_cfg.oauth(rs);
+        }
+        Ok::<_, String>((http_cfg, (server, tasks, label)))
     };
     let (http_cfg, (server, tasks, label)) = match prepared.await {
         Ok(p) => p,

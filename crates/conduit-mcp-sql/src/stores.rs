@@ -81,11 +81,11 @@ struct Notifiers {
 /// (one node; `sqlite::memory:` for tests) or `postgres:URL` (many nodes; a
 /// bare `postgres://…` URL too).
 ///
-/// | URL | tasks (both eras) | sessions | across nodes |
-/// |---|---|---|---|
-/// | `memory` | in memory | in memory | — |
-/// | `sqlite:PATH` | the file | the file | — |
-/// | `postgres:URL` | the database | the database | `LISTEN`/`NOTIFY`, a channel per era |
+/// | URL | tasks (both eras) | sessions | DPoP proofs taken (`oauth`) | across nodes |
+/// |---|---|---|---|---|
+/// | `memory` | in memory | in memory | the resource server's memory | — |
+/// | `sqlite:PATH` | the file | the file | the file | — |
+/// | `postgres:URL` | the database | the database | the database | `LISTEN`/`NOTIFY`, a channel per era |
 ///
 /// [`tasks`](Self::tasks) makes the [`Tasks`] handle of both eras over them
 /// (its notifiers attached), and [`sessions`](Self::sessions) points a
@@ -116,6 +116,9 @@ pub struct Stores {
     tasks: Arc<dyn TaskStore>,
     legacy: Arc<dyn LegacyTaskStore>,
     sessions: Option<Arc<dyn SessionStore>>,
+    /// The DPoP proofs taken (SQL stores only).
+    #[cfg(feature = "oauth")]
+    dpop_replay: Option<Arc<dyn conduit_mcp::auth::oauth::DpopReplayStore>>,
     #[cfg(feature = "postgres")]
     notifiers: Option<Notifiers>,
     /// Whether [`Stores::tasks`] has run (on this value or a clone).
@@ -209,6 +212,10 @@ impl StoresOptions {
         let mut stores = Stores::memory(self.clock.clone());
         stores.kind = Kind::Sqlite(path.to_owned());
         stores.sessions = Some(Arc::new(store.sessions()));
+        #[cfg(feature = "oauth")]
+        {
+            stores.dpop_replay = Some(Arc::new(store.dpop_replay()));
+        }
         stores.legacy = Arc::new(legacy);
         stores.tasks = Arc::new(store);
         Ok(stores)
@@ -245,6 +252,10 @@ impl StoresOptions {
         let mut stores = Stores::memory(self.clock.clone());
         stores.kind = Kind::Postgres;
         stores.sessions = Some(Arc::new(store.sessions()));
+        #[cfg(feature = "oauth")]
+        {
+            stores.dpop_replay = Some(Arc::new(store.dpop_replay()));
+        }
         stores.legacy = Arc::new(legacy);
         stores.tasks = Arc::new(store);
         stores.notifiers = Some(notifiers);
@@ -282,6 +293,8 @@ impl Stores {
             legacy: Arc::new(MemoryLegacyStore::with_clock(clock.clone())),
             clock,
             sessions: None,
+            #[cfg(feature = "oauth")]
+            dpop_replay: None,
             #[cfg(feature = "postgres")]
             notifiers: None,
             made: Arc::new(AtomicBool::new(false)),
@@ -360,6 +373,14 @@ impl Stores {
     /// The session store; `None` in memory (a `SessionConfig`'s default).
     pub fn session_store(&self) -> Option<&Arc<dyn SessionStore>> {
         self.sessions.as_ref()
+    }
+
+    /// The store of the DPoP proofs taken, for `OAuthConfig::dpop_replay_store` (feature
+    /// `oauth`): in the database, so every node on it takes a proof once between them;
+    /// `None` in memory (the resource server's own, byte-bounded window is the default).
+    #[cfg(feature = "oauth")]
+    pub fn dpop_replay(&self) -> Option<Arc<dyn conduit_mcp::auth::oauth::DpopReplayStore>> {
+        self.dpop_replay.clone()
     }
 
     /// The notifiers of the modern and the legacy era's tasks (PostgreSQL).

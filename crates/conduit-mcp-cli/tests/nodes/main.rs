@@ -1,10 +1,11 @@
 //! Servers that crash and servers side by side: `kill -9` and recovery (with and without the
-//! janitor), node ids, and two nodes on one store.
+//! janitor), node ids, two nodes on one store, and a DPoP proof taken once across nodes.
 
 #[path = "../support/common/mod.rs"]
 pub mod common;
 
 mod crash;
+mod dpop_replay;
 mod node_ids;
 mod recovery_without_janitor;
 mod two_nodes;

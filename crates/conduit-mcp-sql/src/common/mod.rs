@@ -2,6 +2,8 @@
 //! engine's statements for a task table (`store`, `table`), and the schema
 //! checks (`schema`).
 
+#[cfg(feature = "oauth")]
+pub(crate) mod dpop_replay;
 mod group_commit;
 mod hooked;
 mod legacy_insert;

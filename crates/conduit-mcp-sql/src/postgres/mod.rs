@@ -4,6 +4,8 @@
 //! this module is the store and its [`TaskStore`] implementation.
 
 mod changes;
+#[cfg(feature = "oauth")]
+mod dpop_replay;
 mod group_commit;
 mod group_read;
 mod legacy_sessions;
@@ -15,6 +17,8 @@ mod shards;
 mod table_sql;
 mod terminal;
 
+#[cfg(feature = "oauth")]
+pub use dpop_replay::PostgresDpopReplay;
 pub use legacy_sessions::PostgresSessionStore;
 pub use legacy_store::PostgresLegacyStore;
 pub use options::PostgresOptions;

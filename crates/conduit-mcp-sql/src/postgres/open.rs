@@ -54,6 +54,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "the task change log's triggers (statement level, both task tables) and its commit-order positions",
         sql: include_str!("../../migrations/postgres/0036_task_change_triggers.sql"),
     },
+    Migration {
+        version: 40,
+        description: "conduit_dpop_jti: the DPoP proofs taken, once per window across nodes",
+        sql: include_str!("../../migrations/postgres/0040_dpop_jti.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").

@@ -6,6 +6,8 @@
 //! its [`TaskStore`] implementation.
 
 mod changes;
+#[cfg(feature = "oauth")]
+mod dpop_replay;
 mod group_commit;
 mod legacy_sessions;
 mod legacy_store;
@@ -15,6 +17,8 @@ mod options;
 mod table_sql;
 mod terminal;
 
+#[cfg(feature = "oauth")]
+pub use dpop_replay::SqliteDpopReplay;
 pub use legacy_sessions::SqliteSessionStore;
 pub use legacy_store::SqliteLegacyStore;
 pub use options::SqliteOptions;

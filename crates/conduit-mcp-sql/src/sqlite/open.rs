@@ -43,6 +43,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "the task change log (conduit_task_changes, written by triggers in both task tables' transactions once enabled)",
         sql: include_str!("../../migrations/sqlite/0035_task_changes.sql"),
     },
+    Migration {
+        version: 40,
+        description: "conduit_dpop_jti: the DPoP proofs taken, once per window across nodes",
+        sql: include_str!("../../migrations/sqlite/0040_dpop_jti.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).

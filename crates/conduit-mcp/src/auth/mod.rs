@@ -178,6 +178,18 @@ pub trait Authenticate: Send + Sync + 'static {
         let _ = principal;
         None
     }
+
+    /// Checks again the credentials a long-lived stream was opened with, once they reach
+    /// their [`valid_until_ms`](Principal::valid_until_ms): `headers` are the opening
+    /// request's credentials, `opened` the principal they proved then. No new request
+    /// comes with the check, so nothing proven per request (a DPoP proof) can be asked
+    /// for; an authenticator that takes such credentials checks what still can be: the
+    /// credentials themselves, and that they are still bound to what was proven at open.
+    /// Default: [`authenticate`](Self::authenticate).
+    async fn reauthenticate(&self, headers: &http::HeaderMap, opened: &Principal) -> Result<Principal, AuthError> {
+        let _ = opened;
+        self.authenticate(headers).await
+    }
 }
 
 /// Reads `Authorization: Bearer <token>`; `None` when absent, an error when malformed.

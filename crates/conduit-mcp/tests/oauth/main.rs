@@ -14,6 +14,8 @@ mod audience;
 #[cfg(all(feature = "oauth", feature = "client"))]
 mod dpop;
 #[cfg(all(feature = "oauth", feature = "client"))]
+mod dpop_streams;
+#[cfg(all(feature = "oauth", feature = "client"))]
 mod enterprise;
 #[cfg(feature = "jwt")]
 mod jwt;

@@ -1,7 +1,10 @@
 //! What spans both engines: `Stores::open` from one URL, the databases
 //! opening refuses, task writes that share a transaction with a hook, and
-//! `task.status_changed` resumed across a restart.
+//! `task.status_changed` resumed across a restart, and DPoP proofs taken once
+//! (feature `oauth`).
 
+#[cfg(feature = "oauth")]
+mod dpop_replay;
 mod events_replay;
 mod open;
 mod refusals;

@@ -2,8 +2,21 @@
 //! presented as `Authorization: DPoP` comes with one proof for this request,
 //! checked by the [`DpopVerifier`](super::DpopVerifier), and the token's
 //! `cnf.jkt` (a JWT's claim, or an introspection answer's) must be the proof
-//! key's thumbprint. A bound token presented as Bearer is refused, and so is
+//! key's thumbprint. Only then is the proof's `jti` taken (once per window,
+//! in the replay store), so a made-up key with a made-up token makes the store
+//! hold nothing. A bound token presented as Bearer is refused, and so is
 //! any Bearer token when DPoP is required.
+//!
+//! A long-lived stream (a `subscriptions/listen` stream, a 2025-11-25 GET
+//! stream) opened with a bound token is checked again when the token's answer
+//! lapses, with no request and so no proof: the proof of its opening request
+//! showed that the client holds the key, and the stream is that request's
+//! answer, still on the connection it came on; a proof cannot be asked for
+//! without a request to carry it. What can change since is the token (expired,
+//! revoked, its binding): the token is checked again as on any request and
+//! must still be bound to the key proven at open (`cnf.jkt` of the principal the
+//! stream was opened by). Nothing of the opening proof is taken again, so a
+//! captured proof gains nothing from it.
 
 use super::OAuth;
 use super::dpop::ProofRequest;
@@ -47,6 +60,19 @@ impl OAuth {
         self.scoped(principal)
     }
 
+    /// The principal of the DPoP-bound `token` of a stream `opened` by a principal bound to
+    /// a key proven then: still valid, still bound to that key (see the module docs).
+    pub(super) async fn still_bound(&self, token: &str, opened: &Principal) -> Result<Principal, AuthError> {
+        let Some(proven) = confirmation(opened) else {
+            return Err(self.refusal(INVALID_TOKEN, "the stream was not opened with a DPoP-bound token", None));
+        };
+        let principal = self.principal_of(token).await?;
+        if confirmation(&principal) != Some(proven) {
+            return Err(self.refusal(INVALID_TOKEN, "the token is no longer bound to the key proven at open", None));
+        }
+        self.scoped(principal)
+    }
+
     /// The principal of the DPoP-bound `token`, its proof checked for this `method`.
     pub(super) async fn bound(
         &self,
@@ -69,11 +95,16 @@ impl OAuth {
             access_token: Some(token),
             now_ms: sh.cfg.clock.now_ms(),
         };
-        let checked = verifier.verify(proof, &req).map_err(|e| self.refusal(e.error, e.reason, e.nonce))?;
+        let checked = verifier.check(proof, &req).map_err(|e| self.refusal(e.error, e.reason, e.nonce))?;
         let principal = self.principal_of(token).await?;
         if confirmation(&principal) != Some(checked.jkt.as_str()) {
             return Err(self.refusal(INVALID_TOKEN, "the token is not bound to the proof's key", None));
         }
-        self.scoped(principal)
+        let principal = self.scoped(principal)?;
+        match verifier.admit(&checked, req.now_ms).await {
+            Ok(Ok(())) => Ok(principal),
+            Ok(Err(e)) => Err(self.refusal(e.error, e.reason, e.nonce)),
+            Err(e) => Err(AuthError::Unavailable(e.to_string())),
+        }
     }
 }

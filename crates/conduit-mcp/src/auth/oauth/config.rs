@@ -129,6 +129,10 @@ pub struct OAuthConfig {
     pub dpop: Option<super::DpopConfig>,
     /// Every token must come with a DPoP proof (`Authorization: DPoP`); Bearer is refused.
     pub require_dpop: bool,
+    /// Where the `jti`s of DPoP proofs are remembered (default: this process's memory,
+    /// [`DpopConfig::replay_bytes`](super::DpopConfig::replay_bytes) of it). Nodes behind one
+    /// load balancer need one shared store, or a proof one took is taken by the next.
+    pub dpop_replay: Option<Arc<dyn super::DpopReplayStore>>,
     /// Why the introspection credentials given cannot be placed (read by `OAuth::new`).
     pub(super) misplaced_introspection_client: Option<String>,
 }
@@ -158,6 +162,7 @@ impl OAuthConfig {
             clock: Arc::new(SystemClock),
             dpop: None,
             require_dpop: false,
+            dpop_replay: None,
             misplaced_introspection_client: None,
         }
     }
@@ -289,6 +294,13 @@ impl OAuthConfig {
     /// Takes DPoP-bound tokens, their proofs checked with `dpop`.
     pub fn dpop(mut self, dpop: super::DpopConfig) -> Self {
         self.dpop = Some(dpop);
+        self
+    }
+
+    /// Remembers the `jti`s of DPoP proofs in `store` (shared by every node) instead of
+    /// this process's memory.
+    pub fn dpop_replay_store(mut self, store: Arc<dyn super::DpopReplayStore>) -> Self {
+        self.dpop_replay = Some(store);
         self
     }
 

@@ -3,13 +3,18 @@
 //! as the client sent it (`htm`, and `htu` against the server's configured
 //! public URL, never the URL a proxy forwarded to), the access token it
 //! presents (`ath`), the clock (`iat` within a window), the server's nonce
-//! when it issues them, and every `jti` once per window (bounded in memory).
-//! It yields the proof key's thumbprint, which a bound token's `cnf.jkt` must equal.
+//! when it issues them ([`DpopVerifier::check`]), and then every `jti` once
+//! per window ([`DpopVerifier::admit`], through a [`DpopReplayStore`]: this
+//! process's memory, bounded in bytes, by default; a shared database's across
+//! nodes). The resource server admits a proof's `jti` only once the token it
+//! came with is valid and bound to the proof's key, so only a holder of such a
+//! token can make the store remember anything. A check yields the proof key's
+//! thumbprint, which a bound token's `cnf.jkt` must equal.
 //!
 //! Its refusals name the `DPoP` challenge's error: `invalid_dpop_proof`, or
 //! `use_dpop_nonce` with the nonce to send back in `DPoP-Nonce`.
 
-use super::dpop_replay::{Refusal, ReplayWindow};
+use super::dpop_replay::{DpopReplayStore, MemoryDpopReplay, ReplayStoreError, ReplayVerdict};
 use crate::protocol::oauth::dpop::{INVALID_DPOP_PROOF, PROOF_TYP, USE_DPOP_NONCE};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -18,6 +23,7 @@ use jsonwebtoken::jwk::{Jwk, ThumbprintHash};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The proof algorithms accepted by default: asymmetric only.
@@ -30,7 +36,7 @@ const MAX_JTI: usize = 256;
 /// JWK members that only a private key has.
 const PRIVATE_MEMBERS: &[&str] = &["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
 
-/// How proofs are judged (see the [module docs](self)).
+/// How a [`DpopVerifier`] judges proofs.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct DpopConfig {
@@ -38,7 +44,8 @@ pub struct DpopConfig {
     pub algs: Vec<String>,
     /// How far a proof's `iat` may be from now, either way (default 60 s).
     pub iat_window: Duration,
-    /// The memory the `jti`s seen within the window may take (default 16 MiB).
+    /// The memory the `jti`s seen within the window may take (default 16 MiB), when they
+    /// are remembered in this process (no [`DpopReplayStore`] given).
     pub replay_bytes: usize,
     /// When set, proofs must carry a nonce this server issued (HMAC of the time, so
     /// every node with the same secret issues and accepts the same ones).
@@ -108,6 +115,10 @@ fn invalid(reason: impl Into<String>) -> DpopError {
 pub struct DpopProof {
     /// The thumbprint a bound token's `cnf.jkt` must equal.
     pub jkt: String,
+    /// The proof's `jti`, to be taken once.
+    jti: String,
+    /// When its window closes: it is remembered until then.
+    until_ms: u64,
 }
 
 /// The request a proof must describe.
@@ -123,12 +134,12 @@ pub struct ProofRequest<'a> {
     pub now_ms: u64,
 }
 
-/// Checks DPoP proofs (see the [module docs](self)).
+/// Checks DPoP proofs ([`check`](Self::check)) and takes each once ([`admit`](Self::admit)).
 #[derive(Debug)]
 pub struct DpopVerifier {
     cfg: DpopConfig,
     algs: Vec<Algorithm>,
-    replay: ReplayWindow,
+    replay: Arc<dyn DpopReplayStore>,
 }
 
 impl DpopVerifier {
@@ -145,7 +156,15 @@ impl DpopVerifier {
         if algs.is_empty() {
             return Err("no DPoP algorithm".into());
         }
-        Ok(Self { replay: ReplayWindow::new(cfg.replay_bytes), algs, cfg })
+        Ok(Self { replay: Arc::new(MemoryDpopReplay::new(cfg.replay_bytes)), algs, cfg })
+    }
+
+    /// Remembers the `jti`s seen in `store` instead of this process's memory (every
+    /// node given one store takes a proof once between them).
+    #[must_use]
+    pub fn replay_store(mut self, store: Arc<dyn DpopReplayStore>) -> Self {
+        self.replay = store;
+        self
     }
 
     /// The algorithms, space-separated: the `algs` of a `DPoP` challenge.
@@ -170,8 +189,9 @@ impl DpopVerifier {
         URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
     }
 
-    /// Checks `proof` (the one `DPoP` header's value) for `req`.
-    pub fn verify(&self, proof: &str, req: &ProofRequest<'_>) -> Result<DpopProof, DpopError> {
+    /// Checks `proof` (the one `DPoP` header's value) for `req`: everything but whether
+    /// its `jti` was seen before, which [`admit`](Self::admit) decides (and remembers).
+    pub fn check(&self, proof: &str, req: &ProofRequest<'_>) -> Result<DpopProof, DpopError> {
         if proof.len() > MAX_PROOF {
             return Err(invalid("the proof is too large"));
         }
@@ -240,12 +260,20 @@ impl DpopVerifier {
             }
         }
         let jkt = jwk.thumbprint(ThumbprintHash::SHA256).map_err(|_| invalid("unusable jwk"))?;
-        let until = req.now_ms.saturating_add(2 * self.cfg.iat_window.as_millis() as u64);
-        match self.replay.admit(&jkt, jti, req.now_ms, until) {
-            Ok(()) => Ok(DpopProof { jkt }),
-            Err(Refusal::Replayed) => Err(invalid("this proof was used already")),
-            Err(Refusal::Full) => Err(invalid("too many proofs in the window; send again later")),
-        }
+        // Its iat may be up to a window ahead: it stays acceptable two windows from now at most.
+        let until_ms = req.now_ms.saturating_add(2 * self.cfg.iat_window.as_millis() as u64);
+        Ok(DpopProof { jkt, jti: jti.to_owned(), until_ms })
+    }
+
+    /// Takes the checked `proof` once: the first time within its window it is remembered
+    /// and `Ok(Ok(()))`; again, `Ok(Err(_))` with the refusal. `Err` when the replay store
+    /// cannot answer (nothing can be said of the proof then).
+    pub async fn admit(&self, proof: &DpopProof, now_ms: u64) -> Result<Result<(), DpopError>, ReplayStoreError> {
+        Ok(match self.replay.admit(&proof.jkt, &proof.jti, now_ms, proof.until_ms).await? {
+            ReplayVerdict::Fresh => Ok(()),
+            ReplayVerdict::Replayed => Err(invalid("this proof was used already")),
+            ReplayVerdict::Full => Err(invalid("too many proofs in the window; send again later")),
+        })
     }
 }
 
@@ -320,23 +348,36 @@ vNLZ7H/CKkbHU2uhoappXqDXgnBTbT2lTtxrNGOgaARrozyUW9VN0HHd
     }
 
     fn refused(v: &DpopVerifier, proof: &str) -> String {
-        let e = v.verify(proof, &req()).unwrap_err();
+        let e = v.check(proof, &req()).unwrap_err();
         assert_eq!(e.error, INVALID_DPOP_PROOF);
         e.reason
     }
 
-    #[test]
-    fn a_good_proof_once_and_its_thumbprint() {
+    /// Checks and admits `proof`, as the resource server does.
+    async fn taken(v: &DpopVerifier, proof: &str) -> Result<DpopProof, DpopError> {
+        let p = v.check(proof, &req())?;
+        v.admit(&p, NOW_MS).await.unwrap().map(|()| p)
+    }
+
+    async fn refused_again(v: &DpopVerifier, proof: &str) -> String {
+        let e = taken(v, proof).await.unwrap_err();
+        assert_eq!(e.error, INVALID_DPOP_PROOF);
+        e.reason
+    }
+
+    #[tokio::test]
+    async fn a_good_proof_once_and_its_thumbprint() {
         let v = DpopVerifier::new(DpopConfig::default()).unwrap();
         let proof = jws(header(), claims("one"));
         let jwk: Jwk = serde_json::from_value(key().1).unwrap();
-        let ok = v.verify(&proof, &req()).unwrap();
+        let ok = taken(&v, &proof).await.unwrap();
         assert_eq!(ok.jkt, jwk.thumbprint(ThumbprintHash::SHA256).unwrap());
-        assert!(refused(&v, &proof).contains("used already"), "the same proof again");
+        assert!(v.check(&proof, &req()).is_ok(), "a check alone does not take the proof");
+        assert!(refused_again(&v, &proof).await.contains("used already"), "the same proof again");
         // htu: query ignored; scheme/host case and the default port do not matter.
         let mut c = claims("two");
         c["htu"] = json!("HTTPS://MCP.example.com:443/mcp?x=1");
-        assert!(v.verify(&jws(header(), c), &req()).is_ok());
+        assert!(v.check(&jws(header(), c), &req()).is_ok());
     }
 
     #[test]
@@ -384,7 +425,7 @@ vNLZ7H/CKkbHU2uhoappXqDXgnBTbT2lTtxrNGOgaARrozyUW9VN0HHd
         assert!(refused(&v, &parts.join(".")).contains("signature"));
         // A proof without a token presented has no ath to check; with one, it must match.
         let no_token = ProofRequest { access_token: None, ..req() };
-        assert!(v.verify(&jws(header(), claims("free")), &no_token).is_ok());
+        assert!(v.check(&jws(header(), claims("free")), &no_token).is_ok());
         assert!(DpopVerifier::new(DpopConfig { algs: vec!["HS256".into()], ..DpopConfig::default() }).is_err());
     }
 
@@ -392,20 +433,20 @@ vNLZ7H/CKkbHU2uhoappXqDXgnBTbT2lTtxrNGOgaARrozyUW9VN0HHd
     fn a_nonce_of_this_server_and_no_other() {
         let cfg = DpopConfig { nonce_secret: Some([7; 32]), ..DpopConfig::default() };
         let v = DpopVerifier::new(cfg.clone()).unwrap();
-        let e = v.verify(&jws(header(), claims("a")), &req()).unwrap_err();
+        let e = v.check(&jws(header(), claims("a")), &req()).unwrap_err();
         assert_eq!(e.error, USE_DPOP_NONCE);
         let nonce = e.nonce.unwrap();
         assert_eq!(Some(&nonce), v.nonce(NOW_MS).as_ref());
         let mut c = claims("b");
         c["nonce"] = json!(nonce);
-        assert!(v.verify(&jws(header(), c.clone()), &req()).is_ok());
+        assert!(v.check(&jws(header(), c.clone()), &req()).is_ok());
         // Another node with the same secret takes it; a server with another secret does not.
         let twin = DpopVerifier::new(cfg.clone()).unwrap();
         c["jti"] = json!("c");
-        assert!(twin.verify(&jws(header(), c.clone()), &req()).is_ok());
+        assert!(twin.check(&jws(header(), c.clone()), &req()).is_ok());
         let other = DpopVerifier::new(DpopConfig { nonce_secret: Some([8; 32]), ..cfg }).unwrap();
         c["jti"] = json!("d");
-        assert_eq!(other.verify(&jws(header(), c), &req()).unwrap_err().error, USE_DPOP_NONCE);
+        assert_eq!(other.check(&jws(header(), c), &req()).unwrap_err().error, USE_DPOP_NONCE);
     }
 
     #[cfg(feature = "client")]
@@ -415,10 +456,12 @@ vNLZ7H/CKkbHU2uhoappXqDXgnBTbT2lTtxrNGOgaARrozyUW9VN0HHd
         let key = crate::client::oauth::dpop::DpopKey::generate().unwrap();
         let now_s = i64::try_from(NOW_MS / 1000).unwrap();
         let proof = key.proof("POST", "https://mcp.example.com/mcp?q", Some(TOKEN), None, now_s).unwrap();
-        let first = v.verify(&proof, &req()).unwrap();
+        let first = v.check(&proof, &req()).unwrap();
         let again = key.proof("POST", URL, Some(TOKEN), None, now_s).unwrap();
-        assert_eq!(v.verify(&again, &req()).unwrap(), first, "one key, one thumbprint, a fresh jti each time");
+        let again = v.check(&again, &req()).unwrap();
+        assert_eq!(again.jkt, first.jkt, "one key, one thumbprint");
+        assert_ne!(again.jti, first.jti, "a fresh jti each time");
         let get = key.proof("GET", URL, Some(TOKEN), None, now_s).unwrap();
-        assert!(v.verify(&get, &req()).is_err());
+        assert!(v.check(&get, &req()).is_err());
     }
 }

@@ -67,6 +67,7 @@ mod token_cache;
 
 pub use config::{ClientCredentials, Issuer, MAX_LEEWAY, OAuthConfig};
 pub use dpop::{DEFAULT_DPOP_ALGS, DpopConfig, DpopError, DpopProof, DpopVerifier, ProofRequest};
+pub use dpop_replay::{DpopReplayStore, MemoryDpopReplay, ReplayStoreError, ReplayVerdict, replay_key};
 pub use resource::ProtectedResource;
 
 use super::{AuthError, Authenticate, Principal, bearer_token};
@@ -132,7 +133,10 @@ impl OAuth {
         let resource = ProtectedResource::new(&cfg).map_err(|e| bad("resource", e))?;
         let resource_url = reqwest::Url::parse(&cfg.resource).map_err(|e| bad("resource", e.to_string()))?;
         let http = fetch::client(cfg.fetch_timeout).map_err(|e| bad("oauth", e))?;
-        let dpop = cfg.dpop.clone().map(DpopVerifier::new).transpose().map_err(|e| bad("dpop", e))?;
+        let mut dpop = cfg.dpop.clone().map(DpopVerifier::new).transpose().map_err(|e| bad("dpop", e))?;
+        if let Some(store) = &cfg.dpop_replay {
+            dpop = dpop.map(|v| v.replay_store(store.clone()));
+        }
         let shared = Shared {
             dpop,
             issuers: cfg
@@ -206,6 +210,16 @@ impl Authenticate for OAuth {
     ) -> Result<Principal, AuthError> {
         match bound::dpop_token(headers)? {
             Some(token) => self.bound(method, headers, token).await,
+            None => self.authenticate(headers).await,
+        }
+    }
+
+    /// A Bearer token as [`authenticate`](Authenticate::authenticate) takes it; a DPoP-bound
+    /// one without a new proof, its binding checked against the key proven at open
+    /// (a stream's re-check: docs/auth.md, "DPoP-bound tokens").
+    async fn reauthenticate(&self, headers: &http::HeaderMap, opened: &Principal) -> Result<Principal, AuthError> {
+        match bound::dpop_token(headers)? {
+            Some(token) => self.still_bound(token, opened).await,
             None => self.authenticate(headers).await,
         }
     }

@@ -6,7 +6,10 @@
 //! prove it ([`Principal::valid_until_ms`]: a JWT's `exp` with the leeway, an
 //! introspection answer's reuse limit). From that instant on, before the
 //! stream carries anything more, the authenticator is asked again with the
-//! stream's own `Authorization` header: the same principal carries on to its
+//! stream's own `Authorization` header ([`Authenticate::reauthenticate`]: no
+//! new request, so nothing proven per request, such as a DPoP proof, is asked
+//! for again; a DPoP-bound token must still be bound to the key proven when
+//! the stream opened): the same principal carries on to its
 //! new limit (an introspected token still active), anything else (expired,
 //! revoked, another principal, the authorization server unreachable) ends the
 //! stream. The client reconnects, and is refused until it has a token again.
@@ -26,7 +29,8 @@ pub(super) struct StreamCredentials {
     auth: Arc<dyn Authenticate>,
     /// The opening request's `Authorization` header(s) only (empty: past the bound).
     headers: HeaderMap,
-    principal: std::sync::Arc<str>,
+    /// The principal the credentials proved when the stream opened.
+    opened: Principal,
     until_ms: u64,
 }
 
@@ -46,7 +50,7 @@ impl StreamCredentials {
         if size > MAX_KEPT_BYTES {
             kept.clear();
         }
-        Some(Self { auth, headers: kept, principal: principal.id.clone(), until_ms })
+        Some(Self { auth, headers: kept, opened: principal.clone(), until_ms })
     }
 
     /// How long (in real time) until they must be checked: their limit by the
@@ -65,8 +69,8 @@ impl StreamCredentials {
         if self.headers.is_empty() {
             return false;
         }
-        match self.auth.authenticate(&self.headers).await {
-            Ok(p) if p.id == self.principal => {
+        match self.auth.reauthenticate(&self.headers, &self.opened).await {
+            Ok(p) if p.id == self.opened.id => {
                 let until = p.valid_until_ms.unwrap_or(u64::MAX);
                 let renewed = until > self.auth.now_ms();
                 self.until_ms = until;
