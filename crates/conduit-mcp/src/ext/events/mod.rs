@@ -7,6 +7,7 @@ mod methods;
 mod resolve;
 mod source;
 mod stream;
+mod stream_outlet;
 mod task_status;
 mod typed;
 
