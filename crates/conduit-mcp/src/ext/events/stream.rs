@@ -3,7 +3,9 @@
 //! gap), then each occurrence as `notifications/events/event` with the cursor
 //! after it, a `notifications/events/heartbeat` with the position checked up
 //! to whenever the stream is quiet for the configured interval, and
-//! `notifications/events/terminated` if the type stops being offered. Every
+//! `notifications/events/terminated` if the type stops being offered. After an
+//! occurrence its source says is the subscription's last (one task's terminal
+//! status) the stream closes with its result, no `terminated` (events.md P9). Every
 //! notification names the stream (`_meta` subscription id = the request id).
 //!
 //! The stream holds one of its client's stream slots (`ResourceExhausted`
@@ -117,8 +119,13 @@ impl Events {
             let sent_any = !page.events.is_empty();
             for (seq, mut event) in page.events {
                 event.cursor = Some(self.cursor(owner, r, seq));
+                let last = source.is_last(&r.filter, &event);
                 if let Some(end) = self.ended(out, out.send(EVENTS_EVENT, as_map(&event)).await) {
                     return end;
+                }
+                if last {
+                    // Nothing can follow (one task's terminal status): the server closes it.
+                    return End::Closed;
                 }
             }
             at = page.through;
