@@ -120,6 +120,8 @@ pub struct Stores {
     notifiers: Option<Notifiers>,
     /// Whether [`Stores::tasks`] has run (on this value or a clone).
     made: Arc<AtomicBool>,
+    /// The database's Events cursor key (SQL stores; a secret, never printed).
+    events_cursor_key: Option<[u8; 32]>,
 }
 
 impl fmt::Debug for Stores {
@@ -208,6 +210,7 @@ impl StoresOptions {
         let legacy = store.legacy().await?;
         let mut stores = Stores::memory(self.clock.clone());
         stores.kind = Kind::Sqlite(path.to_owned());
+        stores.events_cursor_key = Some(store.events_cursor_key().await?);
         stores.sessions = Some(Arc::new(store.sessions()));
         stores.legacy = Arc::new(legacy);
         stores.tasks = Arc::new(store);
@@ -244,6 +247,7 @@ impl StoresOptions {
         let legacy = store.legacy().await?;
         let mut stores = Stores::memory(self.clock.clone());
         stores.kind = Kind::Postgres;
+        stores.events_cursor_key = Some(store.events_cursor_key().await?);
         stores.sessions = Some(Arc::new(store.sessions()));
         stores.legacy = Arc::new(legacy);
         stores.tasks = Arc::new(store);
@@ -285,7 +289,17 @@ impl Stores {
             #[cfg(feature = "postgres")]
             notifiers: None,
             made: Arc::new(AtomicBool::new(false)),
+            events_cursor_key: None,
         }
+    }
+
+    /// The key to seal Events cursors with (`EventsConfig::cursor_key`), kept
+    /// in the database: the same on every node that opens it and after every
+    /// restart, so a cursor of the durable task change log resumes anywhere.
+    /// `None` in memory (cursors there do not outlive the process anyway). A
+    /// secret: never log it.
+    pub fn events_cursor_key(&self) -> Option<[u8; 32]> {
+        self.events_cursor_key
     }
 
     /// The [`Tasks`] handle of both eras over these stores: `config` with its

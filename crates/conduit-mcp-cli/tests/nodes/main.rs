@@ -5,6 +5,7 @@
 pub mod common;
 
 mod crash;
+mod event_cursors;
 mod node_ids;
 mod recovery_without_janitor;
 mod two_nodes;

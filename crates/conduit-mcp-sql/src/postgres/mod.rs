@@ -4,6 +4,7 @@
 //! this module is the store and its [`TaskStore`] implementation.
 
 mod changes;
+mod events_key;
 mod group_commit;
 mod group_read;
 mod legacy_sessions;

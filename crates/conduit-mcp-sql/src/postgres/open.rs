@@ -54,6 +54,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "the task change log's triggers (statement level, both task tables) and its commit-order positions",
         sql: include_str!("../../migrations/postgres/0036_task_change_triggers.sql"),
     },
+    Migration {
+        version: 37,
+        description: "the keys the Events extension seals cursors with (conduit_events_keys, made once, shared by every node)",
+        sql: include_str!("../../migrations/postgres/0037_events_keys.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").

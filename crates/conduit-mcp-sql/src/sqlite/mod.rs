@@ -6,6 +6,7 @@
 //! its [`TaskStore`] implementation.
 
 mod changes;
+mod events_key;
 mod group_commit;
 mod legacy_sessions;
 mod legacy_store;

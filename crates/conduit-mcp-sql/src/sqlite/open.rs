@@ -43,6 +43,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "the task change log (conduit_task_changes, written by triggers in both task tables' transactions once enabled)",
         sql: include_str!("../../migrations/sqlite/0035_task_changes.sql"),
     },
+    Migration {
+        version: 37,
+        description: "the keys the Events extension seals cursors with (conduit_events_keys, made once, shared by every node)",
+        sql: include_str!("../../migrations/sqlite/0037_events_keys.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).

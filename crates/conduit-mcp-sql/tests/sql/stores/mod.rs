@@ -2,6 +2,7 @@
 //! opening refuses, task writes that share a transaction with a hook, and
 //! `task.status_changed` resumed across a restart.
 
+mod events_key;
 mod events_replay;
 mod open;
 mod refusals;
