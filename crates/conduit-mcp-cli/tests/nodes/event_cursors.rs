@@ -36,7 +36,7 @@ async fn poll(node: &Node, cursor: &Value) -> Value {
     r.json().await.expect("a JSON answer")
 }
 
-// cursor-opaque (a cursor names a position on every node), poll-returns-events
+// cursor-opaque (a cursor names one position on every node), poll-response-cursor, poll-events-array
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cursor_from_one_node_resumes_on_another() {
     let Some(url) = database_url() else { return };
