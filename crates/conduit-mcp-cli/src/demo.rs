@@ -32,6 +32,8 @@ pub(crate) struct Serving<'a> {
     pub(crate) eras: ServedEras,
     pub(crate) sessions: SessionConfig,
     pub(crate) tool_scopes: &'a ToolScopes,
+    /// The key Events cursors are sealed with (SQL stores: the database's; else a random one).
+    pub(crate) events_cursor_key: Option<[u8; 32]>,
 }
 
 /// `tool` with the scopes configured for it.
@@ -129,7 +131,11 @@ pub(crate) fn server(tasks: Option<&Tasks>, serving: Serving<'_>) -> Result<Serv
     if let Some(t) = tasks {
         let worker = t.clone();
         // task.status_changed by poll and push, with no configuration (webhooks need egress rules).
-        let events = Events::new(EventsConfig::new()).map_err(|e| e.to_string())?;
+        let config = match serving.events_cursor_key {
+            Some(key) => EventsConfig::new().cursor_key(key),
+            None => EventsConfig::new(),
+        };
+        let events = Events::new(config).map_err(|e| e.to_string())?;
         events.task_status(t);
         b = b
             .extension(t.clone())

@@ -90,7 +90,7 @@ async fn build(args: &ServeArgs, file: &ConfigFile, tool_scopes: &demo::ToolScop
     let cfg = args.limits.apply_tasks(file.tasks.clone().unwrap_or_else(TasksConfig::enabled));
     let (config_store, sessions) = (file.store.clone(), file.sessions.clone());
     if !cfg.enabled {
-        let serving = demo::Serving { eras: args.era, sessions, tool_scopes };
+        let serving = demo::Serving { eras: args.era, sessions, tool_scopes, events_cursor_key: None };
         return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into(), None));
     }
     let (url, source) = match (&args.store, config_store) {
@@ -105,7 +105,9 @@ async fn build(args: &ServeArgs, file: &ConfigFile, tool_scopes: &demo::ToolScop
         stores.tasks(cfg.node_id(node_id).lease(Duration::from_millis(args.lease_ms))).map_err(|e| e.to_string())?;
     tasks.claim_node().await.map_err(|e| format!("--node-id {:?}: {e}", tasks.node_id()))?;
     demo::register_workers(&tasks);
-    let serving = demo::Serving { eras: args.era, sessions: stores.sessions(sessions), tool_scopes };
+    // Events cursors sealed with the database's key: accepted on every node and after restarts.
+    let events_cursor_key = stores.events_cursor_key();
+    let serving = demo::Serving { eras: args.era, sessions: stores.sessions(sessions), tool_scopes, events_cursor_key };
     let server = demo::server(Some(&tasks), serving)?;
     // Serving starts the extension: its janitor recovers this node's earlier
     // tasks and watches other nodes' leases.

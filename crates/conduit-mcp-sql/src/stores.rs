@@ -123,6 +123,8 @@ pub struct Stores {
     notifiers: Option<Notifiers>,
     /// Whether [`Stores::tasks`] has run (on this value or a clone).
     made: Arc<AtomicBool>,
+    /// The database's Events cursor key (SQL stores; a secret, never printed).
+    events_cursor_key: Option<[u8; 32]>,
 }
 
 impl fmt::Debug for Stores {
@@ -211,6 +213,7 @@ impl StoresOptions {
         let legacy = store.legacy().await?;
         let mut stores = Stores::memory(self.clock.clone());
         stores.kind = Kind::Sqlite(path.to_owned());
+        stores.events_cursor_key = Some(store.events_cursor_key().await?);
         stores.sessions = Some(Arc::new(store.sessions()));
         #[cfg(feature = "oauth")]
         {
@@ -251,6 +254,7 @@ impl StoresOptions {
         let legacy = store.legacy().await?;
         let mut stores = Stores::memory(self.clock.clone());
         stores.kind = Kind::Postgres;
+        stores.events_cursor_key = Some(store.events_cursor_key().await?);
         stores.sessions = Some(Arc::new(store.sessions()));
         #[cfg(feature = "oauth")]
         {
@@ -298,7 +302,17 @@ impl Stores {
             #[cfg(feature = "postgres")]
             notifiers: None,
             made: Arc::new(AtomicBool::new(false)),
+            events_cursor_key: None,
         }
+    }
+
+    /// The key to seal Events cursors with (`EventsConfig::cursor_key`), kept
+    /// in the database: the same on every node that opens it and after every
+    /// restart, so a cursor of the durable task change log resumes anywhere.
+    /// `None` in memory (cursors there do not outlive the process anyway). A
+    /// secret: never log it.
+    pub fn events_cursor_key(&self) -> Option<[u8; 32]> {
+        self.events_cursor_key
     }
 
     /// The [`Tasks`] handle of both eras over these stores: `config` with its

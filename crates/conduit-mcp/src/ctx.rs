@@ -41,6 +41,8 @@ pub(crate) struct CtxInner {
     pub(crate) changes: Changes,
     /// Legacy SSE polling: cancelling it closes the request's stream early.
     pub(crate) close_stream: Option<CancellationToken>,
+    /// HTTP streams: the bytes queued on `out` that the connection has not taken.
+    pub(crate) backlog: Option<Arc<crate::quota::Backlog>>,
     /// Legacy `tools/call`: the `params.task` object that opted in to a task.
     pub(crate) task_params: Option<Value>,
     /// Legacy sessions: the session, through which the server can ask the client (and the
@@ -210,5 +212,11 @@ impl Ctx {
     /// The outlet for request-scoped notifications (listen streams write here).
     pub(crate) fn outlet(&self) -> Option<&UnboundedSender<Message>> {
         self.inner.out.as_ref()
+    }
+
+    /// The count of bytes queued on the outlet and not yet taken by the
+    /// connection, where the transport keeps one (HTTP streams).
+    pub(crate) fn backlog(&self) -> Option<&crate::quota::Backlog> {
+        self.inner.backlog.as_deref()
     }
 }

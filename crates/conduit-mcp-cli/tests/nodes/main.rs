@@ -6,6 +6,7 @@ pub mod common;
 
 mod crash;
 mod dpop_replay;
+mod event_cursors;
 mod node_ids;
 mod recovery_without_janitor;
 mod two_nodes;

@@ -6,6 +6,7 @@
 mod changes;
 #[cfg(feature = "oauth")]
 mod dpop_replay;
+mod events_key;
 mod group_commit;
 mod group_read;
 mod legacy_sessions;

@@ -55,6 +55,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/postgres/0036_task_change_triggers.sql"),
     },
     Migration {
+        version: 37,
+        description: "the keys the Events extension seals cursors with (conduit_events_keys, made once, shared by every node)",
+        sql: include_str!("../../migrations/postgres/0037_events_keys.sql"),
+    },
+    Migration {
         version: 40,
         description: "conduit_dpop_jti: the DPoP proofs taken, once per window across nodes",
         sql: include_str!("../../migrations/postgres/0040_dpop_jti.sql"),

@@ -8,6 +8,7 @@
 mod changes;
 #[cfg(feature = "oauth")]
 mod dpop_replay;
+mod events_key;
 mod group_commit;
 mod legacy_sessions;
 mod legacy_store;

@@ -44,6 +44,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/sqlite/0035_task_changes.sql"),
     },
     Migration {
+        version: 37,
+        description: "the keys the Events extension seals cursors with (conduit_events_keys, made once, shared by every node)",
+        sql: include_str!("../../migrations/sqlite/0037_events_keys.sql"),
+    },
+    Migration {
         version: 40,
         description: "conduit_dpop_jti: the DPoP proofs taken, once per window across nodes",
         sql: include_str!("../../migrations/sqlite/0040_dpop_jti.sql"),

@@ -5,6 +5,7 @@
 
 #[cfg(feature = "oauth")]
 mod dpop_replay;
+mod events_key;
 mod events_replay;
 mod open;
 mod refusals;

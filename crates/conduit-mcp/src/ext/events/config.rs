@@ -35,6 +35,13 @@ pub struct EventsConfig {
     pub max_streams_per_client: usize,
     /// Most push streams open at once on this server (default 10 000).
     pub max_streams: usize,
+    /// Most bytes of a push stream's notifications the server holds for a
+    /// client that has not read them (default 4 MiB); past it, a write waits
+    /// for the client to read.
+    pub max_stream_backlog_bytes: usize,
+    /// How long a write waits for a slow reader to make room before its
+    /// stream is terminated with `ResourceExhausted` (default 30 s).
+    pub slow_reader_grace: Duration,
     /// The secret cursors are sealed with (default: a random one per handle,
     /// so cursors do not outlive the process). Give every node, and every
     /// restart, the same secret for cursors of a durable change log to
@@ -50,6 +57,8 @@ impl std::fmt::Debug for EventsConfig {
             .field("heartbeat", &self.heartbeat)
             .field("max_poll_events", &self.max_poll_events)
             .field("max_streams_per_client", &self.max_streams_per_client)
+            .field("max_stream_backlog_bytes", &self.max_stream_backlog_bytes)
+            .field("slow_reader_grace", &self.slow_reader_grace)
             .field("cursor_key", &self.cursor_key.map(|_| ".."))
             .finish_non_exhaustive()
     }
@@ -69,6 +78,8 @@ impl Default for EventsConfig {
             retained_bytes: 16 * 1024 * 1024,
             max_streams_per_client: 16,
             max_streams: 10_000,
+            max_stream_backlog_bytes: 4 * 1024 * 1024,
+            slow_reader_grace: Duration::from_secs(30),
             cursor_key: None,
         }
     }
@@ -136,6 +147,14 @@ impl EventsConfig {
         self
     }
 
+    /// What a push stream holds for a client that does not read, and how
+    /// long it waits for it to read before ending the stream.
+    pub fn stream_backlog(mut self, bytes: usize, grace: Duration) -> Self {
+        self.max_stream_backlog_bytes = bytes;
+        self.slow_reader_grace = grace;
+        self
+    }
+
     /// The secret cursors are sealed with (see [`cursor_key`](Self::cursor_key)).
     pub fn cursor_key(mut self, key: [u8; 32]) -> Self {
         self.cursor_key = Some(key);
@@ -153,6 +172,7 @@ impl EventsConfig {
             ("retained_bytes", self.retained_bytes),
             ("max_streams_per_client", self.max_streams_per_client),
             ("max_streams", self.max_streams),
+            ("max_stream_backlog_bytes", self.max_stream_backlog_bytes),
         ];
         for (key, v) in positive {
             if v == 0 {

@@ -7,8 +7,10 @@ mod methods;
 mod resolve;
 mod source;
 mod stream;
+mod stream_outlet;
 mod task_status;
 mod typed;
+pub mod webhook;
 
 pub use config::EventsConfig;
 pub use task_status::TASK_STATUS_CHANGED;

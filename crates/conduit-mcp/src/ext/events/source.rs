@@ -48,4 +48,11 @@ pub(crate) trait Source: Send + Sync + 'static {
 
     /// The occurrences after `from.after` that `owner` may see and `filter` keeps.
     async fn read(&self, owner: Option<&str>, filter: &Filter, from: ReadFrom) -> Result<Page, RpcError>;
+
+    /// Whether `event` is the last a subscription with `filter` can ever see
+    /// (a push stream then closes with its result). Default: never.
+    fn is_last(&self, filter: &Filter, event: &EventOccurrence) -> bool {
+        let _ = (filter, event);
+        false
+    }
 }

@@ -3,7 +3,9 @@
 //! gap), then each occurrence as `notifications/events/event` with the cursor
 //! after it, a `notifications/events/heartbeat` with the position checked up
 //! to whenever the stream is quiet for the configured interval, and
-//! `notifications/events/terminated` if the type stops being offered. Every
+//! `notifications/events/terminated` if the type stops being offered. After an
+//! occurrence its source says is the subscription's last (one task's terminal
+//! status) the stream closes with its result, no `terminated` (events.md P9). Every
 //! notification names the stream (`_meta` subscription id = the request id).
 //!
 //! The stream holds one of its client's stream slots (`ResourceExhausted`
@@ -12,6 +14,7 @@
 
 use super::Events;
 use super::resolve::{Asked, Resolved};
+use super::stream_outlet::{Sent, StreamOutlet};
 use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::events::{
@@ -21,7 +24,6 @@ use crate::protocol::events::{
 use crate::protocol::meta::SUBSCRIPTION_ID_KEY;
 use crate::quota::Full;
 use crate::seq_log::ReadFrom;
-use crate::subscriptions::tagged;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -65,15 +67,22 @@ impl Events {
                 self.error(EventErrorKind::ResourceExhausted, json!({ "limit": "streams", "max": max }))
             })?;
         let id = ctx.request_id().clone();
-        let send = |method: &str, params: Map<String, Value>| out.send(tagged(&id, method, params)).is_ok();
-        match self.pump(ctx, &r, &send).await {
+        let outlet = StreamOutlet {
+            id: &id,
+            out,
+            backlog: ctx.backlog(),
+            cancel: ctx.cancellation(),
+            limit: c.max_stream_backlog_bytes,
+            grace: c.slow_reader_grace,
+        };
+        match self.pump(ctx, &r, &outlet).await {
             End::Gone => Err(RpcError::internal("event stream cancelled")),
             End::Closed => Ok(json!({ "_meta": { SUBSCRIPTION_ID_KEY: id.to_value() } })),
         }
     }
 
     /// Delivers until the stream ends.
-    async fn pump(&self, ctx: &Ctx, r: &Resolved, send: &impl Fn(&str, Map<String, Value>) -> bool) -> End {
+    async fn pump(&self, ctx: &Ctx, r: &Resolved, out: &StreamOutlet<'_>) -> End {
         let owner = ctx.owner();
         let c = &self.inner.config;
         let source = &r.registered.source;
@@ -92,8 +101,7 @@ impl Events {
             let page = match source.read(owner, &r.filter, from).await {
                 Ok(p) => p,
                 Err(e) => {
-                    let params = as_map(&StreamErrorParams { error: e });
-                    return if send(EVENTS_TERMINATED, params) { End::Closed } else { End::Gone };
+                    return Self::terminate(out, e);
                 }
             };
             floor_ms = None;
@@ -102,8 +110,8 @@ impl Events {
                 let start = page.events.first().map_or(page.through, |(seq, _)| seq - 1);
                 let truncated = pending_truncated || page.truncated;
                 let active = ActiveParams { cursor: Some(self.cursor(owner, r, start)), truncated };
-                if !send(EVENTS_ACTIVE, as_map(&active)) {
-                    return End::Gone;
+                if let Some(end) = self.ended(out, out.send(EVENTS_ACTIVE, as_map(&active)).await) {
+                    return end;
                 }
                 first = false;
                 pending_truncated = false;
@@ -111,8 +119,13 @@ impl Events {
             let sent_any = !page.events.is_empty();
             for (seq, mut event) in page.events {
                 event.cursor = Some(self.cursor(owner, r, seq));
-                if !send(EVENTS_EVENT, as_map(&event)) {
-                    return End::Gone;
+                let last = source.is_last(&r.filter, &event);
+                if let Some(end) = self.ended(out, out.send(EVENTS_EVENT, as_map(&event)).await) {
+                    return end;
+                }
+                if last {
+                    // Nothing can follow (one task's terminal status): the server closes it.
+                    return End::Closed;
                 }
             }
             at = page.through;
@@ -131,8 +144,7 @@ impl Events {
                     changed = catalog.changed() => {
                         if changed.is_err() || !self.still_offered(r) {
                             let error = self.error(EventErrorKind::NotFound, json!({ "kind": "event" }));
-                            let params = as_map(&StreamErrorParams { error });
-                            return if send(EVENTS_TERMINATED, params) { End::Closed } else { End::Gone };
+                            return Self::terminate(out, error);
                         }
                     }
                     moved = head.changed() => {
@@ -143,12 +155,34 @@ impl Events {
                     }
                     _ = heartbeat.tick() => {
                         let beat = HeartbeatParams { cursor: Some(self.cursor(owner, r, at)) };
-                        if !send(EVENTS_HEARTBEAT, as_map(&beat)) {
-                            return End::Gone;
+                        if let Some(end) = self.ended(out, out.send(EVENTS_HEARTBEAT, as_map(&beat)).await) {
+                            return end;
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// How a write that did not queue ends the stream: a reader too slow is
+    /// told why (`ResourceExhausted`) and the stream closes.
+    fn ended(&self, out: &StreamOutlet<'_>, sent: Sent) -> Option<End> {
+        match sent {
+            Sent::Queued => None,
+            Sent::Gone => Some(End::Gone),
+            Sent::Full => {
+                tracing::debug!("ending an event stream whose reader fell behind");
+                let data = json!({ "limit": "streamBacklogBytes", "max": out.limit });
+                Some(Self::terminate(out, self.error(EventErrorKind::ResourceExhausted, data)))
+            }
+        }
+    }
+
+    /// Ends the stream with `notifications/events/terminated` carrying `error`.
+    fn terminate(out: &StreamOutlet<'_>, error: RpcError) -> End {
+        match out.send_now(EVENTS_TERMINATED, as_map(&StreamErrorParams { error })) {
+            Sent::Queued => End::Closed,
+            Sent::Gone | Sent::Full => End::Gone,
         }
     }
 

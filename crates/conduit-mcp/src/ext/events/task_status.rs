@@ -149,4 +149,12 @@ impl Source for TaskStatusSource {
         let events = page.changes.iter().map(|c| (c.seq, occurrence(c))).collect();
         Ok(Page { events, through: page.through, truncated: page.truncated, more: page.more })
     }
+
+    /// A subscription to one task (`taskId`) sees nothing after its terminal
+    /// status: a terminal task is never written again.
+    fn is_last(&self, filter: &Filter, event: &EventOccurrence) -> bool {
+        let one_task = filter.downcast_ref::<TaskFilter>().is_some_and(|f| f.task_id.is_some());
+        let status = event.data.get("status").cloned().and_then(|s| serde_json::from_value::<TaskStatus>(s).ok());
+        one_task && status.is_some_and(TaskStatus::is_terminal)
+    }
 }

@@ -44,6 +44,7 @@ pub(super) fn context(server: &Server, read: Read, env: RequestEnv) -> CtxInner 
         request_state: None,
         changes: server.inner.changes.clone(),
         close_stream: env.close_stream,
+        backlog: env.backlog,
         task_params: None,
         session,
     }

@@ -3,7 +3,7 @@
 use crate::auth::Principal;
 use crate::protocol::RpcError;
 use crate::protocol::jsonrpc::Message;
-use crate::quota::ClientKey;
+use crate::quota::{Backlog, ClientKey};
 use crate::session::LegacySession;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
@@ -81,6 +81,9 @@ pub struct RequestEnv {
     pub session: Option<Arc<SessionSlot>>,
     /// Cancelled by a handler that closes its SSE stream early (legacy SSE polling).
     pub close_stream: Option<CancellationToken>,
+    /// Counts the bytes taken from `out` by the connection (HTTP streams), so a
+    /// handler that streams can bound what waits for a slow reader.
+    pub backlog: Option<Arc<Backlog>>,
 }
 
 impl std::fmt::Debug for RequestEnv {
@@ -107,7 +110,7 @@ impl RequestEnv {
         cancel: CancellationToken,
         out: Option<UnboundedSender<Message>>,
     ) -> Self {
-        Self { principal, client, headers: None, cancel, out, session: None, close_stream: None }
+        Self { principal, client, headers: None, cancel, out, session: None, close_stream: None, backlog: None }
     }
 
     /// Sets the client's address (HTTP): without a principal, limits count per address
@@ -139,6 +142,13 @@ impl RequestEnv {
         self
     }
 
+    /// Adds the count of bytes the connection took from `out`.
+    #[must_use]
+    pub fn backlog(mut self, backlog: Arc<Backlog>) -> Self {
+        self.backlog = Some(backlog);
+        self
+    }
+
     /// What one more input round's context takes from this environment: the caller, the
     /// cancellation and the outlets (the header rules and the session slot were read already).
     pub(crate) fn for_round(&self) -> Self {
@@ -150,6 +160,7 @@ impl RequestEnv {
             out: self.out.clone(),
             session: None,
             close_stream: self.close_stream.clone(),
+            backlog: self.backlog.clone(),
         }
     }
 

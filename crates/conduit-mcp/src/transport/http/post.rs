@@ -10,6 +10,7 @@ use super::stream_auth::StreamCredentials;
 use crate::protocol::jsonrpc::{Incoming, Message, RpcError, parse_incoming};
 use crate::protocol::legacy_session::SESSION_ID_HEADER;
 use crate::protocol::methods::LISTEN;
+use crate::quota::Backlog;
 use crate::server::{RequestEnv, SessionSlot};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -107,9 +108,12 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     let (tx, mut rx) = unbounded_channel::<Message>();
     // An `initialize` opens its session in this slot.
     let slot = Arc::new(SessionSlot::http(None));
+    // What the handler queued and the connection has not taken yet (an event stream bounds it).
+    let backlog = Arc::new(Backlog::new());
     let env = RequestEnv::admitted(principal, client, cancel.clone(), Some(tx))
         .headers(Box::new(McpHeaders::from_headers(&headers, cfg.require_task_name)))
-        .session(slot.clone());
+        .session(slot.clone())
+        .backlog(backlog.clone());
     // Run the handler in this task: most requests answer without notifications,
     // and then no task is spawned. If a notification comes first, the handler
     // moves to its own task and the answer becomes an SSE stream. Dropping this
@@ -220,17 +224,23 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
         return r;
     }
     // Notifications came first: stream them, then the response, then end.
-    let events = stream::unfold((Some(first), rx, false, Some(guard)), |(pending, mut rx, done, guard)| async move {
-        if done {
-            drop(guard);
-            return None;
+    let events = stream::unfold((Some(first), rx, false, Some(guard)), move |(pending, mut rx, done, guard)| {
+        let backlog = backlog.clone();
+        async move {
+            if done {
+                drop(guard);
+                return None;
+            }
+            let msg = match pending {
+                Some(m) => m,
+                None => rx.recv().await?,
+            };
+            let end = msg.is_response();
+            let text = msg.to_json();
+            // The connection polls for the next frame only when it can write it.
+            backlog.taken(text.len());
+            Some((Ok::<_, Infallible>(Event::default().data(text)), (None, rx, end, guard)))
         }
-        let msg = match pending {
-            Some(m) => m,
-            None => rx.recv().await?,
-        };
-        let end = msg.is_response();
-        Some((Ok::<_, Infallible>(Event::default().data(msg.to_json())), (None, rx, end, guard)))
     });
     let mut r = Sse::new(events).keep_alive(KeepAlive::new().interval(cfg.keep_alive)).into_response();
     r.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));

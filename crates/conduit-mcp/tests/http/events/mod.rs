@@ -5,6 +5,7 @@
 
 mod discovery;
 mod poll;
+mod slow_reader;
 mod stream;
 mod task_status;
 

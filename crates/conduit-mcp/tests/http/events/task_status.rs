@@ -119,3 +119,35 @@ async fn a_change_log_cursor_behind_what_is_kept_is_truncated_with_a_fresh_curso
     assert_eq!(next["truncated"], false);
     assert_eq!(next["events"], json!([]));
 }
+
+// stream-final-result-shape, stream-final-result-timing (server-initiated close; events.md P9, §5.2)
+#[tokio::test]
+async fn a_stream_of_one_task_closes_with_its_result_after_the_terminal_status() {
+    let f = fixture().await;
+    let id = start_job(&f, "alice").await;
+    let args = json!({ "taskId": id, "statuses": ["working", "completed"] });
+    let mut one = f.open_as("alice", 21, json!({ "name": "task.status_changed", "arguments": args })).await;
+    let mut all = f.open_as("alice", 22, json!({ "name": "task.status_changed" })).await;
+    for s in [&mut one, &mut all] {
+        assert_eq!(next_non_heartbeat(s).await["method"], "notifications/events/active");
+    }
+    f.tasks.progress(&id, "halfway").await.unwrap();
+    f.tasks.complete(&id, CallToolResult::text("r"), Some("done".into())).await.unwrap();
+    let working = next_non_heartbeat(&mut one).await;
+    assert_eq!(working["params"]["data"]["status"], "working");
+    let done = next_non_heartbeat(&mut one).await;
+    assert_eq!(done["method"], "notifications/events/event");
+    assert_eq!(done["params"]["data"]["status"], "completed");
+    // Then the closing result, no `terminated` (no error code means "finished").
+    let result = next_non_heartbeat(&mut one).await;
+    assert_eq!(result["id"], 21, "{result}");
+    assert_eq!(result["result"]["resultType"], "complete");
+    assert_eq!(result["result"]["_meta"][SUB_ID], 21);
+    assert!(one.next().await.is_none(), "the stream ends after its result");
+    // A stream of all of alice's tasks stays open after one of them finished.
+    let e = next_non_heartbeat(&mut all).await;
+    assert_eq!(e["params"]["data"]["status"], "completed");
+    let id2 = start_job(&f, "alice").await;
+    f.tasks.complete(&id2, CallToolResult::text("r"), None).await.unwrap();
+    assert_eq!(next_non_heartbeat(&mut all).await["params"]["data"]["taskId"], json!(id2));
+}
