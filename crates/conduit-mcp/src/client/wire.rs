@@ -7,7 +7,14 @@ use crate::protocol::RequestId;
 use crate::protocol::jsonrpc::Incoming;
 use serde_json::{Map, Value};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
+
+/// Bytes a request's stream may hold that its reader has not taken yet. The
+/// HTTP stream reader waits for room ([`ReplyTx::send_held`]) and stops reading
+/// the socket meanwhile, so a server that sends faster than the caller reads
+/// (a busy `events/stream`) is slowed down by TCP instead of filling memory.
+/// One message bigger than this still passes once the queue is empty.
+pub(crate) const REPLY_BUDGET_BYTES: usize = 1024 * 1024;
 
 /// One request on its way out.
 #[derive(Debug, Clone)]
@@ -42,14 +49,17 @@ impl Outgoing {
 /// the stream (on HTTP) or cancels the request (on stdio).
 #[derive(Debug)]
 pub(crate) struct Replies {
-    rx: mpsc::UnboundedReceiver<Incoming>,
+    /// Each message with the bytes of [`REPLY_BUDGET_BYTES`] it holds.
+    rx: mpsc::UnboundedReceiver<(Incoming, u32)>,
+    budget: Arc<Semaphore>,
     why: Arc<Mutex<Option<String>>>,
 }
 
 /// The sending side of [`Replies`].
 #[derive(Debug, Clone)]
 pub(crate) struct ReplyTx {
-    tx: mpsc::UnboundedSender<Incoming>,
+    tx: mpsc::UnboundedSender<(Incoming, u32)>,
+    budget: Arc<Semaphore>,
     why: Arc<Mutex<Option<String>>>,
 }
 
@@ -57,13 +67,13 @@ pub(crate) struct ReplyTx {
 /// session's table of requests whose response may come on another stream.
 #[derive(Debug, Clone)]
 pub(crate) struct WeakReplyTx {
-    tx: mpsc::WeakUnboundedSender<Incoming>,
+    tx: mpsc::WeakUnboundedSender<(Incoming, u32)>,
 }
 
 impl WeakReplyTx {
     /// Delivers a message; `Err` when the channel has closed.
     pub(crate) fn send(&self, msg: Incoming) -> Result<(), ()> {
-        self.tx.upgrade().ok_or(())?.send(msg).map_err(drop)
+        self.tx.upgrade().ok_or(())?.send((msg, 0)).map_err(drop)
     }
 }
 
@@ -71,13 +81,16 @@ impl WeakReplyTx {
 pub(crate) fn replies() -> (ReplyTx, Replies) {
     let (tx, rx) = mpsc::unbounded_channel();
     let why = Arc::default();
-    (ReplyTx { tx, why: Arc::clone(&why) }, Replies { rx, why })
+    let budget = Arc::new(Semaphore::new(REPLY_BUDGET_BYTES));
+    (ReplyTx { tx, budget: Arc::clone(&budget), why: Arc::clone(&why) }, Replies { rx, budget, why })
 }
 
 impl Replies {
     /// The next message, `None` once the stream has ended.
     pub(crate) async fn recv(&mut self) -> Option<Incoming> {
-        self.rx.recv().await
+        let (msg, held) = self.rx.recv().await?;
+        self.budget.add_permits(held as usize);
+        Some(msg)
     }
 
     /// Why the stream ended before its response, when the transport knows.
@@ -87,9 +100,23 @@ impl Replies {
 }
 
 impl ReplyTx {
-    /// Delivers a message; `Err` when nobody reads any more.
+    /// Delivers a message outside the byte budget (a response, or the one
+    /// message of a JSON answer); `Err` when nobody reads any more.
     pub(crate) fn send(&self, msg: Incoming) -> Result<(), ()> {
-        self.tx.send(msg).map_err(drop)
+        self.tx.send((msg, 0)).map_err(drop)
+    }
+
+    /// Delivers a message that came as `bytes` on a stream, first waiting
+    /// until the reader has taken enough that it fits [`REPLY_BUDGET_BYTES`]
+    /// (a bigger one waits for an empty queue); `Err` when nobody reads any more.
+    pub(crate) async fn send_held(&self, msg: Incoming, bytes: usize) -> Result<(), ()> {
+        // At most the whole budget, which always fits u32.
+        let held = u32::try_from(bytes.min(REPLY_BUDGET_BYTES)).unwrap_or(u32::MAX);
+        tokio::select! {
+            permit = self.budget.acquire_many(held) => permit.map_err(drop)?.forget(),
+            () = self.tx.closed() => return Err(()),
+        }
+        self.tx.send((msg, held)).map_err(drop)
     }
 
     /// Resolves when the reader has gone.

@@ -10,6 +10,7 @@ pub mod common;
 #[path = "../support/examples/mod.rs"]
 pub mod examples;
 
+mod event_backpressure;
 mod events;
 mod examples_run;
 mod follow_events;

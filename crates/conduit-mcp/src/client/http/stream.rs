@@ -197,7 +197,8 @@ async fn read_one(
                 let _ = tx.send(msg);
                 return Ended::Done;
             }
-            if tx.send(msg).is_err() {
+            // Waits while the reader is behind: the socket is not read meanwhile.
+            if tx.send_held(msg, data.len()).await.is_err() {
                 return Ended::Done;
             }
         }
