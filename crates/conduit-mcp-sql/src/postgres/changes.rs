@@ -26,6 +26,9 @@ const ENABLE: &str = "UPDATE conduit_task_change_log SET enabled = true WHERE id
 const EPOCH: &str = "SELECT epoch FROM conduit_task_change_log WHERE id = 1";
 /// Numbers what committed since the last call; the last position.
 const HEAD: &str = "SELECT conduit_task_changes_sequence()";
+/// Whether committed changes still wait for a position (an older transaction
+/// is running): the partial index on unnumbered rows answers it.
+const UNNUMBERED: &str = "SELECT EXISTS (SELECT 1 FROM conduit_task_changes WHERE pos IS NULL)";
 const READ: &str = "SELECT pos, task_id, owner, status, status_message, updated_at_ms FROM conduit_task_changes \
      WHERE owner = $1 AND pos > $2 AND pos <= $3 AND status = ANY($4) \
      AND ($5::text IS NULL OR task_id = $5) AND ($6::bigint IS NULL OR updated_at_ms >= $6) ORDER BY pos LIMIT $7";
@@ -50,6 +53,13 @@ impl PgChanges {
         let mut c = self.engine.conn().await?;
         let deadline = c.deadline();
         let v = bounded(deadline, sqlx::query_scalar::<_, i64>(sql).fetch_one(c.conn())).await;
+        c.finish(v, is_connection_error).map_err(|e| backend(what, e))
+    }
+
+    async fn exists(&self, what: &str, sql: &'static str) -> Result<bool, StoreError> {
+        let mut c = self.engine.conn().await?;
+        let deadline = c.deadline();
+        let v = bounded(deadline, sqlx::query_scalar::<_, bool>(sql).fetch_one(c.conn())).await;
         c.finish(v, is_connection_error).map_err(|e| backend(what, e))
     }
 
@@ -131,6 +141,9 @@ impl TaskChangeFeed for PgChanges {
                 skipped.first().is_some_and(|r| r.get::<bool, _>(0))
             }
         };
-        Ok(ChangePage::new(changes, through, truncated, more))
+        // Rows this snapshot sees without a position committed already; their
+        // NOTIFY came and went, so the reader must look again by itself.
+        let settling = !more && self.exists("read the task change log", UNNUMBERED).await?;
+        Ok(ChangePage::new(changes, through, truncated, more).settling(settling))
     }
 }

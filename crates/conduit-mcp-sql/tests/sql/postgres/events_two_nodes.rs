@@ -68,6 +68,9 @@ async fn positions_follow_commit_order_across_concurrent_transactions() {
     let ids: Vec<&str> = seen.changes.iter().map(|c| c.task_id.as_str()).collect();
     assert_eq!(ids, [before.task_id.as_str()], "what committed after the open transaction began waits for it");
     assert_eq!(seen.through, mid);
+    // Committed and not numbered: the reader is told to read again by itself
+    // (if the open transaction ended without a task write, no NOTIFY would).
+    assert!(seen.settling, "two committed changes wait for a position");
     go.send(()).expect("release");
     held.await.expect("joined").expect("the held create commits");
     // Then all three, the open one first (its transaction is older): a reader at `mid` misses nothing.
@@ -77,6 +80,7 @@ async fn positions_follow_commit_order_across_concurrent_transactions() {
     let ids: Vec<&str> = bob.changes.iter().map(|c| c.task_id.as_str()).collect();
     assert_eq!(ids, [fast.task_id.as_str(), old_era.task_id.as_str()]);
     assert!(alice.changes[0].seq > mid && alice.changes[0].seq < bob.changes[0].seq);
+    assert!(!alice.settling && !bob.settling, "every committed change has its position");
 }
 
 /// One node: its endpoint and its Tasks handle; stops when dropped.

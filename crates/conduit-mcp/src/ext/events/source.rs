@@ -25,6 +25,9 @@ pub(crate) struct Page {
     pub(crate) truncated: bool,
     /// More waits after `through`.
     pub(crate) more: bool,
+    /// Occurrences that happened may still be missing from this read and
+    /// nothing will wake the reader for them: read again soon.
+    pub(crate) settling: bool,
 }
 
 /// One event type.

@@ -27,6 +27,14 @@ use crate::seq_log::ReadFrom;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// The first wait before a settling log (changes committed, positions not yet
+/// given: an older transaction still runs) is read again; doubled each time,
+/// up to [`SETTLE_MAX`]. Nothing else wakes the stream for those changes.
+const SETTLE_FIRST: Duration = Duration::from_millis(10);
+/// The longest wait between reads of a log that stays settling.
+const SETTLE_MAX: Duration = Duration::from_secs(1);
 
 /// Why a stream stopped.
 enum End {
@@ -94,6 +102,8 @@ impl Events {
         let mut pending_truncated = r.start.truncated;
         let mut heartbeat = tokio::time::interval(c.heartbeat);
         heartbeat.tick().await;
+        // How long until a settling log is read again (doubling while it settles).
+        let mut settle_wait = Duration::ZERO;
         loop {
             // Mark what is seen now before reading, so a write after the read still wakes.
             head.borrow_and_update();
@@ -136,6 +146,10 @@ impl Events {
                 tokio::task::yield_now().await;
                 continue;
             }
+            settle_wait =
+                if page.settling { (settle_wait * 2).clamp(SETTLE_FIRST, SETTLE_MAX) } else { Duration::ZERO };
+            let settled = tokio::time::sleep(settle_wait);
+            tokio::pin!(settled);
             loop {
                 tokio::select! {
                     biased;
@@ -153,6 +167,7 @@ impl Events {
                         }
                         break;
                     }
+                    () = &mut settled, if page.settling => break,
                     _ = heartbeat.tick() => {
                         let beat = HeartbeatParams { cursor: Some(self.cursor(owner, r, at)) };
                         if let Some(end) = self.ended(out, out.send(EVENTS_HEARTBEAT, as_map(&beat)).await) {

@@ -147,7 +147,7 @@ impl Source for TaskStatusSource {
             .floor(from.floor_ms);
         let page = self.changes.read(query).await.map_err(store_error)?;
         let events = page.changes.iter().map(|c| (c.seq, occurrence(c))).collect();
-        Ok(Page { events, through: page.through, truncated: page.truncated, more: page.more })
+        Ok(Page { events, through: page.through, truncated: page.truncated, more: page.more, settling: page.settling })
     }
 
     /// A subscription to one task (`taskId`) sees nothing after its terminal

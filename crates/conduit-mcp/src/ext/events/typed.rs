@@ -225,7 +225,7 @@ impl<E: TypedEvent> Source for TypedSource<E> {
                 (e.seq, EventOccurrence::new(id, E::NAME, format_rfc3339_ms(e.at_ms), p.data.clone()))
             })
             .collect();
-        Ok(Page { events, through: read.through, truncated: read.truncated, more: read.more })
+        Ok(Page { events, through: read.through, truncated: read.truncated, more: read.more, settling: false })
     }
 }
 

@@ -102,12 +102,23 @@ pub struct ChangePage {
     pub truncated: bool,
     /// The read stopped at its limit before the end.
     pub more: bool,
+    /// Changes that committed have no position yet (a log that numbers them
+    /// after commit waits for older transactions still running): nothing will
+    /// wake a reader for them, so it reads again soon.
+    pub settling: bool,
 }
 
 impl ChangePage {
     /// A page of these parts.
     pub fn new(changes: Vec<TaskChange>, through: u64, truncated: bool, more: bool) -> Self {
-        Self { changes, through, truncated, more }
+        Self { changes, through, truncated, more, settling: false }
+    }
+
+    /// The page, saying whether committed changes still wait for a position.
+    #[must_use]
+    pub fn settling(mut self, settling: bool) -> Self {
+        self.settling = settling;
+        self
     }
 }
 
