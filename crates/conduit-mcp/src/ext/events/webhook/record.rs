@@ -78,6 +78,10 @@ pub struct WebhookSubscription {
     /// The position every occurrence up to which the endpoint acknowledged
     /// (the safe watermark the cursor it is given names).
     pub acked_through: u64,
+    /// The position up to which the log's occurrences were put in this
+    /// subscription's outbox (moved by [`WebhookStore::feed`](super::WebhookStore::feed)
+    /// only, so that two nodes never enqueue the same occurrence twice).
+    pub fed_through: u64,
     /// Since when deliveries fail (Unix ms), if they do.
     pub failing_since_ms: Option<u64>,
     /// The last failure's category.
@@ -105,7 +109,8 @@ impl WebhookSubscription {
     }
 }
 
-/// One message waiting in the outbox for one subscription.
+/// One message waiting in the outbox for one subscription; keyed by
+/// `(subscription_id, id)` (one occurrence goes to many subscriptions).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutboxEntry {
     /// The entry's id (also the `webhook-id` of every attempt).
