@@ -1,7 +1,9 @@
-//! What both engines share: the row layout (`row`), the store over an
+//! What both engines share: the row layout (`row`), a page of the task
+//! change log (`changes`), the store over an
 //! engine's statements for a task table (`store`, `table`), and the schema
 //! checks (`schema`).
 
+mod changes;
 #[cfg(feature = "oauth")]
 pub(crate) mod dpop_replay;
 mod group_commit;
@@ -13,6 +15,7 @@ mod session;
 mod store;
 mod table;
 
+pub(crate) use changes::{change_rows, signed};
 #[cfg(feature = "postgres")]
 pub(crate) use group_commit::InFlight;
 pub(crate) use group_commit::{BatchWriter, GroupCommit, NewRow};

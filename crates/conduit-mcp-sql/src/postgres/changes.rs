@@ -5,10 +5,10 @@
 //! `conduit_task_changes_sequence()`, so every node reads the same positions.
 
 use super::{PgEngine, backend, is_connection_error};
+use crate::common::{change_rows, signed};
 use crate::pool::bounded;
 use async_trait::async_trait;
-use conduit_mcp::ext::tasks::{ChangePage, ChangeQuery, TaskChange, TaskChangeFeed};
-use conduit_mcp::protocol::tasks::TaskStatus;
+use conduit_mcp::ext::tasks::{ChangePage, ChangeQuery, TaskChangeFeed};
 use conduit_mcp::task::StoreError;
 use sqlx::Row;
 use std::sync::Arc;
@@ -35,14 +35,6 @@ const READ: &str = "SELECT pos, task_id, owner, status, status_message, updated_
 const SKIPPED: &str = "SELECT EXISTS (SELECT 1 FROM conduit_task_changes \
      WHERE owner = $1 AND pos > $2 AND pos <= $3 AND status = ANY($4) \
      AND ($5::text IS NULL OR task_id = $5) AND updated_at_ms < $6)";
-
-fn status(s: &str) -> Option<TaskStatus> {
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
-}
-
-fn signed(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
 
 impl PgChanges {
     pub(crate) fn new(engine: Arc<PgEngine>) -> Self {
@@ -107,23 +99,8 @@ impl TaskChangeFeed for PgChanges {
                     .bind(limit)
             })
             .await?;
-        let mut changes = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let text: String = row.get("status");
-            let Some(st) = status(&text) else { continue };
-            let pos: i64 = row.get("pos");
-            let at: i64 = row.get("updated_at_ms");
-            changes.push(TaskChange::new(
-                pos.unsigned_abs(),
-                row.get::<String, _>("task_id"),
-                row.get("owner"),
-                st,
-                row.get("status_message"),
-                at.unsigned_abs(),
-            ));
-        }
-        let more = rows.len() as u64 >= limit.unsigned_abs();
-        let through = if more { rows.last().map_or(q.after, |r| r.get::<i64, _>("pos").unsigned_abs()) } else { head };
+        let page = change_rows("postgres", &rows, q.after, head, limit)?;
+        let through = page.through;
         let truncated = match floor {
             None => false,
             Some(f) => {
@@ -143,7 +120,7 @@ impl TaskChangeFeed for PgChanges {
         };
         // Rows this snapshot sees without a position committed already; their
         // NOTIFY came and went, so the reader must look again by itself.
-        let settling = !more && self.exists("read the task change log", UNNUMBERED).await?;
-        Ok(ChangePage::new(changes, through, truncated, more).settling(settling))
+        let settling = !page.more && self.exists("read the task change log", UNNUMBERED).await?;
+        Ok(ChangePage::new(page.changes, through, truncated, page.more).settling(settling))
     }
 }

@@ -5,12 +5,11 @@
 //! than `seq > after`.
 
 use super::{SqliteEngine, backend, broken};
+use crate::common::{change_rows, signed};
 use crate::pool::bounded;
 use async_trait::async_trait;
-use conduit_mcp::ext::tasks::{ChangePage, ChangeQuery, TaskChange, TaskChangeFeed};
-use conduit_mcp::protocol::tasks::TaskStatus;
+use conduit_mcp::ext::tasks::{ChangePage, ChangeQuery, TaskChangeFeed};
 use conduit_mcp::task::StoreError;
-use sqlx::Row;
 use std::sync::Arc;
 use tokio::sync::OnceCell;
 
@@ -35,14 +34,6 @@ const READ: &str = "SELECT seq, task_id, owner, status, status_message, updated_
 const SKIPPED: &str = "SELECT EXISTS (SELECT 1 FROM conduit_task_changes \
      WHERE owner = ?2 AND seq > ?1 AND seq <= ?3 AND instr(?4, ',' || status || ',') > 0 \
      AND (?5 IS NULL OR task_id = ?5) AND updated_at_ms < ?6)";
-
-fn status(s: &str) -> Option<TaskStatus> {
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
-}
-
-fn signed(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
 
 impl SqliteChanges {
     pub(crate) fn new(engine: Arc<SqliteEngine>) -> Self {
@@ -105,23 +96,8 @@ impl TaskChangeFeed for SqliteChanges {
             .fetch_all(c.conn());
         let rows = bounded(deadline, rows).await;
         let rows = c.finish(rows, broken).map_err(|e| backend("read the task change log", e))?;
-        let mut changes = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let text: String = row.get("status");
-            let Some(st) = status(&text) else { continue };
-            let seq: i64 = row.get("seq");
-            let at: i64 = row.get("updated_at_ms");
-            changes.push(TaskChange::new(
-                seq.unsigned_abs(),
-                row.get::<String, _>("task_id"),
-                row.get("owner"),
-                st,
-                row.get("status_message"),
-                at.unsigned_abs(),
-            ));
-        }
-        let more = rows.len() as u64 >= limit.unsigned_abs();
-        let through = if more { rows.last().map_or(q.after, |r| r.get::<i64, _>("seq").unsigned_abs()) } else { head };
+        let page = change_rows("sqlite", &rows, q.after, head, limit)?;
+        let through = page.through;
         let truncated = match floor {
             None => false,
             Some(f) => {
@@ -139,6 +115,6 @@ impl TaskChangeFeed for SqliteChanges {
                 c.finish(skipped, broken).map_err(|e| backend("read the task change log", e))?
             }
         };
-        Ok(ChangePage::new(changes, through, truncated, more))
+        Ok(ChangePage::new(page.changes, through, truncated, page.more))
     }
 }

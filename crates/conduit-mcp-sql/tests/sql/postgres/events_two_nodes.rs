@@ -6,6 +6,9 @@
 //! change with the same `eventId`. Needs `DATABASE_URL`.
 
 use crate::support;
+use crate::support::served::{
+    self, Served, events_request as request, post_as_alice as post, result_as_alice as result,
+};
 
 use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::clock::{Clock, SystemClock};
@@ -17,7 +20,7 @@ use conduit_mcp::task::{HookError, StoreTransaction, TransactionHook, WrittenTas
 use conduit_mcp_sql::{PostgresStore, StoresOptions};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 
 const ALL: [TaskStatus; 5] =
     [TaskStatus::Working, TaskStatus::InputRequired, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled];
@@ -85,15 +88,8 @@ async fn positions_follow_commit_order_across_concurrent_transactions() {
 
 /// One node: its endpoint and its Tasks handle; stops when dropped.
 struct Node {
-    url: String,
+    served: Served,
     tasks: Tasks,
-    stop: Arc<Notify>,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.stop.notify_one();
-    }
 }
 
 async fn node(url: &str, schema: &str) -> Node {
@@ -107,42 +103,8 @@ async fn node(url: &str, schema: &str) -> Node {
         .tool(Tool::new("job", "A task a worker finishes").handle(|_c, _a| async { Ok(TaskSpec::new()) }))
         .build()
         .expect("server");
-    let bound = conduit_mcp::transport::http::bind("127.0.0.1:0".parse().expect("addr")).await.expect("bind");
-    let url = format!("http://{}/mcp", bound.local_addr());
-    let stop = Arc::new(Notify::new());
-    let stopped = stop.clone();
     let http = HttpConfig::default().auth(BearerTokens::new().token("alice-token", Principal::new("alice")));
-    tokio::spawn(async move { bound.serve(server, http, async move { stopped.notified().await }).await });
-    Node { url, tasks, stop }
-}
-
-fn request(id: u64, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": { "extensions": {
-            "io.modelcontextprotocol/tasks": {}, "io.modelcontextprotocol/events": {} } }
-    });
-    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
-}
-
-fn post(url: &str, body: &Value) -> reqwest::RequestBuilder {
-    let mut r = reqwest::Client::new()
-        .post(url)
-        .bearer_auth("alice-token")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", body["method"].as_str().expect("a method"));
-    if let Some(name) = body["params"]["name"].as_str() {
-        r = r.header("mcp-name", name);
-    }
-    r.body(body.to_string())
-}
-
-async fn result(url: &str, body: &Value) -> Value {
-    let v: Value = post(url, body).send().await.expect("sent").json().await.expect("JSON");
-    assert!(v.get("result").is_some(), "{v}");
-    v["result"].clone()
+    Node { served: served::serve(server, http).await, tasks }
 }
 
 #[tokio::test]
@@ -153,8 +115,8 @@ async fn a_push_stream_on_node_b_receives_a_task_finished_on_node_a() {
     let a = node(&url, &schema).await;
     let b = node(&url, &schema).await;
     let poll = |cursor: Value| request(2, "events/poll", json!({ "name": "task.status_changed", "cursor": cursor }));
-    let start = result(&b.url, &poll(Value::Null)).await["cursor"].clone();
-    let mut stream = post(&b.url, &request(3, "events/stream", json!({ "name": "task.status_changed" })))
+    let start = result(&b.served.url, &poll(Value::Null)).await["cursor"].clone();
+    let mut stream = post(&b.served.url, &request(3, "events/stream", json!({ "name": "task.status_changed" })))
         .send()
         .await
         .expect("stream");
@@ -179,7 +141,7 @@ async fn a_push_stream_on_node_b_receives_a_task_finished_on_node_a() {
     };
     next(&mut seen, "notifications/events/active").await;
 
-    let created = result(&a.url, &request(1, "tools/call", json!({ "name": "job" }))).await;
+    let created = result(&a.served.url, &request(1, "tools/call", json!({ "name": "job" }))).await;
     let id = created["taskId"].as_str().expect("a task").to_owned();
     a.tasks.complete(&id, CallToolResult::text("done"), None).await.expect("A's worker completes it");
     let pushed = next(&mut seen, "notifications/events/event").await;
@@ -187,8 +149,8 @@ async fn a_push_stream_on_node_b_receives_a_task_finished_on_node_a() {
     assert_eq!(pushed["params"]["data"]["status"], "completed");
 
     // Either node names the change alike.
-    let on_a = result(&a.url, &poll(start.clone())).await;
-    let on_b = result(&b.url, &poll(start)).await;
+    let on_a = result(&a.served.url, &poll(start.clone())).await;
+    let on_b = result(&b.served.url, &poll(start)).await;
     assert_eq!(on_a["events"], on_b["events"]);
     assert_eq!(on_a["events"][0]["eventId"], pushed["params"]["eventId"]);
     drop(b.tasks.clone());

@@ -10,6 +10,7 @@
 use crate::support;
 
 use support::legacy_session;
+use support::served::{self, Served};
 
 use support::assert_legacy_schema as assert_schema;
 
@@ -27,15 +28,8 @@ const LV: &str = "2025-11-25";
 
 /// One node: its server's endpoint and its legacy runtime.
 struct Node {
-    url: String,
+    served: Served,
     legacy: LegacyTasks,
-    stop: Arc<Notify>,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.stop.notify_one();
-    }
 }
 
 async fn node(url: &str, schema: &str, gate: Arc<Notify>) -> Node {
@@ -59,14 +53,7 @@ async fn node(url: &str, schema: &str, gate: Arc<Notify>) -> Node {
         ))
         .build()
         .expect("server");
-    let bound = conduit_mcp::transport::http::bind("127.0.0.1:0".parse().expect("addr")).await.expect("bind");
-    let url = format!("http://{}/mcp", bound.local_addr());
-    let stop = Arc::new(Notify::new());
-    let stopped = stop.clone();
-    tokio::spawn(
-        async move { bound.serve(server, HttpConfig::default(), async move { stopped.notified().await }).await },
-    );
-    Node { url, legacy, stop }
+    Node { served: served::serve(server, HttpConfig::default()).await, legacy }
 }
 
 /// POSTs a legacy request inside `session` to `url`; returns the response message.
@@ -134,21 +121,22 @@ async fn a_session_and_its_legacy_task_are_served_by_either_node() {
     let b = node(&url, &schema, Arc::new(Notify::new())).await;
     listening(&a.legacy, &b.legacy).await;
 
-    let session = legacy_session::initialize(&a.url, "two-nodes").await;
+    let session = legacy_session::initialize(&a.served.url, "two-nodes").await;
     let created =
-        call(&a.url, &session, 1, "tools/call", json!({ "name": "gated_job", "task": { "ttl": 600_000 } })).await;
+        call(&a.served.url, &session, 1, "tools/call", json!({ "name": "gated_job", "task": { "ttl": 600_000 } }))
+            .await;
     assert_schema("CreateTaskResult", &created["result"]);
     let id = created["result"]["task"]["taskId"].as_str().expect("a task id").to_owned();
     // The session opened on a, and the task created there, are served by b.
-    let got = call(&b.url, &session, 2, "tasks/get", json!({ "taskId": id })).await;
+    let got = call(&b.served.url, &session, 2, "tasks/get", json!({ "taskId": id })).await;
     assert_schema("GetTaskResult", &got["result"]);
     assert_eq!(got["result"]["status"], "working");
-    let listed = call(&b.url, &session, 3, "tasks/list", json!({})).await;
+    let listed = call(&b.served.url, &session, 3, "tasks/list", json!({})).await;
     assert_schema("ListTasksResult", &listed["result"]);
     assert_eq!(listed["result"]["tasks"][0]["taskId"], id);
     // tasks/result blocks on b until a's worker finishes.
     let result = {
-        let (url, session, id) = (b.url.clone(), session.clone(), id.clone());
+        let (url, session, id) = (b.served.url.clone(), session.clone(), id.clone());
         tokio::spawn(async move { call(&url, &session, 4, "tasks/result", json!({ "taskId": id })).await })
     };
     while !b.legacy.awaited().contains(&id) {
@@ -162,6 +150,6 @@ async fn a_session_and_its_legacy_task_are_served_by_either_node() {
     assert_schema("CallToolResult", &answer["result"]);
     assert_eq!(answer["result"]["content"][0]["text"], "job done");
     assert_eq!(answer["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id);
-    let got = call(&b.url, &session, 5, "tasks/get", json!({ "taskId": id })).await;
+    let got = call(&b.served.url, &session, 5, "tasks/get", json!({ "taskId": id })).await;
     assert_eq!(got["result"]["status"], "completed");
 }

@@ -6,13 +6,12 @@
 use crate::support;
 
 use support::legacy_session;
+use support::served::{self, Served};
 
 use conduit_mcp::prelude::*;
 use conduit_mcp::session::SessionConfig;
 use conduit_mcp_sql::{Stores, StoresError, StoresOptions};
 use serde_json::{Value, json};
-use std::sync::Arc;
-use tokio::sync::Notify;
 
 const MODERN: &str = "2026-07-28";
 const LEGACY: &str = "2025-11-25";
@@ -20,15 +19,8 @@ const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// A server on `stores` with one tool whose task a worker finishes; stops when dropped.
 struct Node {
-    url: String,
+    served: Served,
     tasks: Tasks,
-    stop: Arc<Notify>,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.stop.notify_one();
-    }
 }
 
 async fn serve(stores: &Stores) -> Node {
@@ -43,14 +35,7 @@ async fn serve(stores: &Stores) -> Node {
         )
         .build()
         .expect("server");
-    let bound = conduit_mcp::transport::http::bind("127.0.0.1:0".parse().expect("addr")).await.expect("bind");
-    let url = format!("http://{}/mcp", bound.local_addr());
-    let stop = Arc::new(Notify::new());
-    let stopped = stop.clone();
-    tokio::spawn(
-        async move { bound.serve(server, HttpConfig::default(), async move { stopped.notified().await }).await },
-    );
-    Node { url, tasks, stop }
+    Node { served: served::serve(server, HttpConfig::default()).await, tasks }
 }
 
 /// POSTs `body` with the headers its era needs; returns the JSON answer (and the session header).
@@ -97,11 +82,11 @@ async fn one_sqlite_url_keeps_both_eras_tasks_and_the_sessions_in_the_file() {
     assert_eq!(stores.to_string(), format!("sqlite ({})", db.path()));
     let a = serve(&stores).await;
 
-    let session = legacy_session::initialize(&a.url, "stores").await;
+    let session = legacy_session::initialize(&a.served.url, "stores").await;
     let (created, _) =
-        post(&a.url, Some(&session), legacy(1, "tools/call", json!({ "name": "job", "task": {} }))).await;
+        post(&a.served.url, Some(&session), legacy(1, "tools/call", json!({ "name": "job", "task": {} }))).await;
     let legacy_id = created["result"]["task"]["taskId"].as_str().expect("a legacy task").to_owned();
-    let (created, _) = post(&a.url, None, modern(2, "tools/call", json!({ "name": "job" }))).await;
+    let (created, _) = post(&a.served.url, None, modern(2, "tools/call", json!({ "name": "job" }))).await;
     assert_eq!(created["result"]["resultType"], "task", "{created}");
     let modern_id = created["result"]["taskId"].as_str().expect("a modern task").to_owned();
     // One handle drives both eras' tasks by id.
@@ -109,9 +94,9 @@ async fn one_sqlite_url_keeps_both_eras_tasks_and_the_sessions_in_the_file() {
 
     // A second server on the same file: the session, and both tasks, are there.
     let b = serve(&Stores::open(&url).await.expect("open again")).await;
-    let (got, _) = post(&b.url, Some(&session), legacy(3, "tasks/get", json!({ "taskId": legacy_id }))).await;
+    let (got, _) = post(&b.served.url, Some(&session), legacy(3, "tasks/get", json!({ "taskId": legacy_id }))).await;
     assert_eq!(got["result"]["status"], "completed", "{got}");
-    let (got, _) = post(&b.url, None, modern(4, "tasks/get", json!({ "taskId": modern_id }))).await;
+    let (got, _) = post(&b.served.url, None, modern(4, "tasks/get", json!({ "taskId": modern_id }))).await;
     assert_eq!(got["result"]["status"], "working", "{got}");
     assert_eq!(got["result"]["statusMessage"], "queued", "{got}");
 }

@@ -122,7 +122,11 @@ impl TaskLedger for MemoryLedger {
         let cutoff = now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
         let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let before = entries.len();
-        entries.retain(|e| !(e.updated_ms < cutoff && (e.has_ended() || e.expires_ms.is_some_and(|x| x < cutoff))));
+        entries.retain(|e| {
+            let ended = e.updated_ms < cutoff && (e.has_ended() || e.expires_ms.is_some_and(|x| x < cutoff));
+            let stale_call = e.in_flight && e.created_ms < cutoff;
+            !(ended || stale_call)
+        });
         Ok(before - entries.len())
     }
 }
@@ -170,5 +174,17 @@ mod tests {
         assert_eq!(l.prune(10_000, Duration::from_secs(1)).await.unwrap(), 1);
         assert_eq!(l.forget("b").await.unwrap(), 1);
         assert!(l.list(&LedgerFilter::all()).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_answer_never_came_goes_after_the_retention() {
+        let l = MemoryLedger::new();
+        let old = LedgerEntry::call_in_flight("http://h/mcp", "anonymous", "2026-07-28", "t", "d", 1_000);
+        let recent = LedgerEntry::call_in_flight("http://h/mcp", "anonymous", "2026-07-28", "t", "d", 9_500);
+        l.record(&old).await.unwrap();
+        l.record(&recent).await.unwrap();
+        assert_eq!(l.prune(10_000, Duration::from_secs(1)).await.unwrap(), 1);
+        let left: Vec<String> = l.list(&LedgerFilter::all()).await.unwrap().into_iter().map(|e| e.task_id).collect();
+        assert_eq!(left, [recent.task_id]);
     }
 }

@@ -121,6 +121,7 @@ pub trait TaskLedger: Send + Sync + std::fmt::Debug {
     /// Removes the entries last changed more than `retention` before
     /// `now_ms` that ended (terminal or lost) or whose TTL ended that long
     /// ago too (their server has forgotten them; one seen since is kept, to
-    /// be reported lost); how many went.
+    /// be reported lost), and the calls in flight made more than `retention`
+    /// ago (an answer that never came by then never will); how many went.
     async fn prune(&self, now_ms: i64, retention: Duration) -> Result<usize, LedgerError>;
 }

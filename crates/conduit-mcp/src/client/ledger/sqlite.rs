@@ -4,10 +4,9 @@
 use super::{DEFAULT_CAP, LedgerEntry, LedgerError, LedgerFilter, TaskLedger};
 use crate::protocol::tasks::TaskStatus;
 use async_trait::async_trait;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, Sqlite, Transaction};
+use conn::Shared;
+use rusqlite::{Connection, Row, TransactionBehavior, params};
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,8 +14,6 @@ use std::time::Duration;
 const APPLICATION_ID: i64 = 0x434d_544c;
 /// The schema version this code writes (`PRAGMA user_version`).
 const SCHEMA_VERSION: i64 = 1;
-/// How long a write waits for another process's.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS tasks (
     server TEXT NOT NULL,
@@ -56,8 +53,11 @@ const COLUMNS: &str = "server, task_id, principal, version, tool, args_digest, c
 #[derive(Debug, Clone)]
 pub struct SqliteLedger {
     path: PathBuf,
-    pool: SqlitePool,
+    conn: Shared,
     cap: usize,
+    /// Entries in the file as this process last counted them, plus its own
+    /// records since (see `record::Count`).
+    count: std::sync::Arc<record::Count>,
 }
 
 impl SqliteLedger {
@@ -66,21 +66,9 @@ impl SqliteLedger {
     /// and is left exactly as it was.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, LedgerError> {
         let path = path.as_ref().to_path_buf();
-        let shown = path.display().to_string();
         prepare_file(&path)?;
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(false)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(BUSY_TIMEOUT);
-        // One connection: this process's writes queue here, other processes' at the file lock.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options)
-            .await
-            .map_err(|e| sql_error(&shown, e))?;
-        let ledger = Self { path, pool, cap: DEFAULT_CAP };
+        let conn = Shared::open(&path).await?;
+        let ledger = Self { path, conn, cap: DEFAULT_CAP, count: Default::default() };
         ledger.init().await?;
         Ok(ledger)
     }
@@ -122,102 +110,44 @@ impl SqliteLedger {
         self.path.display().to_string()
     }
 
-    fn err(&self) -> impl Fn(sqlx::Error) -> LedgerError + '_ {
-        move |e| sql_error(&self.shown(), e)
-    }
-
-    /// A write transaction holding the file's write lock from its start.
-    async fn write(&self) -> Result<Transaction<'static, Sqlite>, LedgerError> {
-        self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(self.err())
-    }
-
     /// Checks the file is ours (or new, then makes it ours), in one write transaction.
     async fn init(&self) -> Result<(), LedgerError> {
-        let unreadable = |why: String| LedgerError::Unreadable { path: self.shown(), why };
-        let mut tx = self.write().await?;
-        let app: i64 = sqlx::query_scalar("PRAGMA application_id").fetch_one(&mut *tx).await.map_err(self.err())?;
-        let version: i64 = sqlx::query_scalar("PRAGMA user_version").fetch_one(&mut *tx).await.map_err(self.err())?;
-        let tables: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM sqlite_schema").fetch_one(&mut *tx).await.map_err(self.err())?;
-        match (app, version) {
-            (0, 0) if tables == 0 => {
-                sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA application_id = {APPLICATION_ID}")))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(self.err())?;
-                sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA user_version = {SCHEMA_VERSION}")))
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(self.err())?;
-                sqlx::query(SCHEMA).execute(&mut *tx).await.map_err(self.err())?;
-            }
-            (APPLICATION_ID, SCHEMA_VERSION) => {}
-            (APPLICATION_ID, v) => {
-                return Err(unreadable(format!("schema version {v}, which this conduit-mcp does not read")));
-            }
-            _ => return Err(unreadable("another program's SQLite database".into())),
-        }
-        tx.commit().await.map_err(self.err())
-    }
-
-    /// Records `e` (in place of the call in flight `replaced`, if any) in one write transaction.
-    async fn record_in_place_of(&self, replaced: Option<&str>, e: &LedgerEntry) -> Result<(), LedgerError> {
-        let mut tx = self.write().await?;
-        // The call it answers gives up its place first, so the cap counts one entry.
-        if let Some(key) = replaced {
-            sqlx::query("DELETE FROM tasks WHERE server = ? AND task_id = ? AND in_flight = 1")
-                .bind(&e.server)
-                .bind(key)
-                .execute(&mut *tx)
-                .await
-                .map_err(self.err())?;
-        }
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT OR REPLACE INTO tasks ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        )))
-        .bind(&e.server)
-        .bind(&e.task_id)
-        .bind(&e.principal)
-        .bind(&e.version)
-        .bind(&e.tool)
-        .bind(&e.args_digest)
-        .bind(e.created_ms)
-        .bind(e.expires_ms)
-        .bind(e.status.as_str())
-        .bind(e.updated_ms)
-        .bind(e.lost.as_deref())
-        .bind(i64::from(e.resumable))
-        .bind(i64::from(e.in_flight))
-        .execute(&mut *tx)
-        .await
-        .map_err(self.err())?;
-        let n = self.count(&mut tx).await?;
-        if n > self.cap {
-            // Over the cap: the oldest ended entries go first, then unfinished ones
-            // whose TTL has ended; an unfinished task within its TTL never goes.
-            let excess = i64::try_from(n - self.cap).unwrap_or(i64::MAX);
-            sqlx::query(
-                "DELETE FROM tasks WHERE (server, task_id) IN (SELECT server, task_id FROM tasks
-                 WHERE lost IS NOT NULL OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1
-                 ORDER BY lost IS NULL AND status NOT IN ('completed', 'failed', 'cancelled'), updated_ms
-                 LIMIT ?2)",
-            )
-            .bind(e.updated_ms)
-            .bind(excess)
-            .execute(&mut *tx)
+        let shown = self.shown();
+        let verdict = self
+            .conn
+            .run(|c| {
+                let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let app: i64 = tx.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+                let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+                let verdict = match (app, version) {
+                    (0, 0) if tables == 0 => {
+                        tx.execute_batch(&format!(
+                            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; {SCHEMA}"
+                        ))?;
+                        None
+                    }
+                    (APPLICATION_ID, SCHEMA_VERSION) => None,
+                    (APPLICATION_ID, v) => Some(format!("schema version {v}, which this conduit-mcp does not read")),
+                    _ => Some("another program's SQLite database".to_owned()),
+                };
+                tx.commit()?;
+                Ok(verdict)
+            })
             .await
-            .map_err(self.err())?;
-            if self.count(&mut tx).await? > self.cap {
-                // Nothing is written: the transaction rolls back when dropped.
-                return Err(LedgerError::Full { cap: self.cap });
-            }
+            .map_err(|e| conn::ledger_error(&shown, e))?;
+        match verdict {
+            None => Ok(()),
+            Some(why) => Err(LedgerError::Unreadable { path: shown, why }),
         }
-        tx.commit().await.map_err(self.err())
     }
 
-    async fn count(&self, tx: &mut Transaction<'static, Sqlite>) -> Result<usize, LedgerError> {
-        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM tasks").fetch_one(&mut **tx).await.map_err(self.err())?;
-        Ok(usize::try_from(n).unwrap_or(0))
+    /// Runs `op` on the connection; its error as a ledger error naming the file.
+    async fn run<T: Send + 'static>(
+        &self,
+        op: impl Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, LedgerError> {
+        self.conn.run(op).await.map_err(|e| conn::ledger_error(&self.shown(), e))
     }
 }
 
@@ -267,41 +197,29 @@ fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)
 }
 
-/// A database error as a ledger error: a damaged or foreign file is `Unreadable`.
-fn sql_error(path: &str, e: sqlx::Error) -> LedgerError {
-    let primary = match &e {
-        sqlx::Error::Database(d) => d.code().and_then(|c| c.parse::<i32>().ok()).map(|c| c & 0xff),
-        _ => None,
+/// Reads a row of [`COLUMNS`]; a row this code did not write is refused
+/// (as `Err(why)`).
+fn entry(row: &Row<'_>) -> rusqlite::Result<Result<LedgerEntry, String>> {
+    let status: String = row.get(8)?;
+    let Some(status) = TaskStatus::parse(&status) else {
+        return Ok(Err(format!("an unknown task status {status:?}")));
     };
-    match primary {
-        // SQLITE_CORRUPT, SQLITE_NOTADB.
-        Some(11 | 26) => LedgerError::Unreadable { path: path.to_owned(), why: e.to_string() },
-        _ => LedgerError::io(path, e),
-    }
-}
-
-/// Reads a row of [`COLUMNS`]; a row this code did not write is refused.
-fn entry(path: &str, row: &SqliteRow) -> Result<LedgerEntry, LedgerError> {
-    let unreadable = |why: String| LedgerError::Unreadable { path: path.to_owned(), why };
-    let get = |e: sqlx::Error| unreadable(format!("a row that cannot be read: {e}"));
-    let status: String = row.try_get(8).map_err(get)?;
-    let status = TaskStatus::parse(&status).ok_or_else(|| unreadable(format!("an unknown task status {status:?}")))?;
     let mut e = LedgerEntry::new(
-        row.try_get::<String, _>(0).map_err(get)?,
-        row.try_get::<String, _>(2).map_err(get)?,
-        row.try_get::<String, _>(1).map_err(get)?,
-        row.try_get::<String, _>(3).map_err(get)?,
-        row.try_get::<String, _>(4).map_err(get)?,
-        row.try_get::<String, _>(5).map_err(get)?,
-        row.try_get(6).map_err(get)?,
+        row.get::<_, String>(0)?,
+        row.get::<_, String>(2)?,
+        row.get::<_, String>(1)?,
+        row.get::<_, String>(3)?,
+        row.get::<_, String>(4)?,
+        row.get::<_, String>(5)?,
+        row.get(6)?,
     );
-    e.expires_ms = row.try_get(7).map_err(get)?;
+    e.expires_ms = row.get(7)?;
     e.status = status;
-    e.updated_ms = row.try_get(9).map_err(get)?;
-    e.lost = row.try_get(10).map_err(get)?;
-    e.resumable = row.try_get::<i64, _>(11).map_err(get)? != 0;
-    e.in_flight = row.try_get::<i64, _>(12).map_err(get)? != 0;
-    Ok(e)
+    e.updated_ms = row.get(9)?;
+    e.lost = row.get(10)?;
+    e.resumable = row.get::<_, i64>(11)? != 0;
+    e.in_flight = row.get::<_, i64>(12)? != 0;
+    Ok(Ok(e))
 }
 
 #[async_trait]
@@ -321,48 +239,43 @@ impl TaskLedger for SqliteLedger {
         status: TaskStatus,
         now_ms: i64,
     ) -> Result<(), LedgerError> {
+        let (server, task_id) = (server.to_owned(), task_id.to_owned());
         // A terminal status is final: a late, stale read never undoes it.
-        sqlx::query(
-            "UPDATE tasks SET status = ?, updated_ms = ? WHERE server = ? AND task_id = ?
-             AND status NOT IN ('completed', 'failed', 'cancelled') AND status <> ?",
-        )
-        .bind(status.as_str())
-        .bind(now_ms)
-        .bind(server)
-        .bind(task_id)
-        .bind(status.as_str())
-        .execute(&self.pool)
+        self.run(move |c| {
+            c.prepare_cached(
+                "UPDATE tasks SET status = ?1, updated_ms = ?2 WHERE server = ?3 AND task_id = ?4
+                 AND status NOT IN ('completed', 'failed', 'cancelled') AND status <> ?1",
+            )?
+            .execute(params![status.as_str(), now_ms, server, task_id])
+            .map(drop)
+        })
         .await
-        .map(drop)
-        .map_err(self.err())
     }
 
     async fn mark_lost(&self, server: &str, task_id: &str, reason: &str, now_ms: i64) -> Result<(), LedgerError> {
-        sqlx::query("UPDATE tasks SET lost = ?, updated_ms = ? WHERE server = ? AND task_id = ?")
-            .bind(reason)
-            .bind(now_ms)
-            .bind(server)
-            .bind(task_id)
-            .execute(&self.pool)
-            .await
-            .map(drop)
-            .map_err(self.err())
+        let (server, task_id, reason) = (server.to_owned(), task_id.to_owned(), reason.to_owned());
+        self.run(move |c| {
+            c.prepare_cached("UPDATE tasks SET lost = ?1, updated_ms = ?2 WHERE server = ?3 AND task_id = ?4")?
+                .execute(params![reason, now_ms, server, task_id])
+                .map(drop)
+        })
+        .await
     }
 
     async fn list(&self, filter: &LedgerFilter) -> Result<Vec<LedgerEntry>, LedgerError> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM tasks WHERE (?1 IS NULL OR server = ?1) AND (?2 IS NULL OR principal = ?2)
-             ORDER BY created_ms, task_id"
-        )))
-        .bind(filter.server.as_deref())
-        .bind(filter.principal.as_deref())
-        .fetch_all(&self.pool)
-        .await
-        .map_err(self.err())?;
-        let shown = self.shown();
+        let (server, principal) = (filter.server.clone(), filter.principal.clone());
+        let rows = self
+            .run(move |c| {
+                let mut q = c.prepare_cached(&format!(
+                    "SELECT {COLUMNS} FROM tasks WHERE (?1 IS NULL OR server = ?1) AND (?2 IS NULL OR principal = ?2)
+                     ORDER BY created_ms, task_id"
+                ))?;
+                q.query_map(params![server, principal], |r| entry(r))?.collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .await?;
         let mut out = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let e = entry(&shown, row)?;
+        for row in rows {
+            let e = row.map_err(|why| LedgerError::Unreadable { path: self.shown(), why })?;
             if filter.admits(&e) {
                 out.push(e);
             }
@@ -371,27 +284,25 @@ impl TaskLedger for SqliteLedger {
     }
 
     async fn forget(&self, task_id: &str) -> Result<usize, LedgerError> {
-        let done = sqlx::query("DELETE FROM tasks WHERE task_id = ?")
-            .bind(task_id)
-            .execute(&self.pool)
-            .await
-            .map_err(self.err())?;
-        Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
+        let task_id = task_id.to_owned();
+        self.run(move |c| c.prepare_cached("DELETE FROM tasks WHERE task_id = ?1")?.execute([&task_id])).await
     }
 
     async fn prune(&self, now_ms: i64, retention: Duration) -> Result<usize, LedgerError> {
         let cutoff = now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
-        let done = sqlx::query(
-            "DELETE FROM tasks WHERE updated_ms < ?1 AND (lost IS NOT NULL
-             OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1)",
-        )
-        .bind(cutoff)
-        .execute(&self.pool)
+        self.run(move |c| {
+            c.prepare_cached(
+                "DELETE FROM tasks WHERE (updated_ms < ?1 AND (lost IS NOT NULL
+                 OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1))
+                 OR (in_flight = 1 AND created_ms < ?1)",
+            )?
+            .execute([cutoff])
+        })
         .await
-        .map_err(self.err())?;
-        Ok(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX))
     }
 }
 
+mod conn;
+mod record;
 #[cfg(test)]
 mod tests;

@@ -82,6 +82,24 @@ async fn the_cap_keeps_every_unfinished_task() {
 }
 
 #[tokio::test]
+async fn a_call_whose_answer_never_came_goes_after_the_retention() {
+    let path = temp("stale-call");
+    let l = SqliteLedger::open(&path).await.unwrap();
+    let old = LedgerEntry::call_in_flight("http://127.0.0.1:1/mcp", "anonymous", "2026-07-28", "t", "d", 1_000);
+    let recent = LedgerEntry::call_in_flight("http://127.0.0.1:1/mcp", "anonymous", "2026-07-28", "t", "d", 9_500);
+    l.record(&old).await.unwrap();
+    l.record(&recent).await.unwrap();
+    l.record(&entry("unfinished", 1)).await.unwrap();
+    assert_eq!(l.prune(10_000, Duration::from_secs(1)).await.unwrap(), 1);
+    let mut left: Vec<String> = l.list(&LedgerFilter::all()).await.unwrap().into_iter().map(|e| e.task_id).collect();
+    left.sort();
+    let mut want = vec![recent.task_id.clone(), "unfinished".to_owned()];
+    want.sort();
+    assert_eq!(left, want);
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[tokio::test]
 async fn files_that_are_not_a_ledger_are_refused_and_left_alone() {
     // Not SQLite at all; a truncated ledger; another program's database.
     let garbage = temp("garbage");
@@ -96,7 +114,7 @@ async fn files_that_are_not_a_ledger_are_refused_and_left_alone() {
     for i in 0..50 {
         l.record(&entry(&format!("t-{i}"), i)).await.unwrap();
     }
-    l.pool.close().await;
+    drop(l);
     let bytes = std::fs::read(&truncated).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len().min(100)]).unwrap();
     for suffix in ["-wal", "-shm"] {
@@ -111,10 +129,8 @@ async fn files_that_are_not_a_ledger_are_refused_and_left_alone() {
     let foreign = temp("foreign");
     {
         std::fs::create_dir_all(foreign.parent().unwrap()).unwrap();
-        let opts = SqliteConnectOptions::new().filename(&foreign).create_if_missing(true);
-        let pool = SqlitePoolOptions::new().max_connections(1).connect_with(opts).await.unwrap();
-        sqlx::query("CREATE TABLE notes (body TEXT)").execute(&pool).await.unwrap();
-        pool.close().await;
+        let other = Connection::open(&foreign).unwrap();
+        other.execute_batch("CREATE TABLE notes (body TEXT)").unwrap();
     }
     let err = SqliteLedger::open(&foreign).await.unwrap_err();
     assert!(err.to_string().contains("another program's SQLite database"), "{err}");

@@ -65,13 +65,24 @@ pub trait WebhookStore: Send + Sync + 'static {
 
     /// Up to `max` subscriptions live at `now_ms` (active or not), in id
     /// order after `after_id`: what a node's feeder walks.
-    async fn live(&self, now_ms: u64, after_id: Option<&str>, max: usize) -> Result<Vec<WebhookSubscription>, StoreError>;
+    async fn live(
+        &self,
+        now_ms: u64,
+        after_id: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<WebhookSubscription>, StoreError>;
 
     /// Adds `entries` to the outbox of `subscription_id` and moves its
     /// `fed_through` from `from` to `to`, in one step and only if it is
     /// still `from`: `false` (nothing written) when another node fed it
     /// first, or the subscription is gone.
-    async fn feed(&self, subscription_id: &str, from: u64, to: u64, entries: Vec<OutboxEntry>) -> Result<bool, StoreError>;
+    async fn feed(
+        &self,
+        subscription_id: &str,
+        from: u64,
+        to: u64,
+        entries: Vec<OutboxEntry>,
+    ) -> Result<bool, StoreError>;
 
     /// Claims up to `max` entries due at `now_ms` that no node holds (or
     /// whose lease ended) for `node` until `now_ms + lease_ms`, oldest due

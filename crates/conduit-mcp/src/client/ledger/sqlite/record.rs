@@ -1,0 +1,158 @@
+//! Writing an entry: one statement while the ledger is far from its cap,
+//! the exact cap check in one write transaction near it.
+//!
+//! A record sits between the server's answer and the handle the caller
+//! gets, so its cost is on every create: the common case is a single
+//! autocommit statement (an `INSERT OR REPLACE`, or an `UPDATE` that turns
+//! the call in flight into its task), with no `count(*)` over the table.
+//! The count that decides it is this process's: read from the file at the
+//! first write and again every [`RECOUNT_EVERY`] writes, plus its own
+//! records since. Within [`MARGIN`] entries of the cap every write takes
+//! the exact path, so other processes writing at once can push the file
+//! past the cap by at most what they wrote since this process last counted.
+
+use super::super::{LedgerEntry, LedgerError};
+use super::SqliteLedger;
+use rusqlite::{Connection, Statement, TransactionBehavior, params};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Writes between two counts of the file.
+const RECOUNT_EVERY: usize = 256;
+/// How near the cap the exact path starts.
+const MARGIN: usize = 256;
+
+const INSERT: &str = "INSERT OR REPLACE INTO tasks (server, task_id, principal, version, tool, args_digest, \
+     created_ms, expires_ms, status, updated_ms, lost, resumable, in_flight) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+/// The call in flight `?14` becomes the task, in place (one row before and after).
+const TURN_CALL: &str = "UPDATE OR REPLACE tasks SET task_id = ?2, principal = ?3, version = ?4, tool = ?5, \
+     args_digest = ?6, created_ms = ?7, expires_ms = ?8, status = ?9, updated_ms = ?10, lost = ?11, \
+     resumable = ?12, in_flight = ?13 WHERE server = ?1 AND task_id = ?14 AND in_flight = 1";
+const DROP_CALL: &str = "DELETE FROM tasks WHERE server = ?1 AND task_id = ?2 AND in_flight = 1";
+/// Over the cap: the oldest ended entries go first, then unfinished ones
+/// whose TTL has ended; an unfinished task within its TTL never goes.
+const MAKE_ROOM: &str = "DELETE FROM tasks WHERE (server, task_id) IN (SELECT server, task_id FROM tasks
+     WHERE lost IS NOT NULL OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1
+     ORDER BY lost IS NULL AND status NOT IN ('completed', 'failed', 'cancelled'), updated_ms
+     LIMIT ?2)";
+
+/// This process's idea of how many entries the file holds.
+#[derive(Debug, Default)]
+pub(super) struct Count {
+    /// Entries as last counted plus records since; `usize::MAX` until counted.
+    entries: AtomicUsize,
+    /// Writes since the last count.
+    writes: AtomicUsize,
+}
+
+/// What a record did.
+enum Recorded {
+    /// Written; the file holds this many more entries (0 or 1).
+    Added(usize),
+    /// Written in the exact path; the file holds this many entries.
+    Counted(usize),
+    /// Over the cap: nothing written.
+    Full,
+}
+
+impl SqliteLedger {
+    /// Records `e` (in place of the call in flight `replaced`, if any).
+    pub(super) async fn record_in_place_of(&self, replaced: Option<&str>, e: &LedgerEntry) -> Result<(), LedgerError> {
+        if self.count.writes.fetch_add(1, Ordering::Relaxed) % RECOUNT_EVERY == 0 {
+            self.count.entries.store(usize::MAX, Ordering::Relaxed);
+        }
+        let known = self.count.entries.load(Ordering::Relaxed);
+        let exact = known == usize::MAX || known.saturating_add(MARGIN) >= self.cap;
+        let (e, replaced, cap) = (e.clone(), replaced.map(str::to_owned), self.cap);
+        let done = self
+            .run(move |c| {
+                if exact { record_exactly(c, replaced.as_deref(), &e, cap) } else { record(c, replaced.as_deref(), &e) }
+            })
+            .await?;
+        match done {
+            Recorded::Added(n) => {
+                self.count.entries.fetch_add(n, Ordering::Relaxed);
+                Ok(())
+            }
+            Recorded::Counted(n) => {
+                self.count.entries.store(n, Ordering::Relaxed);
+                Ok(())
+            }
+            Recorded::Full => Err(LedgerError::Full { cap: self.cap }),
+        }
+    }
+}
+
+/// One statement: the call turned into its task, or the entry inserted.
+fn record(c: &mut Connection, replaced: Option<&str>, e: &LedgerEntry) -> rusqlite::Result<Recorded> {
+    if let Some(key) = replaced {
+        let mut turn = c.prepare_cached(TURN_CALL)?;
+        if write(&mut turn, e, Some(key))? == 1 {
+            return Ok(Recorded::Added(0));
+        }
+    }
+    let mut insert = c.prepare_cached(INSERT)?;
+    write(&mut insert, e, None)?;
+    Ok(Recorded::Added(1))
+}
+
+/// The exact path: the record and the cap in one write transaction.
+fn record_exactly(
+    c: &mut Connection,
+    replaced: Option<&str>,
+    e: &LedgerEntry,
+    cap: usize,
+) -> rusqlite::Result<Recorded> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // The call it answers gives up its place first, so the cap counts one entry.
+    if let Some(key) = replaced {
+        tx.prepare_cached(DROP_CALL)?.execute(params![e.server, key])?;
+    }
+    {
+        let mut insert = tx.prepare_cached(INSERT)?;
+        write(&mut insert, e, None)?;
+    }
+    let count = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<usize> {
+        let n: i64 = tx.query_row("SELECT count(*) FROM tasks", [], |r| r.get(0))?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    };
+    let mut n = count(&tx)?;
+    if n > cap {
+        let excess = i64::try_from(n - cap).unwrap_or(i64::MAX);
+        tx.prepare_cached(MAKE_ROOM)?.execute(params![e.updated_ms, excess])?;
+        n = count(&tx)?;
+        if n > cap {
+            // Nothing is written: the transaction rolls back when dropped.
+            return Ok(Recorded::Full);
+        }
+    }
+    tx.commit()?;
+    Ok(Recorded::Counted(n))
+}
+
+/// Runs `INSERT` or `TURN_CALL` (with the call's key) for `e`; rows changed.
+fn write(stmt: &mut Statement<'_>, e: &LedgerEntry, call: Option<&str>) -> rusqlite::Result<usize> {
+    let columns = params![
+        e.server,
+        e.task_id,
+        e.principal,
+        e.version,
+        e.tool,
+        e.args_digest,
+        e.created_ms,
+        e.expires_ms,
+        e.status.as_str(),
+        e.updated_ms,
+        e.lost,
+        i64::from(e.resumable),
+        i64::from(e.in_flight),
+    ];
+    match call {
+        None => stmt.execute(columns),
+        Some(key) => {
+            let mut all = columns.to_vec();
+            all.push(&key);
+            stmt.execute(all.as_slice())
+        }
+    }
+}
