@@ -88,7 +88,9 @@ impl JwtSource {
             return Err(ClientError::OAuth(format!("no token in {from}")));
         }
         if token.len() as u64 > MAX_TOKEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(ClientError::OAuth(format!("{from} holds no JWT (only visible ASCII, at most 64 KiB)")));
+            return Err(ClientError::OAuth(format!(
+                "{from} holds nothing usable (only visible ASCII, at most 64 KiB)"
+            )));
         }
         Ok(token)
     }
