@@ -399,6 +399,10 @@ vNLZ7H/CKkbHU2uhoappXqDXgnBTbT2lTtxrNGOgaARrozyUW9VN0HHd
         assert_eq!(ok.jkt, jwk.thumbprint(ThumbprintHash::SHA256).unwrap());
         assert!(v.check(&proof, &req()).is_ok(), "a check alone does not take the proof");
         assert!(refused_again(&v, &proof).await.contains("used already"), "the same proof again");
+        // Its header's key is kept now: another proof with that header still has its signature checked.
+        let other = jws(header(), claims("forged"));
+        let forged = format!("{}.{}", other.rsplit_once('.').unwrap().0, proof.rsplit_once('.').unwrap().1);
+        assert!(refused(&v, &forged).contains("signature"), "a kept key verifies every proof");
         // htu: query ignored; scheme/host case and the default port do not matter.
         let mut c = claims("two");
         c["htu"] = json!("HTTPS://MCP.example.com:443/mcp?x=1");
