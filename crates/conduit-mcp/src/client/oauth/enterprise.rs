@@ -134,7 +134,7 @@ impl EnterpriseIdp {
         if !scope.is_empty() {
             form.push(("scope", &scope));
         }
-        let secret = self.client_secret.as_ref().map(JwtSource::read).transpose()?;
+        let secret = self.client_secret.as_ref().map(JwtSource::read_secret).transpose()?;
         let basic = match &secret {
             Some(s) => Some((self.client_id.as_str(), s.as_str())),
             None => {
