@@ -16,19 +16,28 @@
 //   slow_ms         how long a "slow" fault holds a request (default 30000)
 //   clients         extra static clients (oidc-provider client metadata), added to the built-in ones
 //   dpop_nonce      true: every DPoP proof at the token endpoint must carry this AS's nonce (RFC 9449 §8)
+//   id_jag_client   the client of this AS that the identity provider's ID-JAGs name (default "ent")
+//
+// The enterprise grants (enterprise.mjs): the JWT bearer grant at /token takes a workload
+// token of ISSUER/workload or an ID-JAG of ISSUER/idp; POST /idp/token is the identity
+// provider's token exchange (client idp-client / idp-secret, Basic).
 //
 // Test controls (JSON bodies, loopback only like everything here):
 //   POST /__test/resource {resource, format:"jwt"|"opaque", scopes:[..], ttl}  per-resource settings
 //   POST /__test/rotate   {keep_old:bool}   a new signing key, published first; returns {kid, kids}
 //   POST /__test/mint     {claims, key:"current"|"previous"|"unknown"|"none"|"hs256"}  a JWT with any claims
 //   POST /__test/faults   {jwks, metadata, introspection}: "ok" | "down" | "slow" | "garbage" | "wrong_issuer"
-//   GET  /__test/stats    {jwks, metadata, introspection, token}: requests served per endpoint family
+//   POST /__test/workload_token {sub, aud, ttl}  a workload identity token of ISSUER/workload
+//   POST /__test/id_token {sub, ttl}  the person's ID token from ISSUER/idp (for idp-client)
+//   GET  /__test/stats    {jwks, metadata, introspection, token, exchange, jwt_bearer}: requests served
+//                         per endpoint family; ID-JAGs issued; JWT bearer grants that issued a token
 //   POST /__test/stats/reset
 
 import crypto from 'node:crypto';
 import http from 'node:http';
 import Provider from 'oidc-provider';
 import * as jose from 'jose';
+import { counts, idToken, idpTokenExchange, registerJwtBearer, workloadToken } from './enterprise.mjs';
 
 const config = JSON.parse(process.argv[2] ?? '{}');
 const alg = config.alg ?? 'ES256';
@@ -113,19 +122,22 @@ function configuration() {
         enabled: true,
         defaultResource: () => undefined,
         useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx, resource) => {
-          const settings = resources.get(resource) ?? {};
-          return {
-            scope: (settings.scopes ?? resourceScopes).join(' '),
-            audience: resource,
-            accessTokenTTL: settings.ttl ?? accessTokenTtl,
-            accessTokenFormat: settings.format ?? 'jwt',
-            jwt: { sign: { alg } },
-          };
-        },
+        getResourceServerInfo: (_ctx, resource) => resourceInfo(resource),
       },
     },
     findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
+  };
+}
+
+// What the AS says of a resource indicator (its resource server settings).
+function resourceInfo(resource) {
+  const settings = resources.get(resource) ?? {};
+  return {
+    scope: (settings.scopes ?? resourceScopes).join(' '),
+    audience: resource,
+    accessTokenTTL: settings.ttl ?? accessTokenTtl,
+    accessTokenFormat: settings.format ?? 'jwt',
+    jwt: { sign: { alg } },
   };
 }
 
@@ -135,6 +147,7 @@ let handler;
 function build(issuer) {
   provider = new Provider(issuer, configuration());
   provider.proxy = false;
+  registerJwtBearer(provider, resourceInfo);
   handler = provider.callback();
 }
 
@@ -208,12 +221,13 @@ async function mint({ claims = {}, key = 'current', header = {} }) {
 }
 
 async function control(req, res, path) {
-  if (path === '/__test/stats' && req.method === 'GET') return send(res, 200, stats);
+  if (path === '/__test/stats' && req.method === 'GET') return send(res, 200, { ...stats, ...counts });
   if (req.method !== 'POST') return send(res, 405, { error: 'POST' });
   const body = await readJson(req);
   switch (path) {
     case '/__test/stats/reset':
       stats = { jwks: 0, metadata: 0, introspection: 0, token: 0 };
+      Object.assign(counts, { exchange: 0, jwt_bearer: 0 });
       return send(res, 200, stats);
     case '/__test/resource':
       resources.set(body.resource, body);
@@ -227,6 +241,10 @@ async function control(req, res, path) {
     }
     case '/__test/mint':
       return send(res, 200, { token: await mint(body) });
+    case '/__test/workload_token':
+      return send(res, 200, { token: await workloadToken(provider.issuer, body) });
+    case '/__test/id_token':
+      return send(res, 200, { token: await idToken(provider.issuer, body) });
     case '/__test/faults':
       faults = { ...faults, ...body };
       return send(res, 200, faults);
@@ -259,6 +277,9 @@ const server = http.createServer(async (req, res) => {
   try {
     const path = new URL(req.url, 'http://x').pathname;
     if (path.startsWith('/__test/')) return await control(req, res, path);
+    if (path === '/idp/token' && req.method === 'POST') {
+      return await idpTokenExchange(req, res, provider.issuer, config.id_jag_client ?? 'ent');
+    }
     const kind = family(path);
     if (kind && !req.headers['x-test-passthrough']) stats[kind] += 1;
     if (kind && (await faulted(req, res, kind))) return undefined;

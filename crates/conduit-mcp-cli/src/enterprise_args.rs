@@ -5,7 +5,9 @@
 //! enterprise-managed authorization (`--id-jag-token-endpoint URL` with the
 //! person's ID token from `--id-token-file FILE` or `--id-token-env VAR`).
 //! Keys, tokens and secrets come from files or the environment only, never
-//! from the command line (which other users may see in `ps`).
+//! from the command line (which other users may see in `ps`); the stored
+//! login keeps where they are read (absolute paths, variable names), so a
+//! later command renews it without being told again, and never their values.
 
 use conduit_mcp::client::oauth::{ClientAssertionKey, EnterpriseIdp, JwtSource, OAuth};
 use std::path::PathBuf;
@@ -56,7 +58,7 @@ impl EnterpriseArgs {
     /// login as `client_id` (with `secret`, the one at the authorization server).
     pub(crate) fn grant(&self, client_id: Option<&str>, secret: Option<&str>) -> Result<Option<OAuth>, String> {
         let workload = match (&self.workload_token_file, &self.workload_token_env) {
-            (Some(f), _) => Some(JwtSource::file(f)),
+            (Some(f), _) => Some(JwtSource::file(absolute(f)?)),
             (None, Some(v)) => Some(JwtSource::env(v)),
             (None, None) => None,
         };
@@ -72,20 +74,24 @@ impl EnterpriseArgs {
             return Ok(None);
         };
         let id_token = match (&self.id_token_file, &self.id_token_env) {
-            (Some(f), _) => JwtSource::file(f),
+            (Some(f), _) => JwtSource::file(absolute(f)?),
             (None, Some(v)) => JwtSource::env(v),
             (None, None) => {
                 return Err("--id-jag-token-endpoint needs the ID token: --id-token-file or --id-token-env".into());
             }
         };
         let mut idp = EnterpriseIdp::new(endpoint, idp_client, id_token);
+        // Read now, so a bad file is a usage error before anything is sent; what is kept
+        // with the tokens for their renewal is where it was read, never the secret.
         let idp_secret = crate::client_secret::read_file_or_env(
             "--id-jag-client-secret-file",
             self.id_jag_client_secret_file.as_deref(),
             ID_JAG_SECRET_ENV,
         )?;
-        if let Some(s) = idp_secret {
-            idp = idp.client_secret(s);
+        match (&self.id_jag_client_secret_file, idp_secret) {
+            (Some(f), Some(_)) => idp = idp.client_secret_from(JwtSource::file(absolute(f)?)),
+            (None, Some(_)) => idp = idp.client_secret_from(JwtSource::env(ID_JAG_SECRET_ENV)),
+            (_, None) => {}
         }
         let mut o = OAuth::enterprise(idp);
         if let Some(id) = client_id {
@@ -110,6 +116,11 @@ impl EnterpriseArgs {
         };
         oauth.dpop(self.dpop)
     }
+}
+
+/// `path` made absolute, so a later run started elsewhere reads the same file.
+fn absolute(path: &std::path::Path) -> Result<PathBuf, String> {
+    std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn with_secret(o: OAuth, secret: Option<&str>) -> OAuth {

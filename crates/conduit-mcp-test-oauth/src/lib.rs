@@ -62,6 +62,12 @@
 //!   or HS256 with the public key as secret), [`set_faults`](AuthorizationServer::set_faults)
 //!   (JWKS, metadata or introspection down, slow, garbage, or naming the wrong issuer) and
 //!   [`stats`](AuthorizationServer::stats) (requests per endpoint family).
+//! - The enterprise grants: the JWT bearer grant ([`JWT_BEARER_GRANT`], for clients registered
+//!   with it) takes a workload token ([`workload_token`](AuthorizationServer::workload_token))
+//!   or an ID-JAG from the identity provider beside the AS, whose token exchange
+//!   ([`idp_token_endpoint`](AuthorizationServer::idp_token_endpoint), client [`IDP_CLIENT`])
+//!   turns the person's ID token ([`id_token`](AuthorizationServer::id_token)) into one for
+//!   the client `ent` (or `Options::id_jag_client`).
 //!
 //! The [`Browser`] follows the AS's redirects with cookies until a redirect leaves the AS's
 //! origin, like a user's browser would; the `scripted-browser URL` binary does the same and then
@@ -81,8 +87,8 @@ mod server;
 pub use browser::{Browser, Callback};
 pub use error::{Error, Result};
 pub use options::{
-    APP, Fault, Faults, Key, Options, RESOURCE_SERVER, ResourceSettings, SERVICE, StaticClient, Stats, TokenResponse,
-    WEB,
+    APP, Fault, Faults, IDP_CLIENT, JWT_BEARER_GRANT, Key, Options, RESOURCE_SERVER, ResourceSettings, SERVICE,
+    StaticClient, Stats, TokenResponse, WEB,
 };
 pub use pkce::Pkce;
 pub use scripted::{SCRIPTED_BROWSER_ENV, scripted_browser};

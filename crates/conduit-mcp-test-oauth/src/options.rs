@@ -23,6 +23,13 @@ pub const APP: StaticClient = StaticClient { id: "app", secret: None };
 /// `web`: a confidential client with the same redirect URIs as [`APP`].
 pub const WEB: StaticClient = StaticClient { id: "web", secret: Some("web-secret") };
 
+/// `idp-client`: this client at the identity provider that stands beside the AS
+/// (`/idp/token`, its RFC 8693 token exchange for ID-JAGs).
+pub const IDP_CLIENT: StaticClient = StaticClient { id: "idp-client", secret: Some("idp-secret") };
+
+/// The JWT bearer grant type (RFC 7523 §2.1), for the `grant_types` of a client that uses it.
+pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
 /// How the AS is configured at start (`tests/oauth/as.mjs` documents each key).
 #[derive(Debug, Clone, Default, Serialize)]
 #[non_exhaustive]
@@ -45,6 +52,9 @@ pub struct Options {
     /// Every DPoP proof at the token endpoint must carry the AS's nonce (RFC 9449 §8).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dpop_nonce: bool,
+    /// The client of the AS that the identity provider's ID-JAGs name (default `ent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_jag_client: Option<String>,
 }
 
 impl Options {
@@ -75,6 +85,12 @@ impl Options {
     /// Makes every DPoP proof at the token endpoint carry the AS's nonce.
     pub fn dpop_nonce(mut self) -> Self {
         self.dpop_nonce = true;
+        self
+    }
+
+    /// The client of the AS the identity provider's ID-JAGs name.
+    pub fn id_jag_client(mut self, client_id: &str) -> Self {
+        self.id_jag_client = Some(client_id.to_owned());
         self
     }
 
@@ -201,6 +217,12 @@ pub struct Stats {
     pub introspection: u64,
     /// `/token`.
     pub token: u64,
+    /// ID-JAGs the identity provider issued (`/idp/token`).
+    #[serde(default)]
+    pub exchange: u64,
+    /// JWT bearer grants that issued an access token.
+    #[serde(default)]
+    pub jwt_bearer: u64,
 }
 
 /// A token endpoint's answer.

@@ -166,6 +166,26 @@ impl AuthorizationServer {
         r["token"].as_str().expect("a token").to_owned()
     }
 
+    /// A workload identity token for `sub` from the workload issuer the AS trusts
+    /// (`ISSUER/workload`, ES256, `aud` the AS's issuer, five minutes): the assertion
+    /// of a JWT bearer grant.
+    pub async fn workload_token(&self, sub: &str) -> String {
+        let r = self.control("/__test/workload_token", json!({ "sub": sub })).await;
+        r["token"].as_str().expect("a token").to_owned()
+    }
+
+    /// The person `sub`'s ID token from the identity provider beside the AS
+    /// (`ISSUER/idp`, for [`IDP_CLIENT`](crate::IDP_CLIENT)), for its token exchange.
+    pub async fn id_token(&self, sub: &str) -> String {
+        let r = self.control("/__test/id_token", json!({ "sub": sub })).await;
+        r["token"].as_str().expect("a token").to_owned()
+    }
+
+    /// The identity provider's token endpoint (RFC 8693 token exchange for an ID-JAG).
+    pub fn idp_token_endpoint(&self) -> String {
+        self.url("/idp/token")
+    }
+
     /// Makes endpoints misbehave (or behave again).
     pub async fn set_faults(&self, faults: Faults) {
         let body = json!({

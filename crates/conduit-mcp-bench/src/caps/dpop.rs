@@ -176,6 +176,64 @@ pub(super) async fn binding_checked(server: &Path, issued: &Issued) -> Result<()
     }
 }
 
+/// What one proof costs on one core, apart from the HTTP request it rides on.
+#[derive(Debug, Clone, Copy)]
+pub struct DpopFloor {
+    /// Proofs measured.
+    pub proofs: usize,
+    /// Signing one (the load generator's side: ring ES256), µs.
+    pub sign_us: f64,
+    /// ring's ES256 verify of one alone (the signature, nothing else), µs.
+    pub verify_us: f64,
+    /// The resource server's whole check of one (`DpopVerifier::check` and `admit`), µs.
+    pub check_us: f64,
+}
+
+impl DpopFloor {
+    /// One log line.
+    pub fn line(&self) -> String {
+        format!(
+            "dpop floor: signing a proof {:.1} µs, verifying its signature {:.1} µs, the server's whole check of it \
+             {:.1} µs ({} proofs, one thread)",
+            self.sign_us, self.verify_us, self.check_us, self.proofs
+        )
+    }
+}
+
+/// Signs `n` proofs and checks each with the resource server's verifier, in this
+/// thread: the CPU one DPoP request adds on this machine whatever the HTTP layer does.
+pub(super) async fn floor(issued: &Issued, n: usize) -> Result<DpopFloor, String> {
+    use conduit_mcp::auth::oauth::{DpopConfig, DpopVerifier, ProofRequest};
+    let n = n.max(1);
+    let started = std::time::Instant::now();
+    let proofs: Vec<String> = (0..n).map(|_| issued.signer.proof()).collect();
+    let sign_us = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let public = ring::signature::UnparsedPublicKey::new(
+        &ring::signature::ECDSA_P256_SHA256_FIXED,
+        issued.signer.pair.public_key().as_ref().to_vec(),
+    );
+    let signed: Vec<(&str, Vec<u8>)> = proofs
+        .iter()
+        .filter_map(|p| p.rsplit_once('.'))
+        .map(|(input, sig)| (input, URL_SAFE_NO_PAD.decode(sig).unwrap_or_default()))
+        .collect();
+    let started = std::time::Instant::now();
+    for (input, sig) in &signed {
+        public.verify(input.as_bytes(), sig).map_err(|_| "a proof the bench signed does not verify".to_owned())?;
+    }
+    let verify_us = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+    let verifier = DpopVerifier::new(DpopConfig::default())?;
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let req = ProofRequest { method: "POST", url: RESOURCE, access_token: Some(&issued.bound), now_ms };
+    let started = std::time::Instant::now();
+    for proof in &proofs {
+        let checked = verifier.check(proof, &req).map_err(|e| e.to_string())?;
+        verifier.admit(&checked, now_ms).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+    }
+    let check_us = started.elapsed().as_secs_f64() * 1e6 / n as f64;
+    Ok(DpopFloor { proofs: n, sign_us, verify_us, check_us })
+}
+
 /// W1 on a fresh OAuth bench server, bearer or DPoP.
 pub(super) async fn w1(
     server: &Path,

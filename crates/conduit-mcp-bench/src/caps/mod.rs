@@ -18,7 +18,7 @@ mod report;
 mod server;
 
 pub use cli::{CapsArgs, main};
-pub use dpop::DpopSample;
+pub use dpop::{DpopFloor, DpopSample};
 pub use events::{CrossNode, Stores, W4Sample};
 pub use ledger::{LedgerMode, LedgerSample};
 pub use report::render;
@@ -67,17 +67,35 @@ pub struct Sizes {
     pub measure_ms: u64,
     /// Tasks completed per cross-node latency round.
     pub latency_tasks: usize,
+    /// DPoP proofs signed and checked in one thread per round (the floor).
+    pub floor_proofs: usize,
 }
 
 impl Sizes {
     /// The full pass.
     pub fn full() -> Self {
-        Self { rounds: 3, ledger_tasks: 1000, conns: 50, warmup_ms: 1_000, measure_ms: 5_000, latency_tasks: 200 }
+        Self {
+            rounds: 3,
+            ledger_tasks: 1000,
+            conns: 50,
+            warmup_ms: 1_000,
+            measure_ms: 5_000,
+            latency_tasks: 200,
+            floor_proofs: 5_000,
+        }
     }
 
     /// The smoke pass: tiny, one round.
     pub fn smoke() -> Self {
-        Self { rounds: 1, ledger_tasks: 20, conns: 4, warmup_ms: 50, measure_ms: 250, latency_tasks: 10 }
+        Self {
+            rounds: 1,
+            ledger_tasks: 20,
+            conns: 4,
+            warmup_ms: 50,
+            measure_ms: 250,
+            latency_tasks: 10,
+            floor_proofs: 100,
+        }
     }
 }
 
@@ -109,6 +127,8 @@ pub struct Results {
     pub cross_node: Vec<CrossNode>,
     /// The W1 measurements.
     pub dpop: Vec<DpopSample>,
+    /// What one proof costs on one core (one measurement per round).
+    pub dpop_floor: Vec<DpopFloor>,
 }
 
 /// Off then on in even rounds, on then off in odd ones.
@@ -163,6 +183,9 @@ pub async fn run(o: &Options, log: impl Fn(&str)) -> Result<Results, String> {
                 log(&s.line());
                 r.dpop.push(s);
             }
+            let f = dpop::floor(&issued, z.floor_proofs).await?;
+            log(&f.line());
+            r.dpop_floor.push(f);
         }
     }
     Ok(r)

@@ -10,6 +10,7 @@ pub mod common;
 pub mod oauth_support;
 
 mod cli;
+mod enterprise_grants;
 mod enterprise_login;
 mod events;
 mod https;

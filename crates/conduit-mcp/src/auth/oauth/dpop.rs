@@ -15,12 +15,13 @@
 //! `use_dpop_nonce` with the nonce to send back in `DPoP-Nonce`.
 
 use super::dpop_replay::{DpopReplayStore, MemoryDpopReplay, ReplayStoreError, ReplayVerdict};
+use super::proof_key::{ProofKey, ProofKeys};
 use crate::protocol::oauth::dpop::{INVALID_DPOP_PROOF, PROOF_TYP, USE_DPOP_NONCE};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
-use jsonwebtoken::jwk::{Jwk, ThumbprintHash};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::Algorithm;
+use jsonwebtoken::jwk::Jwk;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -110,7 +111,7 @@ fn invalid(reason: impl Into<String>) -> DpopError {
 }
 
 /// A proof that passed: its key's thumbprint (RFC 7638, SHA-256, base64url).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct DpopProof {
     /// The thumbprint a bound token's `cnf.jkt` must equal.
@@ -119,6 +120,9 @@ pub struct DpopProof {
     jti: String,
     /// When its window closes: it is remembered until then.
     until_ms: u64,
+    /// The SHA-256 of its header, and the key the header names (kept once the proof is taken).
+    header: [u8; 32],
+    key: Arc<ProofKey>,
 }
 
 /// The request a proof must describe.
@@ -140,6 +144,8 @@ pub struct DpopVerifier {
     cfg: DpopConfig,
     algs: Vec<Algorithm>,
     replay: Arc<dyn DpopReplayStore>,
+    /// The keys of headers of proofs taken lately, parsed.
+    keys: ProofKeys,
 }
 
 impl DpopVerifier {
@@ -156,7 +162,7 @@ impl DpopVerifier {
         if algs.is_empty() {
             return Err("no DPoP algorithm".into());
         }
-        Ok(Self { replay: Arc::new(MemoryDpopReplay::new(cfg.replay_bytes)), algs, cfg })
+        Ok(Self { replay: Arc::new(MemoryDpopReplay::new(cfg.replay_bytes)), algs, cfg, keys: ProofKeys::default() })
     }
 
     /// Remembers the `jti`s seen in `store` instead of this process's memory (every
@@ -196,37 +202,25 @@ impl DpopVerifier {
             return Err(invalid("the proof is too large"));
         }
         let mut parts = proof.split('.');
-        let (Some(head), Some(_), Some(_), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
+        let (Some(head), Some(body), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
             return Err(invalid("the proof is not a JWS"));
         };
-        let raw: Value = URL_SAFE_NO_PAD
-            .decode(head)
+        let header: [u8; 32] = Sha256::digest(head.as_bytes()).into();
+        let key = match self.keys.get(&header, req.now_ms) {
+            Some(k) => k,
+            None => Arc::new(self.header_key(head)?),
+        };
+        let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| invalid("the signature is not base64url"))?;
+        let signed = &proof.as_bytes()[..head.len() + 1 + body.len()];
+        if !key.verifies(signed, &sig) {
+            return Err(invalid("the signature does not verify with the jwk"));
+        }
+        let claims: Value = URL_SAFE_NO_PAD
+            .decode(body)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or_else(|| invalid("the proof's header is not JSON"))?;
-        if raw.get("typ").and_then(Value::as_str) != Some(PROOF_TYP) {
-            return Err(invalid("typ must be dpop+jwt"));
-        }
-        let raw_jwk = raw.get("jwk").and_then(Value::as_object).ok_or_else(|| invalid("no jwk in the header"))?;
-        if PRIVATE_MEMBERS.iter().any(|m| raw_jwk.contains_key(*m)) {
-            return Err(invalid("the jwk holds private key material"));
-        }
-        let alg: Algorithm = raw
-            .get("alg")
-            .and_then(Value::as_str)
-            .and_then(|a| a.parse().ok())
-            .filter(|a| self.algs.contains(a))
-            .ok_or_else(|| invalid(format!("alg must be one of {}", self.algs())))?;
-        let jwk: Jwk = serde_json::from_value(Value::Object(raw_jwk.clone())).map_err(|_| invalid("unreadable jwk"))?;
-        let key = DecodingKey::from_jwk(&jwk).map_err(|_| invalid("unusable jwk"))?;
-        let mut v = Validation::new(alg);
-        v.required_spec_claims.clear();
-        v.validate_exp = false;
-        v.validate_nbf = false;
-        v.validate_aud = false;
-        let claims = jsonwebtoken::decode::<Value>(proof, &key, &v)
-            .map_err(|_| invalid("the signature does not verify with the jwk"))?
-            .claims;
+            .filter(Value::is_object)
+            .ok_or_else(|| invalid("the proof's claims are not a JSON object"))?;
         let text = |k: &str| claims.get(k).and_then(Value::as_str);
         let jti =
             text("jti").filter(|j| !j.is_empty() && j.len() <= MAX_JTI).ok_or_else(|| invalid("no usable jti"))?;
@@ -259,10 +253,33 @@ impl DpopVerifier {
                 });
             }
         }
-        let jkt = jwk.thumbprint(ThumbprintHash::SHA256).map_err(|_| invalid("unusable jwk"))?;
         // Its iat may be up to a window ahead: it stays acceptable two windows from now at most.
         let until_ms = req.now_ms.saturating_add(2 * self.cfg.iat_window.as_millis() as u64);
-        Ok(DpopProof { jkt, jti: jti.to_owned(), until_ms })
+        Ok(DpopProof { jkt: key.jkt.clone(), jti: jti.to_owned(), until_ms, header, key })
+    }
+
+    /// The key a proof's header names, for the algorithm it names (see `check`'s refusals).
+    fn header_key(&self, head: &str) -> Result<ProofKey, DpopError> {
+        let raw: Value = URL_SAFE_NO_PAD
+            .decode(head)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or_else(|| invalid("the proof's header is not JSON"))?;
+        if raw.get("typ").and_then(Value::as_str) != Some(PROOF_TYP) {
+            return Err(invalid("typ must be dpop+jwt"));
+        }
+        let raw_jwk = raw.get("jwk").and_then(Value::as_object).ok_or_else(|| invalid("no jwk in the header"))?;
+        if PRIVATE_MEMBERS.iter().any(|m| raw_jwk.contains_key(*m)) {
+            return Err(invalid("the jwk holds private key material"));
+        }
+        let alg: Algorithm = raw
+            .get("alg")
+            .and_then(Value::as_str)
+            .and_then(|a| a.parse().ok())
+            .filter(|a| self.algs.contains(a))
+            .ok_or_else(|| invalid(format!("alg must be one of {}", self.algs())))?;
+        let jwk: Jwk = serde_json::from_value(Value::Object(raw_jwk.clone())).map_err(|_| invalid("unreadable jwk"))?;
+        ProofKey::new(&jwk, alg).ok_or_else(|| invalid("unusable jwk (not a key for its alg)"))
     }
 
     /// Takes the checked `proof` once: the first time within its window it is remembered
@@ -270,7 +287,11 @@ impl DpopVerifier {
     /// cannot answer (nothing can be said of the proof then).
     pub async fn admit(&self, proof: &DpopProof, now_ms: u64) -> Result<Result<(), DpopError>, ReplayStoreError> {
         Ok(match self.replay.admit(&proof.jkt, &proof.jti, now_ms, proof.until_ms).await? {
-            ReplayVerdict::Fresh => Ok(()),
+            ReplayVerdict::Fresh => {
+                // Taken: its token is valid and bound to this key, so its parse is worth keeping.
+                self.keys.put(proof.header, proof.key.clone(), now_ms);
+                Ok(())
+            }
             ReplayVerdict::Replayed => Err(invalid("this proof was used already")),
             ReplayVerdict::Full => Err(invalid("too many proofs in the window; send again later")),
         })
@@ -280,6 +301,9 @@ impl DpopVerifier {
 /// Whether the proof's `htu` names `url` (RFC 9449 §4.3: query and fragment
 /// ignored; scheme and host case-insensitive, a default port the same as none).
 fn same_target(htu: &str, url: &str) -> bool {
+    if htu == url {
+        return true;
+    }
     let parse = |s: &str| reqwest::Url::parse(crate::protocol::oauth::dpop::htu(s)).ok();
     match (parse(htu), parse(url)) {
         (Some(a), Some(b)) => {
@@ -297,6 +321,7 @@ fn same_target(htu: &str, url: &str) -> bool {
 mod tests {
     use super::*;
     use jsonwebtoken::EncodingKey;
+    use jsonwebtoken::jwk::ThumbprintHash;
     use serde_json::json;
 
     // A throwaway P-256 key, used only by these tests.
@@ -374,6 +399,10 @@ vNLZ7H/CKkbHU2uhoappXqDXgnBTbT2lTtxrNGOgaARrozyUW9VN0HHd
         assert_eq!(ok.jkt, jwk.thumbprint(ThumbprintHash::SHA256).unwrap());
         assert!(v.check(&proof, &req()).is_ok(), "a check alone does not take the proof");
         assert!(refused_again(&v, &proof).await.contains("used already"), "the same proof again");
+        // Its header's key is kept now: another proof with that header still has its signature checked.
+        let other = jws(header(), claims("forged"));
+        let forged = format!("{}.{}", other.rsplit_once('.').unwrap().0, proof.rsplit_once('.').unwrap().1);
+        assert!(refused(&v, &forged).contains("signature"), "a kept key verifies every proof");
         // htu: query ignored; scheme/host case and the default port do not matter.
         let mut c = claims("two");
         c["htu"] = json!("HTTPS://MCP.example.com:443/mcp?x=1");

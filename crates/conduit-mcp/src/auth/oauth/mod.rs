@@ -60,6 +60,7 @@ mod introspect;
 mod introspect_gate;
 mod issuer;
 mod metadata;
+mod proof_key;
 mod resource;
 mod scopes;
 mod single_flight;

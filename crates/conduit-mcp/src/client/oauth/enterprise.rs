@@ -3,12 +3,18 @@
 //! Identity Assertion JWT Authorization Grant (ID-JAG) naming the MCP
 //! server's authorization server and resource; that grant is then presented
 //! to the authorization server with the JWT bearer grant (RFC 7523 §2.1).
+//!
+//! A login renews itself the same way when its access token expires: the
+//! identity provider's settings are kept with the tokens ([`StoredIdp`]), the ID
+//! token and the client secret only as where they are read (a file path, an
+//! environment variable's name), never as values.
 
 use super::fetch::{Fetch, oauth_error};
 use super::jwt_source::JwtSource;
 use crate::client::error::ClientError;
 use crate::client::http_options::parse_url;
 use crate::protocol::oauth::grants::{ID_JAG_TOKEN_TYPE, ID_TOKEN_TYPE, TOKEN_EXCHANGE_GRANT};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 
@@ -20,8 +26,27 @@ use std::fmt;
 pub struct EnterpriseIdp {
     pub(crate) token_endpoint: String,
     pub(crate) client_id: String,
-    pub(crate) client_secret: Option<String>,
+    /// This client's secret there: a value given, or where it is read at each exchange.
+    pub(crate) client_secret: Option<JwtSource>,
     pub(crate) id_token: JwtSource,
+}
+
+/// What a credential store keeps of an [`EnterpriseIdp`], so a later run renews
+/// the tokens without the person: the endpoint, the client id, and where the ID
+/// token and the client secret are read (`file:PATH` or `env:NAME`), never the
+/// token or the secret.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredIdp {
+    /// The identity provider's token endpoint.
+    pub token_endpoint: String,
+    /// This client's id there.
+    pub client_id: String,
+    /// Where the person's ID token is read.
+    pub id_token: String,
+    /// Where this client's secret there is read, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
 }
 
 impl fmt::Debug for EnterpriseIdp {
@@ -41,10 +66,49 @@ impl EnterpriseIdp {
         Self { token_endpoint: token_endpoint.into(), client_id: client_id.into(), client_secret: None, id_token }
     }
 
-    /// This client's secret at the identity provider (sent with HTTP Basic).
+    /// This client's secret at the identity provider (sent with HTTP Basic). A
+    /// secret given as a value is not kept with the tokens, so their renewal needs
+    /// the person's login again; [`client_secret_from`](Self::client_secret_from) renews alone.
     pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
-        self.client_secret = Some(secret.into());
+        self.client_secret = Some(JwtSource::value(secret));
         self
+    }
+
+    /// This client's secret at the identity provider, read from `source` (a file or
+    /// an environment variable) at each exchange; the source, never the secret, is
+    /// kept with the tokens, so they renew without the person.
+    pub fn client_secret_from(mut self, source: JwtSource) -> Self {
+        self.client_secret = Some(source);
+        self
+    }
+
+    /// What a credential store keeps of it; `None` when the ID token or the secret
+    /// was given as a value (nothing of it is stored then).
+    pub(crate) fn stored(&self) -> Option<StoredIdp> {
+        let client_secret = match &self.client_secret {
+            Some(s) => Some(s.stored()?),
+            None => None,
+        };
+        Some(StoredIdp {
+            token_endpoint: self.token_endpoint.clone(),
+            client_id: self.client_id.clone(),
+            id_token: self.id_token.stored()?,
+            client_secret,
+        })
+    }
+
+    /// The identity provider a credential store kept ([`stored`](Self::stored)).
+    pub(crate) fn from_stored(s: &StoredIdp) -> Option<Self> {
+        let client_secret = match &s.client_secret {
+            Some(c) => Some(JwtSource::from_stored(c)?),
+            None => None,
+        };
+        Some(Self {
+            token_endpoint: s.token_endpoint.clone(),
+            client_id: s.client_id.clone(),
+            client_secret,
+            id_token: JwtSource::from_stored(&s.id_token)?,
+        })
     }
 
     /// Exchanges the ID token for an ID-JAG for the authorization server
@@ -70,7 +134,8 @@ impl EnterpriseIdp {
         if !scope.is_empty() {
             form.push(("scope", &scope));
         }
-        let basic = match &self.client_secret {
+        let secret = self.client_secret.as_ref().map(JwtSource::read_secret).transpose()?;
+        let basic = match &secret {
             Some(s) => Some((self.client_id.as_str(), s.as_str())),
             None => {
                 form.push(("client_id", &self.client_id));

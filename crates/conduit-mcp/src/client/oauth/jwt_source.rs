@@ -68,6 +68,26 @@ impl JwtSource {
         }
     }
 
+    /// A client secret now, as its source holds it (a file's one trailing line end dropped):
+    /// present and at most 64 KiB; a secret may hold spaces, so nothing else is refused.
+    pub(crate) fn read_secret(&self) -> Result<String, ClientError> {
+        let (secret, from) = match &self.0 {
+            Source::File(p) => {
+                let text = String::from_utf8_lossy(&read_small(p, MAX_TOKEN)?).into_owned();
+                let line = text.strip_suffix('\n').map_or(text.as_str(), |t| t.strip_suffix('\r').unwrap_or(t));
+                (line.to_owned(), format!("the file {}", shown(&p.display().to_string())))
+            }
+            Source::Env(name) => {
+                (std::env::var(name).unwrap_or_default(), format!("the environment variable {}", shown(name)))
+            }
+            Source::Value(t) => (t.clone(), "the secret given".to_owned()),
+        };
+        if secret.is_empty() || secret.len() as u64 > MAX_TOKEN {
+            return Err(ClientError::OAuth(format!("no client secret in {from} (at most 64 KiB)")));
+        }
+        Ok(secret)
+    }
+
     /// The token now: present, at most 64 KiB, and sendable in a form (visible ASCII).
     pub(crate) fn read(&self) -> Result<String, ClientError> {
         let (token, from) = match &self.0 {
@@ -88,7 +108,9 @@ impl JwtSource {
             return Err(ClientError::OAuth(format!("no token in {from}")));
         }
         if token.len() as u64 > MAX_TOKEN || !token.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(ClientError::OAuth(format!("{from} holds no JWT (only visible ASCII, at most 64 KiB)")));
+            return Err(ClientError::OAuth(format!(
+                "{from} holds nothing usable (only visible ASCII, at most 64 KiB)"
+            )));
         }
         Ok(token)
     }
@@ -122,5 +144,7 @@ mod tests {
         assert_eq!(JwtSource::from_stored(&env).unwrap().stored().unwrap(), "env:CI_JOB_JWT");
         assert_eq!(JwtSource::from_stored("file:/a:b").unwrap().stored().unwrap(), "file:/a:b");
         assert!(JwtSource::from_stored("value:x").is_none());
+        assert_eq!(JwtSource::value("a secret").read_secret().unwrap(), "a secret", "spaces are kept");
+        assert!(JwtSource::value("").read_secret().is_err());
     }
 }

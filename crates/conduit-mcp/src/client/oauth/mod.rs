@@ -80,7 +80,7 @@ mod token;
 
 pub use assertion::ClientAssertionKey;
 pub use authorize::Authorizer;
-pub use enterprise::EnterpriseIdp;
+pub use enterprise::{EnterpriseIdp, StoredIdp};
 pub use jwt_source::JwtSource;
 pub use loopback::{LoopbackBrowser, OpenUrl};
 pub use scope::is_scope_token;

@@ -19,7 +19,7 @@ use super::retry::Retry;
 use super::scope;
 use super::store::{ClientRegistration, StoredTokens};
 use super::token::{self, Grant, Tokens};
-use super::{BearerAssertion, GrantKind, JwtSource, OAuth};
+use super::{BearerAssertion, EnterpriseIdp, GrantKind, JwtSource, OAuth};
 use crate::client::error::ClientError;
 use crate::client::http_options::HttpOptions;
 use crate::protocol::oauth::challenge::{self, Challenge};
@@ -231,8 +231,7 @@ impl Session {
             (Some(r), _) => Grant::Refresh(r),
             (None, "client_credentials") => Grant::ClientCredentials,
             (None, JWT_BEARER_GRANT) => {
-                assertion =
-                    self.bearer_assertion(&old.issuer, &old.resource, &old.scopes, old.jwt_source.as_deref()).await?;
+                assertion = self.bearer_assertion(&old.issuer, &old.resource, &old.scopes, Some(&old)).await?;
                 Grant::JwtBearer(&assertion)
             }
             (None, _) => return Err(ClientError::OAuth("the token expired and there is no refresh token".into())),
@@ -255,23 +254,30 @@ impl Session {
     /// The JWT of a JWT bearer grant at the authorization server `issuer`
     /// for `resource`: the workload's token as it is now, or an ID-JAG
     /// fresh from the identity provider.
-    /// Without one configured, the workload source stored with the tokens (`stored`) is read.
+    /// Without one configured, what the `stored` tokens name is used: the workload
+    /// token's source, or the identity provider (its ID token and secret read from
+    /// their sources).
     async fn bearer_assertion(
         &self,
         issuer: &str,
         resource: &str,
         scopes: &[String],
-        stored: Option<&str>,
+        stored: Option<&StoredTokens>,
     ) -> Result<String, ClientError> {
         match &self.cfg.bearer_assertion {
             Some(BearerAssertion::Workload(source)) => source.read(),
             Some(BearerAssertion::Enterprise(idp)) => idp.exchange(&self.fetch, issuer, resource, scopes).await,
-            None => match stored.and_then(JwtSource::from_stored) {
-                Some(source) => source.read(),
-                None => Err(ClientError::OAuth(
-                    "the JWT bearer grant needs a workload token or an identity provider: log in again".into(),
-                )),
-            },
+            None => {
+                let workload = stored.and_then(|t| t.jwt_source.as_deref()).and_then(JwtSource::from_stored);
+                let idp = stored.and_then(|t| t.enterprise_idp.as_ref()).and_then(EnterpriseIdp::from_stored);
+                match (workload, idp) {
+                    (Some(source), _) => source.read(),
+                    (None, Some(idp)) => idp.exchange(&self.fetch, issuer, resource, scopes).await,
+                    (None, None) => Err(ClientError::OAuth(
+                        "the JWT bearer grant needs a workload token or an identity provider: log in again".into(),
+                    )),
+                }
+            }
         }
     }
 
@@ -419,8 +425,8 @@ impl Session {
             let ep = self.endpoint(&asm.token_endpoint, &asm.issuer, &client, key.as_ref());
             let (assertion, grant_type);
             let grant = if self.cfg.grant == GrantKind::JwtBearer {
-                let stored = st.tokens.as_ref().and_then(|t| t.jwt_source.clone());
-                assertion = self.bearer_assertion(&asm.issuer, &prm.resource, &scopes, stored.as_deref()).await?;
+                let stored = st.tokens.clone();
+                assertion = self.bearer_assertion(&asm.issuer, &prm.resource, &scopes, stored.as_ref()).await?;
                 grant_type = JWT_BEARER_GRANT;
                 Grant::JwtBearer(&assertion)
             } else {
@@ -483,6 +489,10 @@ impl Session {
             dpop_bound: false,
             jwt_source: match &self.cfg.bearer_assertion {
                 Some(BearerAssertion::Workload(source)) => source.stored(),
+                _ => None,
+            },
+            enterprise_idp: match &self.cfg.bearer_assertion {
+                Some(BearerAssertion::Enterprise(idp)) => idp.stored(),
                 _ => None,
             },
         }

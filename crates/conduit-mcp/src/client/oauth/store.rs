@@ -51,6 +51,11 @@ pub struct StoredTokens {
     /// the token), so a later run renews without being told again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jwt_source: Option<String>,
+    /// The identity provider of an enterprise-managed login (its endpoint, this client's id
+    /// there, and where the ID token and secret are read; never either), so a later run
+    /// renews through it without the person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enterprise_idp: Option<super::StoredIdp>,
 }
 
 impl fmt::Debug for StoredTokens {
@@ -65,6 +70,8 @@ impl fmt::Debug for StoredTokens {
             .field("grant_type", &self.grant_type)
             .field("dpop_key", &self.dpop_key.as_ref().map(|_| "<redacted>"))
             .field("dpop_bound", &self.dpop_bound)
+            .field("jwt_source", &self.jwt_source)
+            .field("enterprise_idp", &self.enterprise_idp)
             .finish_non_exhaustive()
     }
 }
