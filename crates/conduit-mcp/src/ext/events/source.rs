@@ -52,6 +52,15 @@ pub(crate) trait Source: Send + Sync + 'static {
     /// The occurrences after `from.after` that `owner` may see and `filter` keeps.
     async fn read(&self, owner: Option<&str>, filter: &Filter, from: ReadFrom) -> Result<Page, RpcError>;
 
+    /// Whether a subscription with `filter` has seen its last occurrence
+    /// already, before it began (one task that is terminal now): a push
+    /// stream then closes with its result after its first read instead of
+    /// waiting for what cannot come. Default: never.
+    async fn ended(&self, owner: Option<&str>, filter: &Filter) -> Result<bool, RpcError> {
+        let _ = (owner, filter);
+        Ok(false)
+    }
+
     /// Whether `event` is the last a subscription with `filter` can ever see
     /// (a push stream then closes with its result). Default: never.
     fn is_last(&self, filter: &Filter, event: &EventOccurrence) -> bool {

@@ -5,7 +5,9 @@
 //! to whenever the stream is quiet for the configured interval, and
 //! `notifications/events/terminated` if the type stops being offered. After an
 //! occurrence its source says is the subscription's last (one task's terminal
-//! status) the stream closes with its result, no `terminated` (events.md P9). Every
+//! status) the stream closes with its result, no `terminated` (events.md P9); so
+//! does a stream of such a subscription that ended before it began (after its
+//! first read, which carries the last occurrence if it is after the start). Every
 //! notification names the stream (`_meta` subscription id = the request id).
 //!
 //! The stream holds one of its client's stream slots (`ResourceExhausted`
@@ -104,6 +106,12 @@ impl Events {
         heartbeat.tick().await;
         // How long until a settling log is read again (doubling while it settles).
         let mut settle_wait = Duration::ZERO;
+        // Asked before the first read: what ended before it is in that read
+        // or before the stream's start, and nothing follows it either way.
+        let ended_before = match source.ended(owner, &r.filter).await {
+            Ok(ended) => ended,
+            Err(e) => return Self::terminate(out, e),
+        };
         loop {
             // Mark what is seen now before reading, so a write after the read still wakes.
             head.borrow_and_update();
@@ -137,6 +145,11 @@ impl Events {
                     // Nothing can follow (one task's terminal status): the server closes it.
                     return End::Closed;
                 }
+            }
+            if ended_before && !page.more {
+                // Its last occurrence was before the start (or is still being numbered):
+                // the caller reads the task itself.
+                return End::Closed;
             }
             at = page.through;
             if sent_any {

@@ -12,11 +12,12 @@
 use super::source::{Filter, Page, Source};
 use crate::clock::format_rfc3339_ms;
 use crate::ext::tasks::Tasks;
-use crate::ext::tasks::store::{ChangeQuery, TaskChange, TaskChangeFeed};
+use crate::ext::tasks::store::{ChangeQuery, Owner, TaskChange, TaskChangeFeed};
 use crate::protocol::RpcError;
 use crate::protocol::events::{DeliveryMode, EventDescriptor, EventOccurrence};
 use crate::protocol::tasks::TaskStatus;
 use crate::seq_log::ReadFrom;
+use crate::task::StoreError;
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -148,6 +149,28 @@ impl Source for TaskStatusSource {
         let page = self.changes.read(query).await.map_err(store_error)?;
         let events = page.changes.iter().map(|c| (c.seq, occurrence(c))).collect();
         Ok(Page { events, through: page.through, truncated: page.truncated, more: page.more, settling: page.settling })
+    }
+
+    /// A subscription to one task that is terminal now (or that is not the
+    /// subscriber's, or gone: it never shows one) has nothing to wait for.
+    async fn ended(&self, owner: Option<&str>, filter: &Filter) -> Result<bool, RpcError> {
+        let Some(id) = filter.downcast_ref::<TaskFilter>().and_then(|f| f.task_id.as_deref()) else {
+            return Ok(false);
+        };
+        let Some(owner) = owner.filter(|o| !o.is_empty()) else { return Ok(true) };
+        let who = Owner::Is(Some(owner));
+        let found = match self.tasks.store().get(id, who).await {
+            Err(StoreError::NotFound) => match self.tasks.legacy() {
+                Some(legacy) => legacy.legacy_store().get(id, who).await,
+                None => Err(StoreError::NotFound),
+            },
+            other => other,
+        };
+        match found {
+            Ok(record) => Ok(record.status.is_terminal()),
+            Err(StoreError::NotFound) => Ok(true),
+            Err(e) => Err(store_error(e)),
+        }
     }
 
     /// A subscription to one task (`taskId`) sees nothing after its terminal

@@ -120,6 +120,43 @@ async fn a_change_log_cursor_behind_what_is_kept_is_truncated_with_a_fresh_curso
     assert_eq!(next["events"], json!([]));
 }
 
+// stream-final-result-timing: a stream of one task that ended before it began does not wait
+// for what cannot come; from a cursor before the end it carries the terminal status first.
+#[tokio::test]
+async fn a_stream_of_a_task_that_already_ended_closes_after_its_first_read() {
+    let f = fixture().await;
+    let before = f.poll(Some("alice"), json!({ "name": "task.status_changed" })).await["cursor"].clone();
+    let id = start_job(&f, "alice").await;
+    f.tasks.complete(&id, CallToolResult::text("r"), Some("done".into())).await.unwrap();
+    let one = json!({ "taskId": id });
+    // From now: `active`, then the closing result at once.
+    let mut now = f.open_as("alice", 31, json!({ "name": "task.status_changed", "arguments": one })).await;
+    assert_eq!(next_non_heartbeat(&mut now).await["method"], "notifications/events/active");
+    let result = next_non_heartbeat(&mut now).await;
+    assert_eq!(result["id"], 31, "{result}");
+    assert_eq!(result["result"]["resultType"], "complete");
+    assert!(now.next().await.is_none(), "the stream ends after its result");
+    // From a cursor before the end: the terminal status, then the result.
+    let from = json!({ "name": "task.status_changed", "arguments": one, "cursor": before });
+    let mut replay = f.open_as("alice", 32, from).await;
+    assert_eq!(next_non_heartbeat(&mut replay).await["method"], "notifications/events/active");
+    let done = next_non_heartbeat(&mut replay).await;
+    assert_eq!(done["params"]["data"]["status"], "completed", "{done}");
+    assert_eq!(next_non_heartbeat(&mut replay).await["id"], 32);
+    // Another principal's task, or none: nothing to wait for either (and nothing shown).
+    let mut bob = f.open_as("bob", 33, json!({ "name": "task.status_changed", "arguments": one })).await;
+    assert_eq!(next_non_heartbeat(&mut bob).await["method"], "notifications/events/active");
+    assert_eq!(next_non_heartbeat(&mut bob).await["id"], 33);
+    // A task still running keeps its stream open: its terminal status comes, then the result.
+    let live = start_job(&f, "alice").await;
+    let mut open =
+        f.open_as("alice", 34, json!({ "name": "task.status_changed", "arguments": { "taskId": live } })).await;
+    assert_eq!(next_non_heartbeat(&mut open).await["method"], "notifications/events/active");
+    f.tasks.complete(&live, CallToolResult::text("r"), None).await.unwrap();
+    assert_eq!(next_non_heartbeat(&mut open).await["params"]["data"]["status"], "completed");
+    assert_eq!(next_non_heartbeat(&mut open).await["id"], 34);
+}
+
 // stream-final-result-shape, stream-final-result-timing (server-initiated close; events.md P9, §5.2)
 #[tokio::test]
 async fn a_stream_of_one_task_closes_with_its_result_after_the_terminal_status() {
