@@ -53,6 +53,7 @@ impl Extension for EventsExtension {
     }
 
     fn start(&self) {
+        #[cfg(feature = "webhooks")]
         self.events.start_webhooks();
     }
 

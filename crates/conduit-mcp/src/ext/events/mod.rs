@@ -72,8 +72,10 @@ pub(crate) struct EventsInner {
     pub(crate) streams: Counts<ClientKey>,
     pub(crate) shutdown: CancellationToken,
     /// Webhook delivery, when configured.
+    #[cfg(feature = "webhooks")]
     pub(crate) webhooks: Option<Arc<webhook::runtime::Webhooks>>,
     /// Whether the webhook feeder and worker were started.
+    #[cfg(feature = "webhooks")]
     pub(crate) started: std::sync::atomic::AtomicBool,
 }
 
@@ -93,6 +95,7 @@ impl Events {
     pub fn with_clock(config: EventsConfig, clock: Arc<dyn Clock>) -> Result<Self, ConfigError> {
         config.validate()?;
         let key = config.cursor_key.unwrap_or_else(rand::random);
+        #[cfg(feature = "webhooks")]
         let webhooks = config.webhooks.clone().map(|w| Arc::new(webhook::runtime::Webhooks::new(w)));
         Ok(Self {
             inner: Arc::new(EventsInner {
@@ -104,7 +107,9 @@ impl Events {
                 listeners: Mutex::default(),
                 streams: Counts::default(),
                 shutdown: CancellationToken::new(),
+                #[cfg(feature = "webhooks")]
                 webhooks,
+                #[cfg(feature = "webhooks")]
                 started: std::sync::atomic::AtomicBool::new(false),
             }),
         })
@@ -128,7 +133,7 @@ impl Events {
             self.inner.clock.clone(),
             (c.retained_events, c.retained_bytes),
             c.max_payload_bytes,
-            c.webhooks.is_some(),
+            c.delivers_webhooks(),
         ));
         self.add(source.clone());
         EventPublisher { source }
@@ -141,7 +146,7 @@ impl Events {
     pub fn task_status(&self, tasks: &Tasks) {
         let c = &self.inner.config;
         let retained = (c.retained_events, c.retained_bytes);
-        let source = task_status::TaskStatusSource::new(tasks, retained, c.webhooks.is_some());
+        let source = task_status::TaskStatusSource::new(tasks, retained, c.delivers_webhooks());
         self.add(Arc::new(source));
     }
 

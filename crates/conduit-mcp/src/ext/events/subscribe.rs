@@ -12,25 +12,34 @@
 //! (`ResourceExhausted`). Nothing is stored before every check passes.
 
 use super::Events;
-use super::cursor::Position;
-use super::webhook::origin::{check_callback, origin_listed};
-use super::webhook::{SubscriptionKey, TtlAsk, UpsertError, Upserted, WebhookSecret, WebhookSubscription};
-use super::webhook::{envelope::verify_endpoint, runtime::Webhooks};
-use crate::clock::format_rfc3339_ms;
+use super::webhook::origin::check_callback;
 use crate::ctx::Ctx;
 use crate::protocol::RpcError;
 use crate::protocol::events::{DeliveryMode, EventErrorKind, SubscribeEventsParams, UnsubscribeEventsParams};
 use crate::protocol::webhook_signature::WebhookSecret as SigningSecret;
-use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use serde_json::{Value, json};
+#[cfg(feature = "webhooks")]
+use {
+    super::Registered,
+    super::cursor::Position,
+    super::webhook::origin::origin_listed,
+    super::webhook::runtime::Webhooks,
+    super::webhook::verify_endpoint,
+    super::webhook::{SubscriptionKey, TtlAsk, UpsertError, Upserted, WebhookSecret, WebhookSubscription},
+    crate::clock::format_rfc3339_ms,
+    serde_json::Map,
+    std::sync::Arc,
+};
 
 /// A failed store call, as the method answers it (no detail).
+#[cfg(feature = "webhooks")]
 fn store_error(e: impl std::fmt::Display) -> RpcError {
     tracing::warn!(error = %e, "the webhook store failed");
     RpcError::internal("the webhook store could not be reached")
 }
 
 /// `deliveryStatus` of a refresh: how delivery went before it (categories only).
+#[cfg(feature = "webhooks")]
 fn delivery_status(before: &WebhookSubscription) -> Value {
     let mut status = Map::new();
     status.insert("active".into(), before.active.into());
@@ -54,17 +63,36 @@ impl Events {
         if p.delivery.mode != DeliveryMode::Webhook {
             return Err(RpcError::invalid_params("events/subscribe is for delivery.mode \"webhook\" only"));
         }
+        #[cfg(feature = "webhooks")]
         let allowed = self.webhooks().map(|h| h.config.allow_origins.clone()).unwrap_or_default();
+        #[cfg(not(feature = "webhooks"))]
+        let allowed = Vec::new();
         check_callback(&p.delivery.url, &allowed)?;
         let signing = SigningSecret::parse(&p.delivery.secret)
             .map_err(|e| RpcError::invalid_params(format!("delivery.secret: {e}")))?;
-        let Some(hooks) = self.webhooks().cloned() else {
-            self.check_arguments(&registered, &p.arguments)?;
-            let data = json!({ "feature": "deliveryMode", "value": "webhook" });
-            return Err(self.error(EventErrorKind::Unsupported, data));
-        };
-        let registered = self.offering(&p.name, DeliveryMode::Webhook)?;
+        #[cfg(feature = "webhooks")]
+        if let Some(hooks) = self.webhooks().cloned() {
+            let registered = self.offering(&p.name, DeliveryMode::Webhook)?;
+            return self.subscribe_webhook(hooks, principal, &registered, p, signing).await;
+        }
+        let _ = (principal, signing);
         self.check_arguments(&registered, &p.arguments)?;
+        let data = json!({ "feature": "deliveryMode", "value": "webhook" });
+        Err(self.error(EventErrorKind::Unsupported, data))
+    }
+
+    /// A subscribe checked so far, with webhooks on: the rest of the checks,
+    /// the handshake, the upsert.
+    #[cfg(feature = "webhooks")]
+    async fn subscribe_webhook(
+        &self,
+        hooks: Arc<Webhooks>,
+        principal: String,
+        registered: &Registered,
+        p: SubscribeEventsParams,
+        signing: SigningSecret,
+    ) -> Result<Value, RpcError> {
+        self.check_arguments(registered, &p.arguments)?;
         registered.source.filter(p.arguments.clone())?;
         let source = &registered.source;
         let head = source.head().await?;
@@ -144,6 +172,7 @@ impl Events {
 
     /// The handshake, unless `principal` proved `url` already or the
     /// operator vouches for its origin; records a success.
+    #[cfg(feature = "webhooks")]
     async fn verify(
         &self,
         hooks: &Arc<Webhooks>,
@@ -171,7 +200,28 @@ impl Events {
             return Err(RpcError::invalid_params("events/unsubscribe is for delivery.mode \"webhook\" only"));
         }
         let not_found = || self.error(EventErrorKind::NotFound, json!({ "kind": "subscription" }));
-        let Some(hooks) = self.webhooks() else { return Err(not_found()) };
+        #[cfg(not(feature = "webhooks"))]
+        {
+            let _ = (p, principal);
+            Err(not_found())
+        }
+        #[cfg(feature = "webhooks")]
+        {
+            let Some(hooks) = self.webhooks() else { return Err(not_found()) };
+            self.unsubscribe_webhook(hooks, principal, p)
+                .await
+                .and_then(|removed| if removed { Ok(json!({})) } else { Err(not_found()) })
+        }
+    }
+
+    /// Removes the caller's subscription of this key; whether there was one.
+    #[cfg(feature = "webhooks")]
+    async fn unsubscribe_webhook(
+        &self,
+        hooks: &Webhooks,
+        principal: &str,
+        p: UnsubscribeEventsParams,
+    ) -> Result<bool, RpcError> {
         let key = SubscriptionKey {
             principal: principal.to_owned(),
             url: p.delivery.url,
@@ -180,10 +230,9 @@ impl Events {
         };
         let id = key.id();
         let removed = hooks.config.store.remove(principal, &id, self.now_ms()).await.map_err(store_error)?;
-        if !removed {
-            return Err(not_found());
+        if removed {
+            hooks.forget(&id);
         }
-        hooks.forget(&id);
-        Ok(json!({}))
+        Ok(removed)
     }
 }

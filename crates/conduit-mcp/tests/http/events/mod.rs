@@ -8,6 +8,7 @@ mod poll;
 mod slow_reader;
 mod stream;
 mod task_status;
+#[cfg(feature = "webhooks")]
 mod webhook;
 
 use crate::common::*;

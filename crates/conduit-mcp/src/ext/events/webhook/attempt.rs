@@ -5,8 +5,8 @@
 //! means for the outbox entry (§3.2).
 
 use super::config::RetryPolicy;
+use super::egress::WebhookAnswer;
 use super::record::{DeliveryFailure, Settlement, WebhookSubscription};
-use super::transport::WebhookAnswer;
 use crate::protocol::webhook_signature::{
     SUBSCRIPTION_ID_HEADER, WEBHOOK_ID_HEADER, WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, WebhookSecret,
     signature_header,

@@ -3,9 +3,9 @@
 //! which origins may take plain `http://`, which skip the handshake, TTLs,
 //! caps, the secret's grace window, retries and suspension.
 
+use super::egress::WebhookTransport;
 use super::record::WebhookCaps;
 use super::store::WebhookStore;
-use super::transport::WebhookTransport;
 use super::ttl::TtlPolicy;
 use crate::config::ConfigError;
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! its transport. The egress's own rules (`allow_loopback`, the origins
 //! allowed plain `http://`) are here too, for the server to hand its egress.
 
+#[cfg(feature = "webhooks")]
 use super::config::WebhookConfig;
 use std::time::Duration;
 
@@ -35,6 +36,7 @@ pub struct WebhookRules {
 
 impl WebhookRules {
     /// `cfg` with these settings laid over it.
+    #[cfg(feature = "webhooks")]
     pub fn apply(&self, mut cfg: WebhookConfig) -> WebhookConfig {
         cfg.allow_origins.extend(self.allow_origins.iter().cloned());
         cfg.verified_origins.extend(self.verified_origins.iter().cloned());

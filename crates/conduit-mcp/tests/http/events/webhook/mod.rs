@@ -1,7 +1,7 @@
 //! Webhook delivery over real sockets: `events/subscribe` on the server,
 //! the handshake and the deliveries received by a loopback receiver (plain
-//! `http://`, an origin the test's configuration allows), each signature
-//! checked with `protocol::webhook_signature`.
+//! `http://`, an origin the egress and the test's configuration allow), each
+//! signature checked with `protocol::webhook_signature`.
 
 mod delivery;
 mod python;
@@ -9,10 +9,10 @@ mod store_double;
 mod subscribe;
 
 use super::*;
-use async_trait::async_trait;
 use axum::body::Bytes;
 use axum::http::{HeaderMap as AxumHeaders, StatusCode};
-use conduit_mcp::ext::events::webhook::{DeliveryFailure, WebhookAnswer, WebhookConfig, WebhookTransport};
+use conduit_mcp::ext::events::webhook::WebhookConfig;
+use conduit_mcp::ext::events::webhook::egress::{Egress, EgressPolicy};
 use conduit_mcp::protocol::webhook_signature::WebhookSecret;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -124,42 +124,6 @@ impl Receiver {
     }
 }
 
-/// The test's transport: reqwest, no redirects, a 5 s timeout.
-pub struct TestTransport(reqwest::Client);
-
-impl TestTransport {
-    pub fn new() -> Arc<Self> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(5))
-            .build()
-            .expect("client");
-        Arc::new(Self(client))
-    }
-}
-
-#[async_trait]
-impl WebhookTransport for TestTransport {
-    async fn post(
-        &self,
-        url: &str,
-        headers: &[(&'static str, String)],
-        body: bytes::Bytes,
-    ) -> Result<WebhookAnswer, DeliveryFailure> {
-        let mut rb = self.0.post(url).header("content-type", "application/json").body(body);
-        for (k, v) in headers {
-            rb = rb.header(*k, v);
-        }
-        let resp = rb
-            .send()
-            .await
-            .map_err(|e| if e.is_timeout() { DeliveryFailure::Timeout } else { DeliveryFailure::ConnectionRefused })?;
-        let status = resp.status().as_u16();
-        let body = resp.bytes().await.unwrap_or_default();
-        Ok(WebhookAnswer { status, body })
-    }
-}
-
 /// A fixture with webhooks to a loopback receiver.
 pub struct Hooks {
     pub f: Fixture,
@@ -176,7 +140,11 @@ pub fn secret(b: u8) -> WebhookSecret {
 pub async fn hooks_with(edit: impl FnOnce(WebhookConfig) -> WebhookConfig) -> Hooks {
     let receiver = Receiver::start().await;
     let store = Arc::new(DoubleStore::default());
-    let config = WebhookConfig::new(store.clone(), TestTransport::new())
+    // The real egress, plain http and loopback allowed at the receiver's origin only.
+    let mut policy = EgressPolicy::new();
+    policy.allow_origins.push(receiver.origin.clone());
+    let egress = Arc::new(Egress::new(&policy).expect("an egress"));
+    let config = WebhookConfig::new(store.clone(), egress)
         .allow_origin(receiver.origin.clone())
         .recheck(Duration::from_millis(20));
     let f = fixture_with(EventsConfig::new().webhooks(edit(config)), HttpConfig::default()).await;
