@@ -50,27 +50,28 @@ impl EventsTable {
         let Some(w) = &self.webhooks else { return Ok(None) };
         let words = |v: &Option<Words>| v.as_ref().map(|w| w.0.clone()).unwrap_or_default();
         let ms = |v: Option<Positive>| v.map(|p| Duration::from_millis(p.0));
-        let mut rules = WebhookRules::default();
-        rules.allow_origins = words(&w.allow_origins);
-        rules.verified_origins = words(&w.verified_origins);
-        rules.allow_loopback = w.allow_loopback.unwrap_or(false);
-        rules.max_per_principal = w.max_per_principal.map(Positive::count);
-        rules.max_bytes_per_principal = w.max_bytes_per_principal.map(Positive::count);
-        rules.default_ttl = ms(w.default_ttl_ms);
-        rules.max_ttl = ms(w.max_ttl_ms);
-        rules.allow_no_expiry = w.allow_no_expiry;
-        rules.max_attempts = w.max_attempts.map(|p| u32::try_from(p.0).unwrap_or(u32::MAX));
-        rules.suspend_after = ms(w.suspend_after_ms);
+        let rules = WebhookRules {
+            allow_origins: words(&w.allow_origins),
+            verified_origins: words(&w.verified_origins),
+            allow_loopback: w.allow_loopback.unwrap_or(false),
+            max_per_principal: w.max_per_principal.map(Positive::count),
+            max_bytes_per_principal: w.max_bytes_per_principal.map(Positive::count),
+            default_ttl: ms(w.default_ttl_ms),
+            max_ttl: ms(w.max_ttl_ms),
+            allow_no_expiry: w.allow_no_expiry,
+            max_attempts: w.max_attempts.map(|p| u32::try_from(p.0).unwrap_or(u32::MAX)),
+            suspend_after: ms(w.suspend_after_ms),
+        };
         for o in rules.allow_origins.iter().chain(&rules.verified_origins) {
             if super::webhook::origin::normalise_origin(o).is_none() {
                 let why = format!("{o:?} is not an origin (scheme://host[:port])");
                 return Err(ConfigError::new("events.webhooks", "allow_origins", why));
             }
         }
-        if let (Some(d), Some(m)) = (rules.default_ttl, rules.max_ttl) {
-            if d > m {
-                return Err(ConfigError::new("events.webhooks", "default_ttl_ms", "must be at most max_ttl_ms"));
-            }
+        if let (Some(d), Some(m)) = (rules.default_ttl, rules.max_ttl)
+            && d > m
+        {
+            return Err(ConfigError::new("events.webhooks", "default_ttl_ms", "must be at most max_ttl_ms"));
         }
         Ok(Some(rules))
     }
