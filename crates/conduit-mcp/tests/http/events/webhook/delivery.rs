@@ -123,3 +123,42 @@ async fn a_task_scoped_subscription_ends_with_a_terminated_envelope() {
                         "delivery": { "url": h.receiver.url } });
     error_of(&h.f.send_as(Some("alice"), &ereq(9, "events/unsubscribe", unsub)).await, 9, -32011);
 }
+
+// delivery-suspension, subscribe-refresh-delivery-status, subscribe-refresh-reactivates
+#[tokio::test]
+async fn sustained_failure_suspends_and_a_refresh_says_so_and_resumes() {
+    use conduit_mcp::ext::events::webhook::{RetryPolicy, SuspendPolicy};
+    let h = hooks_with(|c| {
+        c.retry(RetryPolicy::new(10, Duration::from_secs(30), Duration::from_secs(30)))
+            .suspend(SuspendPolicy::new(Duration::from_secs(60), 3))
+    })
+    .await;
+    let key = secret(7);
+    let params = h.params("task.status_changed", json!({}), &key);
+    h.subscribe(Some("alice"), 1, params.clone()).await.assert_ok(&json!(1));
+    assert_eq!(h.receiver.next().await.json()["type"], "verification");
+    h.receiver.script.lock().unwrap().deliveries.extend([500, 500, 500, 500]);
+    let task = h.start_job("alice").await;
+    h.complete(&task).await;
+    // Three failures over 60 s: suspended.
+    for attempts in 1..=3u32 {
+        let got = h.receiver.next().await;
+        assert_eq!(got.json()["data"]["taskId"], json!(task));
+        eventually("settled", || h.store.waiting().iter().any(|(_, _, a)| *a == attempts)).await;
+        h.f.clock.advance(30_000);
+    }
+    // Suspended: the retry now due is not tried.
+    assert!(h.receiver.nothing_yet().await, "nothing tried while suspended");
+    h.receiver.script.lock().unwrap().deliveries.clear();
+    let r = h.subscribe(Some("alice"), 2, params.clone()).await.assert_ok(&json!(2));
+    let status = &r["deliveryStatus"];
+    assert_eq!(status["active"], false, "{r}");
+    assert_eq!(status["lastError"], "http_5xx");
+    assert!(status["failedSince"].is_string(), "{r}");
+    // The refresh reactivated it: the pending retry goes again (and now succeeds).
+    let again = h.receiver.next().await;
+    assert_eq!(again.json()["data"]["taskId"], json!(task));
+    eventually("delivered", || h.store.waiting().is_empty()).await;
+    let r = h.subscribe(Some("alice"), 3, params).await.assert_ok(&json!(3));
+    assert_eq!(r["deliveryStatus"], json!({ "active": true }), "{r}");
+}

@@ -143,10 +143,13 @@ impl WebhookStore for DoubleStore {
 
     async fn claim(&self, node: &str, now_ms: u64, lease_ms: u64, max: usize) -> Result<Vec<OutboxEntry>, StoreError> {
         let mut s = self.state.lock().unwrap();
-        let mut due: Vec<&mut OutboxEntry> = s
-            .outbox
+        let State { subs, outbox, .. } = &mut *s;
+        // Only entries of live, active subscriptions: a suspended one's wait for its refresh.
+        let active = |id: &str| subs.get(id).is_some_and(|x| x.active && !x.expired(now_ms));
+        let mut due: Vec<&mut OutboxEntry> = outbox
             .iter_mut()
             .filter(|e| e.due_ms <= now_ms && e.lease.as_ref().is_none_or(|(_, until)| *until <= now_ms))
+            .filter(|e| active(&e.subscription_id))
             .collect();
         due.sort_by_key(|e| e.due_ms);
         Ok(due
@@ -185,7 +188,7 @@ impl WebhookStore for DoubleStore {
         };
         if let Some(sub) = s.subs.get_mut(&sub_id) {
             match failure {
-                None => sub.failing_since_ms = None,
+                None => (sub.failing_since_ms, sub.last_failure) = (None, None),
                 Some(f) => {
                     sub.failing_since_ms.get_or_insert(now_ms);
                     sub.last_failure = Some(f);
