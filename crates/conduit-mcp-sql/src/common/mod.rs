@@ -12,6 +12,7 @@ mod schema;
 mod session;
 mod store;
 mod table;
+pub(crate) mod webhooks;
 
 #[cfg(feature = "postgres")]
 pub(crate) use group_commit::InFlight;

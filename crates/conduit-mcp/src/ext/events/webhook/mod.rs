@@ -24,6 +24,7 @@ mod envelope;
 #[cfg(feature = "webhooks")]
 mod feeder;
 mod key;
+mod memory;
 pub(crate) mod origin;
 mod record;
 mod rules;
@@ -42,9 +43,10 @@ pub use config::{RetryPolicy, SuspendPolicy, WebhookConfig};
 #[cfg(feature = "webhooks")]
 pub use egress::{WebhookAnswer, WebhookTransport};
 pub use key::SubscriptionKey;
+pub use memory::{MemoryWebhookLimits, MemoryWebhookStore};
 pub use record::{DeliveryFailure, OutboxEntry, Settlement, WebhookCaps, WebhookSecret, WebhookSubscription};
 pub use rules::WebhookRules;
-pub use store::{UpsertError, Upserted, WebhookStore};
+pub use store::{SWEEP_BATCH, UpsertError, Upserted, VERIFICATION_KEEP_MS, WebhookStore};
 pub use ttl::{TtlAsk, TtlPolicy};
 #[cfg(feature = "webhooks")]
 pub use verify::{VERIFICATION_ID_PREFIX, VerifiedOrigins, ensure_verified, verify_endpoint};

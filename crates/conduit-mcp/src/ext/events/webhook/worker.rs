@@ -3,17 +3,22 @@
 //! (delivered, tried again later, or dropped). Woken when entries are fed
 //! and every `recheck` (retries coming due on the injected clock, entries of
 //! other nodes whose lease ended). An entry of a suspended subscription is
-//! left to its lease, untried, until a refresh reactivates it. A delivered
-//! (or dropped) `terminated` envelope removes its subscription.
+//! not claimed (nor tried, if claimed as it was suspended) until a refresh
+//! reactivates it. A delivered (or dropped) `terminated` envelope removes
+//! its subscription. Now and then it sweeps lapsed subscriptions away.
 
 use super::attempt::{headers, settlement, signing_secrets};
 use super::envelope::is_envelope;
 use super::record::{OutboxEntry, Settlement, WebhookSubscription};
 use super::runtime::{Streak, Webhooks};
+use super::store::SWEEP_BATCH;
 use crate::ext::events::Events;
 use crate::ext::events::webhook::DeliveryFailure;
 use bytes::Bytes;
 use std::sync::{Arc, PoisonError};
+
+/// How often (on the handle's clock) lapsed subscriptions are swept from the store.
+const SWEEP_EVERY_MS: u64 = 60_000;
 
 fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -24,8 +29,13 @@ impl Events {
         let Some(hooks) = self.webhooks().cloned() else { return };
         let shutdown = self.inner.shutdown.clone();
         let c = &hooks.config;
+        let mut swept_ms = 0;
         loop {
             let now = self.now_ms();
+            if now.saturating_sub(swept_ms) >= SWEEP_EVERY_MS {
+                swept_ms = now;
+                self.sweep(&hooks, now).await;
+            }
             let claimed = match c.store.claim(&c.node, now, millis(c.lease), c.max_in_flight).await {
                 Ok(entries) => entries,
                 Err(e) => {
@@ -62,6 +72,20 @@ impl Events {
         }
     }
 
+    /// Removes lapsed subscriptions, a batch at a time.
+    async fn sweep(&self, hooks: &Webhooks, now: u64) {
+        loop {
+            match hooks.config.store.sweep(now).await {
+                Ok(n) if n >= SWEEP_BATCH => {}
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "sweeping lapsed webhook subscriptions failed");
+                    return;
+                }
+            }
+        }
+    }
+
     /// The subscription an entry goes to: as last seen, else as the store has it now.
     async fn subscription_of(&self, hooks: &Webhooks, entry: &OutboxEntry) -> Option<WebhookSubscription> {
         if let Some(sub) = hooks.known(&entry.subscription_id) {
@@ -81,10 +105,8 @@ impl Events {
         let c = &hooks.config;
         let Some(sub) = self.subscription_of(hooks, &entry).await else {
             // Lapsed or removed since it was fed: nobody to deliver to.
-            let _ = c
-                .store
-                .settle(&c.node, &entry.id, Settlement::Dropped(DeliveryFailure::ConnectionRefused), self.now_ms())
-                .await;
+            let gone = Settlement::Dropped(DeliveryFailure::ConnectionRefused);
+            let _ = c.store.settle(&c.node, &entry.subscription_id, &entry.id, gone, self.now_ms()).await;
             return;
         };
         if !sub.active {
@@ -97,9 +119,14 @@ impl Events {
         let now = self.now_ms();
         let settled = settlement(&outcome, entry.attempts.saturating_add(1), &c.retry, now);
         tracing::debug!(subscription = %sub.id, webhook_id = %entry.id, outcome = ?settled, "webhook attempt");
-        if let Err(e) = c.store.settle(&c.node, &entry.id, settled, now).await {
-            tracing::warn!(error = %e, "settling a webhook delivery failed");
-            return;
+        match c.store.settle(&c.node, &sub.id, &entry.id, settled, now).await {
+            Ok(true) => {}
+            // Another node took the entry over after this node's lease ended: its attempt counts.
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "settling a webhook delivery failed");
+                return;
+            }
         }
         match settled {
             Settlement::Delivered => {

@@ -1,5 +1,6 @@
-//! A small in-memory `WebhookStore` for these tests only (the library's own
-//! memory store is built apart): the trait's contract, simply. The safe
+//! A small in-memory `WebhookStore` for these tests only, the trait's
+//! contract simply, with a view of its outbox the tests wait on (the
+//! library's `MemoryWebhookStore` passes the contract suite on its own). The safe
 //! watermark is the position before the oldest occurrence still in the
 //! outbox, or `fed_through` when none is.
 
@@ -162,11 +163,20 @@ impl WebhookStore for DoubleStore {
             .collect())
     }
 
-    async fn settle(&self, node: &str, id: &str, outcome: Settlement, now_ms: u64) -> Result<(), StoreError> {
+    async fn settle(
+        &self,
+        node: &str,
+        subscription_id: &str,
+        id: &str,
+        outcome: Settlement,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
         let mut s = self.state.lock().unwrap();
-        let Some(at) = s.outbox.iter().position(|e| e.id == id && e.lease.as_ref().is_some_and(|(n, _)| n == node))
-        else {
-            return Ok(());
+        let held = |e: &OutboxEntry| {
+            e.subscription_id == subscription_id && e.id == id && e.lease.as_ref().is_some_and(|(n, _)| n == node)
+        };
+        let Some(at) = s.outbox.iter().position(held) else {
+            return Ok(false);
         };
         let sub_id = s.outbox[at].subscription_id.clone();
         let failure = match outcome {
@@ -196,6 +206,16 @@ impl WebhookStore for DoubleStore {
             }
         }
         s.rewatermark(&sub_id);
-        Ok(())
+        Ok(true)
+    }
+
+    async fn sweep(&self, now_ms: u64) -> Result<usize, StoreError> {
+        let mut s = self.state.lock().unwrap();
+        let lapsed: Vec<String> = s.subs.values().filter(|x| x.expired(now_ms)).map(|x| x.id.clone()).collect();
+        for id in &lapsed {
+            s.subs.remove(id);
+            s.outbox.retain(|e| &e.subscription_id != id);
+        }
+        Ok(lapsed.len())
     }
 }
