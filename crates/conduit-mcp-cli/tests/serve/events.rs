@@ -75,9 +75,30 @@ async fn receiver() -> (String, tokio::sync::mpsc::UnboundedReceiver<(axum::http
 
 #[tokio::test]
 async fn serve_delivers_task_status_changed_by_webhook_when_the_operator_allows_an_origin() {
+    // The memory store, then SQLite's (the outbox in the database).
+    for store in ["memory", "sqlite::memory:"] {
+        delivers_by_webhook(&["--store", store]).await;
+    }
+}
+
+// The subscription, the verification and the outbox in PostgreSQL.
+#[tokio::test]
+async fn serve_delivers_by_webhook_on_postgres() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url);
+    let store = format!("postgres:{url}");
+    delivers_by_webhook(&["--store", &store, "--pg-schema", &schema.name]).await;
+    schema.drop_now().await;
+}
+
+/// Subscribes, completes a task, and checks the signed delivery, on a server started with `store_args`.
+async fn delivers_by_webhook(store_args: &[&str]) {
     use conduit_mcp::protocol::webhook_signature::WebhookSecret;
     let (origin, mut deliveries) = receiver().await;
-    let node = Node::start(&["--token", "alice-token=alice", "--webhook-allow-origin", &origin]).await;
+    let mut args = vec!["--token", "alice-token=alice", "--webhook-allow-origin", &origin];
+    args.extend_from_slice(store_args);
+    let store = store_args.get(1).map_or("memory", |s| s.split(':').next().unwrap_or_default());
+    let node = Node::start(&args).await;
     let listed = send(&node, "alice-token", &ereq(1, "events/list", json!({}))).await;
     assert_eq!(listed["result"]["events"][0]["delivery"], json!(["poll", "push", "webhook"]));
     let secret = WebhookSecret::from_bytes(vec![9; 32]).expect("a secret");
@@ -89,7 +110,7 @@ async fn serve_delivers_task_status_changed_by_webhook_when_the_operator_allows_
     call(&node, Some("alice-token"), "complete_job", json!({ "taskId": task, "text": "ok" })).await;
     let (headers, body) = tokio::time::timeout(std::time::Duration::from_secs(10), deliveries.recv())
         .await
-        .expect("a delivery in time")
+        .unwrap_or_else(|_| panic!("a delivery in time ({store})"))
         .expect("the receiver runs");
     let text = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let event: Value = serde_json::from_slice(&body).expect("JSON");
