@@ -45,7 +45,7 @@ pub(crate) struct ServeArgs {
     /// Serve on stdin/stdout instead of HTTP.
     #[arg(long)]
     pub(crate) stdio: bool,
-    /// TOML configuration file: its tables are `[ext_tasks]`, `[sessions]`, `[oauth]` and `[http]` (an unknown key is an
+    /// TOML configuration file: its tables are `[ext_tasks]`, `[sessions]`, `[events]`, `[oauth]` and `[http]` (an unknown key is an
     /// error; without `[ext_tasks]`, or without a file, tasks are enabled with defaults).
     #[arg(long)]
     pub(crate) config: Option<PathBuf>,
@@ -97,6 +97,8 @@ pub(crate) struct ServeArgs {
     pub(crate) tls: crate::tls_args::TlsArgs,
     #[command(flatten)]
     pub(crate) limits: crate::limit_args::LimitArgs,
+    #[command(flatten)]
+    pub(crate) webhooks: crate::webhook_args::WebhookArgs,
 }
 
 impl ServeArgs {
@@ -109,6 +111,7 @@ impl ServeArgs {
                 (self.listen != "127.0.0.1:8080", "--listen"),
                 (self.oauth.any(), self.oauth.first_flag()),
                 (self.tls.any(), "--tls-cert"),
+                (self.webhooks.any(), "--webhook-allow-origin, --webhook-verified-origin or --webhook-allow-loopback"),
                 (
                     self.limits.any(),
                     "--max-listen-streams, --listen-idle-timeout-s, --require-task-name, --request-rate or --auth-failure-rate",

@@ -1,5 +1,7 @@
 //! The reference server's demo tools.
 
+use conduit_mcp::ext::events::webhook::egress::{Egress, EgressPolicy};
+use conduit_mcp::ext::events::webhook::{WebhookConfig, WebhookRules, WebhookStore};
 use conduit_mcp::ext::events::{Events, EventsConfig};
 use conduit_mcp::ext::tasks::Owner;
 use conduit_mcp::prelude::*;
@@ -34,6 +36,22 @@ pub(crate) struct Serving<'a> {
     pub(crate) tool_scopes: &'a ToolScopes,
     /// The key Events cursors are sealed with (SQL stores: the database's; else a random one).
     pub(crate) events_cursor_key: Option<[u8; 32]>,
+    /// Webhook delivery of events (`None`: off).
+    pub(crate) webhooks: Option<WebhookConfig>,
+}
+
+/// Webhook delivery under `rules`: out through the egress they allow, state in `store`.
+pub(crate) fn webhook_config(
+    rules: &WebhookRules,
+    store: std::sync::Arc<dyn WebhookStore>,
+) -> Result<WebhookConfig, String> {
+    let mut policy = EgressPolicy::new();
+    policy.allow_origins = rules.allow_origins.clone();
+    policy.allow_loopback = rules.allow_loopback;
+    let egress = Egress::new(&policy).map_err(|e| e.to_string())?;
+    let config = rules.apply(WebhookConfig::new(store, std::sync::Arc::new(egress)));
+    config.validate().map_err(|e| e.to_string())?;
+    Ok(config)
 }
 
 /// `tool` with the scopes configured for it.
@@ -130,11 +148,15 @@ pub(crate) fn server(tasks: Option<&Tasks>, serving: Serving<'_>) -> Result<Serv
         ));
     if let Some(t) = tasks {
         let worker = t.clone();
-        // task.status_changed by poll and push, with no configuration (webhooks need egress rules).
-        let config = match serving.events_cursor_key {
+        // task.status_changed by poll and push, with no configuration; by webhook too when the
+        // operator named egress rules.
+        let mut config = match serving.events_cursor_key {
             Some(key) => EventsConfig::new().cursor_key(key),
             None => EventsConfig::new(),
         };
+        if let Some(w) = serving.webhooks {
+            config = config.webhooks(w);
+        }
         let events = Events::new(config).map_err(|e| e.to_string())?;
         events.task_status(t);
         b = b

@@ -5,7 +5,7 @@
 //! same tools on stdin/stdout; `--store sqlite:PATH` or `--store postgres:URL`
 //! keeps tasks in a database (several nodes can share a PostgreSQL one);
 //! `--config FILE` reads a TOML configuration ([`ConfigFile`]: `[ext_tasks]`,
-//! `[sessions]`, `[http]`, `[oauth]`, parsed and validated once);
+//! `[sessions]`, `[events]`, `[http]`, `[oauth]`, parsed and validated once);
 //! `--era modern|legacy|both` (default both) restricts the protocol eras.
 //! The client commands (`tools`, `call`, `task`, `watch`) talk to any MCP
 //! server, over HTTP or to a child process over stdio; `call` writes each
@@ -38,6 +38,7 @@ mod task_ids;
 mod tls_args;
 mod tools_cmd;
 mod usage;
+mod webhook_args;
 
 use args::{Cli, Command, ServeArgs};
 use clap::{CommandFactory, Parser};
@@ -90,7 +91,7 @@ async fn build(args: &ServeArgs, file: &ConfigFile, tool_scopes: &demo::ToolScop
     let cfg = args.limits.apply_tasks(file.tasks.clone().unwrap_or_else(TasksConfig::enabled));
     let (config_store, sessions) = (file.store.clone(), file.sessions.clone());
     if !cfg.enabled {
-        let serving = demo::Serving { eras: args.era, sessions, tool_scopes, events_cursor_key: None };
+        let serving = demo::Serving { eras: args.era, sessions, tool_scopes, events_cursor_key: None, webhooks: None };
         return demo::server(None, serving).map(|s| (s, None, "tasks disabled".into(), None));
     }
     let (url, source) = match (&args.store, config_store) {
@@ -107,7 +108,13 @@ async fn build(args: &ServeArgs, file: &ConfigFile, tool_scopes: &demo::ToolScop
     demo::register_workers(&tasks);
     // Events cursors sealed with the database's key: accepted on every node and after restarts.
     let events_cursor_key = stores.events_cursor_key();
-    let serving = demo::Serving { eras: args.era, sessions: stores.sessions(sessions), tool_scopes, events_cursor_key };
+    // Webhook delivery of events, when the operator named its egress rules (flags or [events.webhooks]).
+    let webhooks = match args.webhooks.rules(file.events_webhooks.as_ref()) {
+        Some(rules) => Some(demo::webhook_config(&rules, stores.webhooks())?),
+        None => None,
+    };
+    let serving =
+        demo::Serving { eras: args.era, sessions: stores.sessions(sessions), tool_scopes, events_cursor_key, webhooks };
     let server = demo::server(Some(&tasks), serving)?;
     // Serving starts the extension: its janitor recovers this node's earlier
     // tasks and watches other nodes' leases.

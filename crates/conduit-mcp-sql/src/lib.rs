@@ -143,11 +143,13 @@ pub use pg_notifier::PgNotifier;
 #[cfg(all(feature = "postgres", feature = "oauth"))]
 pub use postgres::PostgresDpopReplay;
 #[cfg(feature = "postgres")]
-pub use postgres::{PgEngine, PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore};
+pub use postgres::{
+    PgEngine, PostgresLegacyStore, PostgresOptions, PostgresSessionStore, PostgresStore, PostgresWebhookStore,
+};
 #[cfg(all(feature = "sqlite", feature = "oauth"))]
 pub use sqlite::SqliteDpopReplay;
 #[cfg(feature = "sqlite")]
-pub use sqlite::{SqliteEngine, SqliteLegacyStore, SqliteOptions, SqliteSessionStore, SqliteStore};
+pub use sqlite::{SqliteEngine, SqliteLegacyStore, SqliteOptions, SqliteSessionStore, SqliteStore, SqliteWebhookStore};
 pub use stores::{DEFAULT_LEGACY_CHANNEL, MAX_SCHEMA_LEN, Stores, StoresError, StoresOptions};
 #[cfg(feature = "postgres")]
 pub use transaction::postgres_connection;
@@ -156,7 +158,7 @@ pub use transaction::sqlite_connection;
 
 /// The schema version this build of the crate creates and understands
 /// (the highest migration it ships).
-pub const SCHEMA_VERSION: i64 = 40;
+pub const SCHEMA_VERSION: i64 = 41;
 
 /// The crate README's example (the crates.io page) compiles.
 #[cfg(all(doctest, feature = "sqlite"))]

@@ -7,6 +7,7 @@ use crate::error::OpenError;
 use crate::pg_notifier::PgNotifier;
 use conduit_mcp::clock::{Clock, SystemClock};
 use conduit_mcp::config::ConfigError;
+use conduit_mcp::ext::events::webhook::{MemoryWebhookStore, WebhookStore};
 use conduit_mcp::ext::tasks::legacy_store::{LegacyTaskStore, MemoryLegacyStore};
 use conduit_mcp::ext::tasks::{LegacyTasks, MemoryStore, NotifierConfig, TaskStore, Tasks, TasksConfig};
 use conduit_mcp::session::{SessionConfig, SessionStore};
@@ -119,6 +120,8 @@ pub struct Stores {
     /// The DPoP proofs taken (SQL stores only).
     #[cfg(feature = "oauth")]
     dpop_replay: Option<Arc<dyn conduit_mcp::auth::oauth::DpopReplayStore>>,
+    /// Webhook subscriptions, verifications and the outbox.
+    webhooks: Arc<dyn WebhookStore>,
     #[cfg(feature = "postgres")]
     notifiers: Option<Notifiers>,
     /// Whether [`Stores::tasks`] has run (on this value or a clone).
@@ -215,6 +218,7 @@ impl StoresOptions {
         stores.kind = Kind::Sqlite(path.to_owned());
         stores.events_cursor_key = Some(store.events_cursor_key().await?);
         stores.sessions = Some(Arc::new(store.sessions()));
+        stores.webhooks = Arc::new(store.webhooks());
         #[cfg(feature = "oauth")]
         {
             stores.dpop_replay = Some(Arc::new(store.dpop_replay()));
@@ -256,6 +260,7 @@ impl StoresOptions {
         stores.kind = Kind::Postgres;
         stores.events_cursor_key = Some(store.events_cursor_key().await?);
         stores.sessions = Some(Arc::new(store.sessions()));
+        stores.webhooks = Arc::new(store.webhooks());
         #[cfg(feature = "oauth")]
         {
             stores.dpop_replay = Some(Arc::new(store.dpop_replay()));
@@ -299,6 +304,7 @@ impl Stores {
             sessions: None,
             #[cfg(feature = "oauth")]
             dpop_replay: None,
+            webhooks: Arc::new(MemoryWebhookStore::new()),
             #[cfg(feature = "postgres")]
             notifiers: None,
             made: Arc::new(AtomicBool::new(false)),
@@ -395,6 +401,14 @@ impl Stores {
     #[cfg(feature = "oauth")]
     pub fn dpop_replay(&self) -> Option<Arc<dyn conduit_mcp::auth::oauth::DpopReplayStore>> {
         self.dpop_replay.clone()
+    }
+
+    /// Where webhook subscriptions, endpoint verifications and the delivery
+    /// outbox live: in the database (every node on it shares them, and they
+    /// survive a restart), or a `MemoryWebhookStore` in memory (this
+    /// process only). The same store on every call.
+    pub fn webhooks(&self) -> Arc<dyn WebhookStore> {
+        self.webhooks.clone()
     }
 
     /// The notifiers of the modern and the legacy era's tasks (PostgreSQL).

@@ -10,6 +10,7 @@
 //! | `sessions` | [`SessionConfig`] | `session/config_toml.rs` |
 //! | `http` (feature `http`) | over your [`HttpConfig`]: [`ConfigFile::http`] | `transport/http/config_toml.rs` |
 //! | `oauth` (feature `oauth`) | `OAuthConfig` | `auth/oauth/config_toml.rs` |
+//! | `events` (`[events.webhooks]`) | [`WebhookRules`] | `ext/events/config_toml.rs` |
 //!
 //! A table whose feature this build lacks is refused as such.
 //!
@@ -27,6 +28,8 @@
 use crate::auth::oauth::{OAuthConfig, config_toml::OAuthTable};
 use crate::config::shape::Switch;
 use crate::config::{ConfigError, read};
+use crate::ext::events::config_toml::EventsTable;
+use crate::ext::events::webhook::WebhookRules;
 use crate::ext::tasks::runtime::TasksConfig;
 use crate::ext::tasks::runtime::config_toml::{self as tasks_toml, TasksTable};
 use crate::session::SessionConfig;
@@ -40,6 +43,7 @@ use crate::transport::http::{HttpConfig, config_toml::HttpTable};
 struct Tables {
     ext_tasks: Option<Switch<TasksTable>>,
     sessions: Option<SessionsTable>,
+    events: Option<EventsTable>,
     #[cfg(feature = "http")]
     http: Option<HttpTable>,
     #[cfg(not(feature = "http"))]
@@ -82,6 +86,9 @@ pub struct ConfigFile {
     pub store: Option<String>,
     /// The `[sessions]` table over the defaults.
     pub sessions: SessionConfig,
+    /// The `[events.webhooks]` table: webhook delivery's rules (`None`:
+    /// the file turns webhooks on nowhere).
+    pub events_webhooks: Option<WebhookRules>,
     /// The `[oauth]` table (`None` when the file has none).
     #[cfg(feature = "oauth")]
     pub oauth: Option<OAuthConfig>,
@@ -98,10 +105,12 @@ impl ConfigFile {
             None => (None, None),
         };
         let sessions = tables.sessions.as_ref().map_or_else(|| Ok(SessionConfig::default()), SessionsTable::config)?;
+        let events_webhooks = tables.events.as_ref().map(EventsTable::webhooks).transpose()?.flatten();
         Ok(Self {
             tasks,
             store,
             sessions,
+            events_webhooks,
             #[cfg(feature = "oauth")]
             oauth: tables.oauth.as_ref().map(OAuthTable::config).transpose()?,
             #[cfg(feature = "http")]
@@ -127,7 +136,7 @@ mod tests {
         assert_eq!((e.table(), e.key()), ("ext_task", "ext_task"));
         assert_eq!(
             e.to_string(),
-            "invalid configuration [ext_task]: unknown table `ext_task`, expected one of `ext_tasks`, `sessions`, `http`, `oauth`"
+            "invalid configuration [ext_task]: unknown table `ext_task`, expected one of `ext_tasks`, `sessions`, `events`, `http`, `oauth`"
         );
     }
 

@@ -58,7 +58,7 @@
 //! | [`config_file`], [`config`] | a server's TOML configuration file, read once into each part's configuration; [`config::ConfigError`] |
 //! | [`clock`] | the time the server reads ([`clock::ManualClock`] for tests) |
 //! | [`client`] | the client: connect to either era, call tools, follow tasks, log in with OAuth 2.1 |
-//! | [`testing`] | the contract suites any task or session store can prove itself with |
+//! | [`testing`] | the contract suites any task, session or webhook store can prove itself with |
 //!
 //! ## Features
 //!

@@ -17,12 +17,14 @@ mod options;
 mod shards;
 mod table_sql;
 mod terminal;
+mod webhooks;
 
 #[cfg(feature = "oauth")]
 pub use dpop_replay::PostgresDpopReplay;
 pub use legacy_sessions::PostgresSessionStore;
 pub use legacy_store::PostgresLegacyStore;
 pub use options::PostgresOptions;
+pub use webhooks::PostgresWebhookStore;
 
 use crate::common::{
     self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, Page, RowWrite, SqlStore, Swap, Sweep, TableKind, run_hooked,

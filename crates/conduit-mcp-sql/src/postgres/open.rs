@@ -64,6 +64,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "conduit_dpop_jti: the DPoP proofs taken, once per window across nodes",
         sql: include_str!("../../migrations/postgres/0040_dpop_jti.sql"),
     },
+    Migration {
+        version: 41,
+        description: "webhook delivery: conduit_webhook_subscriptions, conduit_webhook_verifications, conduit_webhook_outbox",
+        sql: include_str!("../../migrations/postgres/0041_webhooks.sql"),
+    },
 ];
 
 /// The advisory lock key under which nodes migrate one at a time ("conduit!").

@@ -17,12 +17,14 @@ mod open;
 mod options;
 mod table_sql;
 mod terminal;
+mod webhooks;
 
 #[cfg(feature = "oauth")]
 pub use dpop_replay::SqliteDpopReplay;
 pub use legacy_sessions::SqliteSessionStore;
 pub use legacy_store::SqliteLegacyStore;
 pub use options::SqliteOptions;
+pub use webhooks::SqliteWebhookStore;
 
 use crate::common::{
     self, CLEANUP_BATCH, Engine, GroupCommit, Hooked, Page, RowWrite, SqlStore, Swap, Sweep, TableKind, run_hooked,

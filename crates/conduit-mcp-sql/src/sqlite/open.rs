@@ -53,6 +53,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "conduit_dpop_jti: the DPoP proofs taken, once per window across nodes",
         sql: include_str!("../../migrations/sqlite/0040_dpop_jti.sql"),
     },
+    Migration {
+        version: 41,
+        description: "webhook delivery: conduit_webhook_subscriptions, conduit_webhook_verifications, conduit_webhook_outbox",
+        sql: include_str!("../../migrations/sqlite/0041_webhooks.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).

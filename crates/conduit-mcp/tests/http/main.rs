@@ -8,6 +8,8 @@ pub mod common;
 pub mod features_server;
 #[path = "../support/legacy_common/mod.rs"]
 pub mod legacy_common;
+#[path = "../support/python_venv/mod.rs"]
+pub mod python_venv;
 
 mod bad_input;
 mod cancellation;

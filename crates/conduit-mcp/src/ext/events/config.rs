@@ -1,6 +1,8 @@
 //! [`EventsConfig`]: the error numbering, the stream's heartbeat, and what one
 //! client can make the server hold or send.
 
+#[cfg(feature = "webhooks")]
+use super::webhook::WebhookConfig;
 use crate::config::ConfigError;
 use crate::protocol::events::ErrorCodeProfile;
 use std::time::Duration;
@@ -47,6 +49,9 @@ pub struct EventsConfig {
     /// restart, the same secret for cursors of a durable change log to
     /// resume there.
     pub cursor_key: Option<[u8; 32]>,
+    /// Webhook delivery (`events/subscribe`): off unless set.
+    #[cfg(feature = "webhooks")]
+    pub webhooks: Option<WebhookConfig>,
 }
 
 impl std::fmt::Debug for EventsConfig {
@@ -60,6 +65,7 @@ impl std::fmt::Debug for EventsConfig {
             .field("max_stream_backlog_bytes", &self.max_stream_backlog_bytes)
             .field("slow_reader_grace", &self.slow_reader_grace)
             .field("cursor_key", &self.cursor_key.map(|_| ".."))
+            .field("webhooks", &self.delivers_webhooks())
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +87,8 @@ impl Default for EventsConfig {
             max_stream_backlog_bytes: 4 * 1024 * 1024,
             slow_reader_grace: Duration::from_secs(30),
             cursor_key: None,
+            #[cfg(feature = "webhooks")]
+            webhooks: None,
         }
     }
 }
@@ -161,6 +169,14 @@ impl EventsConfig {
         self
     }
 
+    /// Delivers webhooks as `webhooks` says: `task.status_changed` (and the
+    /// application's types that list `"webhook"`) offer the mode.
+    #[cfg(feature = "webhooks")]
+    pub fn webhooks(mut self, webhooks: WebhookConfig) -> Self {
+        self.webhooks = Some(webhooks);
+        self
+    }
+
     /// Checks the values; errors name the `ext_events` table and the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
@@ -182,6 +198,18 @@ impl EventsConfig {
         if self.heartbeat.is_zero() || self.heartbeat > Duration::from_secs(30) {
             return Err(ConfigError::new("ext_events", "heartbeat", "must be more than 0 and at most 30 seconds"));
         }
+        #[cfg(feature = "webhooks")]
+        if let Some(w) = &self.webhooks {
+            w.validate()?;
+        }
         Ok(())
+    }
+
+    /// Whether webhook delivery is configured (never without the `webhooks` feature).
+    pub(crate) fn delivers_webhooks(&self) -> bool {
+        #[cfg(feature = "webhooks")]
+        return self.webhooks.is_some();
+        #[cfg(not(feature = "webhooks"))]
+        false
     }
 }

@@ -52,14 +52,19 @@ impl Extension for EventsExtension {
         }
     }
 
+    fn start(&self) {
+        #[cfg(feature = "webhooks")]
+        self.events.start_webhooks();
+    }
+
     async fn handle(&self, ctx: Ctx, method: &str, p: Map<String, Value>) -> Result<Value, RpcError> {
         let events = &self.events;
         match method {
             EVENTS_LIST => events.list(params(method, p)?),
             EVENTS_POLL => events.poll(&ctx, params(method, p)?).await,
             EVENTS_STREAM => events.stream(&ctx, params(method, p)?).await,
-            EVENTS_SUBSCRIBE => events.subscribe(&ctx, params(method, p)?),
-            EVENTS_UNSUBSCRIBE => events.unsubscribe(&ctx, params(method, p)?),
+            EVENTS_SUBSCRIBE => events.subscribe(&ctx, params(method, p)?).await,
+            EVENTS_UNSUBSCRIBE => events.unsubscribe(&ctx, params(method, p)?).await,
             m => Err(RpcError::method_not_found(m)),
         }
     }

@@ -1,19 +1,15 @@
-//! `events/list`, `events/poll`, and the webhook methods, which refuse for
-//! now (no event type offers webhook delivery yet).
+//! `events/list` and `events/poll` (the webhook methods are in `subscribe.rs`).
 
 use super::Events;
 use super::resolve::Asked;
 use crate::ctx::Ctx;
 use crate::protocol::RpcError;
-use crate::protocol::events::{
-    DeliveryMode, EventErrorKind, ListEventsParams, ListEventsResult, PollEventsParams, PollEventsResult,
-    SubscribeEventsParams, UnsubscribeEventsParams,
-};
+use crate::protocol::events::{DeliveryMode, ListEventsParams, ListEventsResult, PollEventsParams, PollEventsResult};
 use crate::seq_log::ReadFrom;
 use base64::Engine;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD as B64};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::ops::Bound;
 
 /// Event types per `events/list` page.
@@ -88,77 +84,5 @@ impl Events {
             next_poll_ms: if page.more { 0 } else { next_poll_ms },
         };
         to_value(&result)
-    }
-
-    /// `events/subscribe`: checked as the extension says, then refused, since
-    /// no event type offers webhook delivery here yet.
-    pub(crate) fn subscribe(&self, ctx: &Ctx, p: SubscribeEventsParams) -> Result<Value, RpcError> {
-        if ctx.owner().is_none() {
-            return Err(
-                self.error(EventErrorKind::Forbidden, json!({ "reason": "webhooks need an authenticated principal" }))
-            );
-        }
-        let registered = self.get(&p.name).ok_or_else(|| self.not_found())?;
-        if p.delivery.mode != DeliveryMode::Webhook {
-            return Err(RpcError::invalid_params("events/subscribe is for delivery.mode \"webhook\" only"));
-        }
-        check_callback(&p.delivery.url)?;
-        check_secret(&p.delivery.secret)?;
-        self.check_arguments(&registered, &p.arguments)?;
-        let data = json!({ "feature": "deliveryMode", "value": "webhook" });
-        Err(self.error(EventErrorKind::Unsupported, data))
-    }
-
-    /// `events/unsubscribe`: no webhook subscription is ever stored here yet.
-    pub(crate) fn unsubscribe(&self, ctx: &Ctx, p: UnsubscribeEventsParams) -> Result<Value, RpcError> {
-        if ctx.owner().is_none() {
-            return Err(
-                self.error(EventErrorKind::Forbidden, json!({ "reason": "webhooks need an authenticated principal" }))
-            );
-        }
-        let _ = (p.name, p.arguments, p.delivery);
-        Err(self.error(EventErrorKind::NotFound, json!({ "kind": "subscription" })))
-    }
-}
-
-/// A webhook callback: an absolute `https://` URL with a host (`-32602` otherwise).
-fn check_callback(url: &str) -> Result<(), RpcError> {
-    let uri: http::Uri = url.parse().map_err(|_| RpcError::invalid_params("delivery.url is not a URL"))?;
-    if uri.scheme_str() != Some("https") || uri.host().is_none_or(str::is_empty) {
-        return Err(RpcError::invalid_params("delivery.url must be an https:// URL"));
-    }
-    Ok(())
-}
-
-/// A Standard Webhooks secret: `whsec_` and base64 of 24 to 64 bytes (`-32602` otherwise).
-fn check_secret(secret: &str) -> Result<(), RpcError> {
-    let key = secret.strip_prefix("whsec_").and_then(|b| STANDARD.decode(b).ok());
-    match key {
-        Some(k) if (24..=64).contains(&k.len()) => Ok(()),
-        _ => Err(RpcError::invalid_params("delivery.secret must be whsec_ and base64 of 24 to 64 bytes")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn callbacks_are_https_with_a_host_and_secrets_whsec_of_24_to_64_bytes() {
-        assert!(check_callback("https://hooks.example/h").is_ok());
-        for bad in ["http://hooks.example/h", "hooks.example/h", "https:///h", "not a url", ""] {
-            assert!(check_callback(bad).is_err(), "{bad}");
-        }
-        let ok = format!("whsec_{}", STANDARD.encode([7u8; 24]));
-        assert!(check_secret(&ok).is_ok());
-        assert!(check_secret(&format!("whsec_{}", STANDARD.encode([7u8; 64]))).is_ok());
-        for bad in [
-            format!("whsec_{}", STANDARD.encode([7u8; 23])),
-            format!("whsec_{}", STANDARD.encode([7u8; 65])),
-            STANDARD.encode([7u8; 32]),
-            "whsec_!!!".to_owned(),
-        ] {
-            assert!(check_secret(&bad).is_err(), "{bad}");
-        }
     }
 }

@@ -1,6 +1,7 @@
 #![doc = include_str!("../../../guides/events.md")]
 
 mod config;
+pub(crate) mod config_toml;
 mod cursor;
 mod extension;
 mod methods;
@@ -8,6 +9,7 @@ mod resolve;
 mod source;
 mod stream;
 mod stream_outlet;
+mod subscribe;
 mod task_status;
 mod typed;
 pub mod webhook;
@@ -69,6 +71,12 @@ pub(crate) struct EventsInner {
     /// Push streams held, per client.
     pub(crate) streams: Counts<ClientKey>,
     pub(crate) shutdown: CancellationToken,
+    /// Webhook delivery, when configured.
+    #[cfg(feature = "webhooks")]
+    pub(crate) webhooks: Option<Arc<webhook::runtime::Webhooks>>,
+    /// Whether the webhook feeder and worker were started.
+    #[cfg(feature = "webhooks")]
+    pub(crate) started: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Events {
@@ -87,6 +95,8 @@ impl Events {
     pub fn with_clock(config: EventsConfig, clock: Arc<dyn Clock>) -> Result<Self, ConfigError> {
         config.validate()?;
         let key = config.cursor_key.unwrap_or_else(rand::random);
+        #[cfg(feature = "webhooks")]
+        let webhooks = config.webhooks.clone().map(|w| Arc::new(webhook::runtime::Webhooks::new(w)));
         Ok(Self {
             inner: Arc::new(EventsInner {
                 config,
@@ -97,6 +107,10 @@ impl Events {
                 listeners: Mutex::default(),
                 streams: Counts::default(),
                 shutdown: CancellationToken::new(),
+                #[cfg(feature = "webhooks")]
+                webhooks,
+                #[cfg(feature = "webhooks")]
+                started: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -119,6 +133,7 @@ impl Events {
             self.inner.clock.clone(),
             (c.retained_events, c.retained_bytes),
             c.max_payload_bytes,
+            c.delivers_webhooks(),
         ));
         self.add(source.clone());
         EventPublisher { source }
@@ -126,10 +141,12 @@ impl Events {
 
     /// Offers `task.status_changed` over `tasks` (both eras' tasks), which
     /// keeps its change log in memory from now on, as bounded as an
-    /// application's event type ([`EventsConfig::retained`]).
+    /// application's event type ([`EventsConfig::retained`]). Delivered by
+    /// poll, push, and webhook when [`EventsConfig::webhooks()`] is set.
     pub fn task_status(&self, tasks: &Tasks) {
         let c = &self.inner.config;
-        let source = task_status::TaskStatusSource::new(tasks, (c.retained_events, c.retained_bytes));
+        let retained = (c.retained_events, c.retained_bytes);
+        let source = task_status::TaskStatusSource::new(tasks, retained, c.delivers_webhooks());
         self.add(Arc::new(source));
     }
 

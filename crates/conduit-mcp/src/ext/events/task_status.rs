@@ -52,7 +52,7 @@ struct TaskFilter {
     statuses: Vec<TaskStatus>,
 }
 
-fn descriptor() -> EventDescriptor {
+fn descriptor(webhooks: bool) -> EventDescriptor {
     let input = json!({
         "type": "object",
         "properties": {
@@ -77,7 +77,11 @@ fn descriptor() -> EventDescriptor {
     EventDescriptor::new(
         TASK_STATUS_CHANGED,
         "Fires when one of your tasks changes status (or status message); read the task with tasks/get",
-        vec![DeliveryMode::Poll, DeliveryMode::Push],
+        if webhooks {
+            vec![DeliveryMode::Poll, DeliveryMode::Push, DeliveryMode::Webhook]
+        } else {
+            vec![DeliveryMode::Poll, DeliveryMode::Push]
+        },
         input,
         payload,
     )
@@ -98,9 +102,10 @@ fn occurrence(c: &TaskChange) -> EventOccurrence {
 
 impl TaskStatusSource {
     /// The source over `tasks`' change log (which `tasks` keeps from now on,
-    /// bounded to `retained` changes and bytes if this makes it).
-    pub(crate) fn new(tasks: &Tasks, retained: (usize, usize)) -> Self {
-        Self { descriptor: descriptor(), changes: tasks.changes(retained.0, retained.1), tasks: tasks.clone() }
+    /// bounded to `retained` changes and bytes if this makes it); offered by
+    /// webhook too when `webhooks`.
+    pub(crate) fn new(tasks: &Tasks, retained: (usize, usize), webhooks: bool) -> Self {
+        Self { descriptor: descriptor(webhooks), changes: tasks.changes(retained.0, retained.1), tasks: tasks.clone() }
     }
 }
 

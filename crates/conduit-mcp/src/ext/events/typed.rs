@@ -154,11 +154,19 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
 }
 
 impl<E: TypedEvent> TypedSource<E> {
-    pub(crate) fn new(clock: Arc<dyn Clock>, retained: (usize, usize), max_payload_bytes: usize) -> Self {
+    /// `webhooks`: whether the handle delivers webhooks (else the mode is not offered).
+    pub(crate) fn new(
+        clock: Arc<dyn Clock>,
+        retained: (usize, usize),
+        max_payload_bytes: usize,
+        webhooks: bool,
+    ) -> Self {
+        let mut delivery = E::delivery();
+        delivery.retain(|m| webhooks || *m != DeliveryMode::Webhook);
         let descriptor = EventDescriptor::new(
             E::NAME,
             E::DESCRIPTION,
-            E::delivery(),
+            delivery,
             schema_of::<E::Arguments>(),
             schema_of::<E::Payload>(),
         );

@@ -1,6 +1,6 @@
 //! The Events extension (`io.modelcontextprotocol/events`) over a real socket:
 //! discovery and errors, polling, push streams, `task.status_changed`, and the
-//! webhook methods' refusals. Each test names the draft suite's check ids
+//! webhook methods (refused without webhooks; subscribed and delivered with them). Each test names the draft suite's check ids
 //! (`sep-9999-…`, prefix left out) it covers.
 
 mod discovery;
@@ -8,6 +8,8 @@ mod poll;
 mod slow_reader;
 mod stream;
 mod task_status;
+#[cfg(feature = "webhooks")]
+mod webhook;
 
 use crate::common::*;
 use conduit_mcp::auth::{BearerTokens, Principal};

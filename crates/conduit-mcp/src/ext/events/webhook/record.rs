@@ -150,6 +150,14 @@ pub struct WebhookCaps {
     pub max_bytes_per_principal: usize,
 }
 
+impl WebhookCaps {
+    /// At most `max_per_principal` live subscriptions and
+    /// `max_bytes_per_principal` bytes of them per principal.
+    pub fn new(max_per_principal: usize, max_bytes_per_principal: usize) -> Self {
+        Self { max_per_principal, max_bytes_per_principal }
+    }
+}
+
 impl Default for WebhookCaps {
     fn default() -> Self {
         Self { max_per_principal: 100, max_bytes_per_principal: 1024 * 1024 }

@@ -1,0 +1,302 @@
+//! `PostgresWebhookStore`: the webhook state every node on the database
+//! shares (migration 0041). An upsert holds a transaction-scoped advisory
+//! lock on its principal, so two nodes never take one principal past a cap;
+//! a claim is one `UPDATE … FOR UPDATE SKIP LOCKED`, so concurrent claims
+//! never take one entry; `feed` and `settle` lock their subscription's row
+//! first, so its `fed_through` and watermark move one writer at a time.
+
+use super::{PgQuery, PostgresStore, backend, is_connection_error};
+use crate::common::webhooks::{self as sql, ENTRY_COLUMNS};
+use crate::pool::bounded;
+use async_trait::async_trait;
+use conduit_mcp::ext::events::webhook::{
+    OutboxEntry, SWEEP_BATCH, Settlement, UpsertError, Upserted, VERIFICATION_KEEP_MS, WebhookCaps, WebhookStore,
+    WebhookSubscription,
+};
+use conduit_mcp::task::StoreError;
+use sqlx::postgres::{PgConnection, PgRow};
+use sqlx::{AssertSqlSafe, Connection};
+use std::sync::LazyLock;
+
+const ENGINE: &str = "postgres";
+
+static WATERMARK_SQL: LazyLock<String> = LazyLock::new(|| sql::watermark_sql("GREATEST", "LEAST"));
+static CLAIM_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "UPDATE conduit_webhook_outbox o SET lease_node = $1, lease_until_ms = $3 FROM ( \
+         SELECT c.subscription_id, c.id FROM conduit_webhook_outbox c \
+         JOIN conduit_webhook_subscriptions s ON s.id = c.subscription_id \
+         WHERE c.due_ms <= $2 AND (c.lease_until_ms IS NULL OR c.lease_until_ms <= $2) AND s.active \
+         AND (s.refresh_before_ms IS NULL OR s.refresh_before_ms > $2) \
+         ORDER BY c.due_ms, c.position LIMIT $4 FOR UPDATE OF c SKIP LOCKED) picked \
+         WHERE o.subscription_id = picked.subscription_id AND o.id = picked.id RETURNING {}",
+        ENTRY_COLUMNS.split(", ").map(|c| format!("o.{c}")).collect::<Vec<_>>().join(", ")
+    )
+});
+static LIVE_SQL: LazyLock<String> = LazyLock::new(|| sql::LIVE_SQL.replace("ORDER BY id", "ORDER BY id COLLATE \"C\""));
+
+/// The webhook store on this PostgreSQL schema; made by
+/// [`PostgresStore::webhooks`], it shares the store's pool. Give one to each
+/// node: they share the subscriptions, the verifications and the outbox.
+#[derive(Debug, Clone)]
+pub struct PostgresWebhookStore {
+    store: PostgresStore,
+}
+
+impl PostgresStore {
+    /// The webhook store in the same schema (its tables are created by the
+    /// same migrations).
+    pub fn webhooks(&self) -> PostgresWebhookStore {
+        PostgresWebhookStore { store: self.clone() }
+    }
+}
+
+fn decode_sub(row: &PgRow) -> Result<WebhookSubscription, StoreError> {
+    sql::decode_subscription(ENGINE, row)
+}
+
+/// How an upsert's transaction ended.
+enum Upsert {
+    Done(Upserted),
+    Full(&'static str, usize),
+}
+
+impl PostgresWebhookStore {
+    async fn rows<'q>(
+        &self,
+        what: &str,
+        s: &'q str,
+        bind: impl Fn(PgQuery<'q>) -> PgQuery<'q>,
+    ) -> Result<Vec<PgRow>, StoreError> {
+        self.store.engine().read_rows(what, AssertSqlSafe(s), bind).await
+    }
+
+    /// Runs `op` in one transaction on one connection.
+    async fn in_tx<T>(
+        &self,
+        what: &str,
+        op: impl for<'c> FnOnce(&'c mut PgConnection) -> futures_util::future::BoxFuture<'c, Result<T, sqlx::Error>>,
+    ) -> Result<T, StoreError> {
+        let mut c = self.store.engine().conn().await?;
+        let done = bounded(c.deadline(), async {
+            let mut tx = c.conn().begin().await?;
+            let out = op(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(out)
+        })
+        .await;
+        c.finish(done, is_connection_error).map_err(|e| backend(what, e))
+    }
+}
+
+async fn lock_sub(conn: &mut PgConnection, id: &str) -> Result<bool, sqlx::Error> {
+    let q = sqlx::query_scalar::<_, i32>("SELECT 1 FROM conduit_webhook_subscriptions WHERE id = $1 FOR UPDATE");
+    Ok(q.bind(id).fetch_optional(conn).await?.is_some())
+}
+
+#[async_trait]
+impl WebhookStore for PostgresWebhookStore {
+    async fn upsert(&self, sub: WebhookSubscription, caps: WebhookCaps, now_ms: u64) -> Result<Upserted, UpsertError> {
+        let now = sql::int(now_ms);
+        let done = self
+            .in_tx("upsert a webhook subscription", |conn| {
+                Box::pin(async move {
+                    // One upsert per principal at a time, on every node: the caps hold.
+                    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('conduit_webhook:' || $1, 0))")
+                        .bind(sub.key.principal.as_str())
+                        .execute(&mut *conn)
+                        .await?;
+                    let q = "SELECT refresh_before_ms FROM conduit_webhook_subscriptions WHERE id = $1 FOR UPDATE";
+                    let existing: Option<Option<i64>> =
+                        sqlx::query_scalar(q).bind(sub.id.as_str()).fetch_optional(&mut *conn).await?;
+                    let (count, bytes): (i64, i64) = sqlx::query_as(sql::USAGE_SQL)
+                        .bind(sub.key.principal.as_str())
+                        .bind(sub.id.as_str())
+                        .bind(now)
+                        .fetch_one(&mut *conn)
+                        .await?;
+                    let (count, bytes) = (usize::try_from(count).unwrap_or(0), usize::try_from(bytes).unwrap_or(0));
+                    if count + 1 > caps.max_per_principal {
+                        return Ok(Upsert::Full("subscriptions", caps.max_per_principal));
+                    }
+                    if bytes + sub.held_bytes() > caps.max_bytes_per_principal {
+                        return Ok(Upsert::Full("subscriptionBytes", caps.max_bytes_per_principal));
+                    }
+                    let live = existing.map(|until| until.is_none_or(|t| t > now));
+                    if live == Some(true) {
+                        sql::bind_subscription(sqlx::query(sql::REFRESH_SQL), &sub).execute(&mut *conn).await?;
+                        return Ok(Upsert::Done(Upserted::Refreshed));
+                    }
+                    if live == Some(false) {
+                        sqlx::query(sql::DELETE_OUTBOX_SQL).bind(sub.id.as_str()).execute(&mut *conn).await?;
+                        sqlx::query(sql::DELETE_SUB_SQL).bind(sub.id.as_str()).execute(&mut *conn).await?;
+                    }
+                    sql::bind_subscription(sqlx::query(sql::INSERT_SQL), &sub).execute(&mut *conn).await?;
+                    Ok(Upsert::Done(Upserted::Created))
+                })
+            })
+            .await?;
+        match done {
+            Upsert::Done(u) => Ok(u),
+            Upsert::Full(limit, max) => Err(UpsertError::Full { limit, max }),
+        }
+    }
+
+    async fn get(&self, principal: &str, id: &str, now_ms: u64) -> Result<Option<WebhookSubscription>, StoreError> {
+        let rows = self
+            .rows("read a webhook subscription", sql::GET_SQL, |q| q.bind(id).bind(principal).bind(sql::int(now_ms)))
+            .await?;
+        rows.first().map(decode_sub).transpose()
+    }
+
+    async fn remove(&self, principal: &str, id: &str, now_ms: u64) -> Result<bool, StoreError> {
+        let (id, principal) = (id.to_owned(), principal.to_owned());
+        self.in_tx("remove a webhook subscription", |conn| {
+            Box::pin(async move {
+                let removed: Option<Option<i64>> =
+                    sqlx::query_scalar(sql::REMOVE_SQL).bind(&id).bind(&principal).fetch_optional(&mut *conn).await?;
+                if removed.is_some() {
+                    sqlx::query(sql::DELETE_OUTBOX_SQL).bind(&id).execute(&mut *conn).await?;
+                }
+                Ok(removed.is_some_and(|until| until.is_none_or(|t| t > sql::int(now_ms))))
+            })
+        })
+        .await
+    }
+
+    async fn verified(&self, principal: &str, url: &str) -> Result<bool, StoreError> {
+        let rows = self.rows("read a webhook verification", sql::VERIFIED_SQL, |q| q.bind(principal).bind(url)).await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn set_verified(&self, principal: &str, url: &str, at_ms: u64) -> Result<(), StoreError> {
+        let q = sqlx::query(sql::SET_VERIFIED_SQL).bind(principal).bind(url).bind(sql::int(at_ms));
+        self.store.engine().write("record a webhook verification", q).await.map(|_| ())
+    }
+
+    async fn enqueue(&self, entry: OutboxEntry) -> Result<(), StoreError> {
+        let q = sql::bind_entry(sqlx::query(sql::ENQUEUE_SQL), &entry);
+        self.store.engine().write("enqueue a webhook message", q).await.map(|_| ())
+    }
+
+    async fn live(
+        &self,
+        now_ms: u64,
+        after_id: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<WebhookSubscription>, StoreError> {
+        let limit = i64::try_from(max).unwrap_or(i64::MAX);
+        let rows = self
+            .rows("list webhook subscriptions", LIVE_SQL.as_str(), |q| {
+                q.bind(sql::int(now_ms)).bind(after_id.unwrap_or("")).bind(limit)
+            })
+            .await?;
+        rows.iter().map(decode_sub).collect()
+    }
+
+    async fn feed(
+        &self,
+        subscription_id: &str,
+        from: u64,
+        to: u64,
+        entries: Vec<OutboxEntry>,
+    ) -> Result<bool, StoreError> {
+        let id = subscription_id.to_owned();
+        self.in_tx("feed a webhook outbox", |conn| {
+            Box::pin(async move {
+                if !lock_sub(&mut *conn, &id).await? {
+                    return Ok(false);
+                }
+                let q = sqlx::query(sql::FEED_SQL).bind(&id).bind(sql::int(from)).bind(sql::int(to));
+                if q.execute(&mut *conn).await?.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                for e in entries.iter().filter(|e| e.subscription_id == id) {
+                    sql::bind_entry(sqlx::query(sql::ENQUEUE_SQL), e).execute(&mut *conn).await?;
+                }
+                sqlx::query(AssertSqlSafe(WATERMARK_SQL.as_str())).bind(&id).execute(&mut *conn).await?;
+                Ok(true)
+            })
+        })
+        .await
+    }
+
+    async fn claim(&self, node: &str, now_ms: u64, lease_ms: u64, max: usize) -> Result<Vec<OutboxEntry>, StoreError> {
+        let limit = i64::try_from(max).unwrap_or(i64::MAX);
+        let until = sql::int(now_ms.saturating_add(lease_ms));
+        let q =
+            sqlx::query(AssertSqlSafe(CLAIM_SQL.as_str())).bind(node).bind(sql::int(now_ms)).bind(until).bind(limit);
+        let mut c = self.store.engine().conn().await?;
+        let rows = bounded(c.deadline(), q.fetch_all(c.conn())).await;
+        let rows = c.finish(rows, is_connection_error).map_err(|e| backend("claim webhook messages", e))?;
+        let mut entries = rows.iter().map(|r| sql::decode_entry(ENGINE, r)).collect::<Result<Vec<_>, _>>()?;
+        sql::sort_claimed(&mut entries);
+        Ok(entries)
+    }
+
+    async fn settle(
+        &self,
+        node: &str,
+        subscription_id: &str,
+        id: &str,
+        outcome: Settlement,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let (node, sub, id) = (node.to_owned(), subscription_id.to_owned(), id.to_owned());
+        self.in_tx("settle a webhook message", |conn| {
+            Box::pin(async move {
+                if !lock_sub(&mut *conn, &sub).await? {
+                    return Ok(false);
+                }
+                let q = match outcome {
+                    Settlement::RetryAt(at, _) => {
+                        sqlx::query(sql::SETTLE_RETRY_SQL).bind(&sub).bind(&id).bind(&node).bind(sql::int(at))
+                    }
+                    _ => sqlx::query(sql::SETTLE_DELETE_SQL).bind(&sub).bind(&id).bind(&node),
+                };
+                if q.execute(&mut *conn).await?.rows_affected() == 0 {
+                    return Ok(false);
+                }
+                let state = match outcome {
+                    Settlement::Delivered => sqlx::query(sql::DELIVERED_SQL).bind(&sub),
+                    Settlement::Dropped(f) | Settlement::RetryAt(_, f) => {
+                        sqlx::query(sql::FAILED_SQL).bind(&sub).bind(sql::int(now_ms)).bind(f.as_str())
+                    }
+                };
+                state.execute(&mut *conn).await?;
+                if !matches!(outcome, Settlement::RetryAt(..)) {
+                    sqlx::query(AssertSqlSafe(WATERMARK_SQL.as_str())).bind(&sub).execute(&mut *conn).await?;
+                }
+                Ok(true)
+            })
+        })
+        .await
+    }
+
+    async fn sweep(&self, now_ms: u64) -> Result<usize, StoreError> {
+        self.in_tx("sweep webhook subscriptions", |conn| {
+            Box::pin(async move {
+                let batch = i64::try_from(SWEEP_BATCH).unwrap_or(i64::MAX);
+                let ids: Vec<String> = sqlx::query_scalar(sql::LAPSED_SQL)
+                    .bind(sql::int(now_ms))
+                    .bind(batch)
+                    .fetch_all(&mut *conn)
+                    .await?;
+                if !ids.is_empty() {
+                    sqlx::query("DELETE FROM conduit_webhook_outbox WHERE subscription_id = ANY($1)")
+                        .bind(&ids)
+                        .execute(&mut *conn)
+                        .await?;
+                    sqlx::query("DELETE FROM conduit_webhook_subscriptions WHERE id = ANY($1)")
+                        .bind(&ids)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                let cutoff = sql::int(now_ms.saturating_sub(VERIFICATION_KEEP_MS));
+                sqlx::query(sql::STALE_VERIFICATIONS_SQL).bind(cutoff).execute(&mut *conn).await?;
+                Ok(ids.len())
+            })
+        })
+        .await
+    }
+}
