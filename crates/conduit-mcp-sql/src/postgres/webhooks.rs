@@ -80,7 +80,7 @@ impl PostgresWebhookStore {
         let mut c = self.store.engine().conn().await?;
         let done = bounded(c.deadline(), async {
             let mut tx = c.conn().begin().await?;
-            let out = op(&mut *tx).await?;
+            let out = op(&mut tx).await?;
             tx.commit().await?;
             Ok(out)
         })

@@ -77,7 +77,7 @@ impl SqliteWebhookStore {
         let mut c = self.store.engine().writer().await?;
         let done = bounded(c.deadline(), async {
             let mut tx = c.conn().begin_with("BEGIN IMMEDIATE").await?;
-            let out = op(&mut *tx).await?;
+            let out = op(&mut tx).await?;
             tx.commit().await?;
             Ok(out)
         })

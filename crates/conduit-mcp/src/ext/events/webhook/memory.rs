@@ -202,7 +202,8 @@ impl WebhookStore for MemoryWebhookStore {
 
     async fn remove(&self, principal: &str, id: &str, now_ms: u64) -> Result<bool, StoreError> {
         let mut st = self.lock();
-        if !st.subs.get(id).is_some_and(|s| s.key.principal == principal) {
+        let theirs = st.subs.get(id).is_some_and(|s| s.key.principal == principal);
+        if !theirs {
             return Ok(false);
         }
         Ok(st.remove_sub(id).is_some_and(|s| !s.expired(now_ms)))
@@ -265,7 +266,8 @@ impl WebhookStore for MemoryWebhookStore {
         entries: Vec<OutboxEntry>,
     ) -> Result<bool, StoreError> {
         let mut st = self.lock();
-        if !st.subs.get(subscription_id).is_some_and(|s| s.fed_through == from) {
+        let at_from = st.subs.get(subscription_id).is_some_and(|s| s.fed_through == from);
+        if !at_from {
             return Ok(false);
         }
         let adding: usize = entries.iter().filter(|e| e.subscription_id == subscription_id).map(entry_bytes).sum();
@@ -321,7 +323,8 @@ impl WebhookStore for MemoryWebhookStore {
     ) -> Result<bool, StoreError> {
         let mut st = self.lock();
         let key = (subscription_id.to_owned(), id.to_owned());
-        if !st.outbox.get(&key).is_some_and(|e| e.lease.as_ref().is_some_and(|(n, _)| n == node)) {
+        let held = st.outbox.get(&key).and_then(|e| e.lease.as_ref()).is_some_and(|(n, _)| n == node);
+        if !held {
             return Ok(false);
         }
         match outcome {
