@@ -155,6 +155,12 @@ mod tests {
         assert_eq!(admit(&strict, "https://127.0.0.1:9/h"), Err(UrlRefusal::Address(AddressRefusal::Loopback)));
         assert_eq!(admit(&strict, "https://[::1]:9/h"), Err(UrlRefusal::Address(AddressRefusal::Loopback)));
         assert_eq!(admit(&strict, "https://10.0.0.1/h"), Err(UrlRefusal::Address(AddressRefusal::SpecialPurpose)));
+        let mapped = admit(&strict, "https://[::ffff:127.0.0.1]/h");
+        assert_eq!(mapped, Err(UrlRefusal::Address(AddressRefusal::Loopback)), "IPv4 in IPv6 judged as IPv4");
+        let mapped = admit(&strict, "https://[::ffff:a9fe:a9fe]/h");
+        assert_eq!(mapped, Err(UrlRefusal::Address(AddressRefusal::SpecialPurpose)), "169.254.169.254 in IPv6");
+        let decimal = admit(&strict, "https://2130706433/h");
+        assert_eq!(decimal, Err(UrlRefusal::Address(AddressRefusal::Loopback)), "127.0.0.1 spelled as one number");
 
         let listed = rules(&["http://127.0.0.1:9"], false);
         assert_eq!(admit(&listed, "http://127.0.0.1:9/h"), Ok(Admission { loopback: true }));
