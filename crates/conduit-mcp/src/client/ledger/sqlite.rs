@@ -270,7 +270,7 @@ impl TaskLedger for SqliteLedger {
                     "SELECT {COLUMNS} FROM tasks WHERE (?1 IS NULL OR server = ?1) AND (?2 IS NULL OR principal = ?2)
                      ORDER BY created_ms, task_id"
                 ))?;
-                q.query_map(params![server, principal], |r| entry(r))?.collect::<rusqlite::Result<Vec<_>>>()
+                q.query_map(params![server, principal], entry)?.collect::<rusqlite::Result<Vec<_>>>()
             })
             .await?;
         let mut out = Vec::with_capacity(rows.len());

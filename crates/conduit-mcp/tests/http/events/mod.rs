@@ -4,6 +4,8 @@
 //! (`sep-9999-…`, prefix left out) it covers.
 
 mod discovery;
+#[cfg(feature = "webhooks")]
+mod egress;
 mod poll;
 mod slow_reader;
 mod stream;

@@ -74,7 +74,7 @@ impl Shared {
     /// connection of its own, on a blocking thread (one at a time; a
     /// failure is left for the next turn, the WAL keeps everything).
     fn checkpoint_in_turn(&self) {
-        if self.0.runs.fetch_add(1, Ordering::Relaxed) % CHECKPOINT_EVERY != 0
+        if !self.0.runs.fetch_add(1, Ordering::Relaxed).is_multiple_of(CHECKPOINT_EVERY)
             || self.0.checkpointing.swap(true, Ordering::AcqRel)
         {
             return;

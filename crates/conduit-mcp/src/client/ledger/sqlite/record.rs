@@ -58,7 +58,7 @@ enum Recorded {
 impl SqliteLedger {
     /// Records `e` (in place of the call in flight `replaced`, if any).
     pub(super) async fn record_in_place_of(&self, replaced: Option<&str>, e: &LedgerEntry) -> Result<(), LedgerError> {
-        if self.count.writes.fetch_add(1, Ordering::Relaxed) % RECOUNT_EVERY == 0 {
+        if self.count.writes.fetch_add(1, Ordering::Relaxed).is_multiple_of(RECOUNT_EVERY) {
             self.count.entries.store(usize::MAX, Ordering::Relaxed);
         }
         let known = self.count.entries.load(Ordering::Relaxed);
