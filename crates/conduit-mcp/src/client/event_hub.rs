@@ -63,6 +63,12 @@ impl State {
         self.generation += 1;
         self.wake.notify_one();
     }
+
+    /// Whether a follower of `id` may join: the server has not refused the
+    /// type, and `id` is routed already or there is room for one more task.
+    fn admits(&self, id: &str) -> bool {
+        !self.refused && (self.routes.contains_key(id) || self.routes.len() < MAX_TASKS)
+    }
 }
 
 /// The client's `task.status_changed` hub.
@@ -140,7 +146,7 @@ impl EventHub {
         let (ready_tx, ready_rx) = oneshot::channel();
         let (key, active) = {
             let mut st = lock(&self.state);
-            if st.refused || (!st.routes.contains_key(id) && st.routes.len() >= MAX_TASKS) {
+            if !st.admits(id) {
                 return None;
             }
             st.next_key += 1;
@@ -312,5 +318,37 @@ async fn manage(run: Run, wake: Arc<Notify>, opened: Arc<AtomicU64>) {
             hint(state, None);
         }
         attempt = 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_most_max_tasks_are_routed() {
+        let mut st = State::default();
+        for i in 0..MAX_TASKS {
+            assert!(st.admits(&format!("t{i}")));
+            st.routes.insert(format!("t{i}"), vec![(0, mpsc::channel(1).0)]);
+        }
+        assert!(!st.admits("one-more"), "past the cap a follower polls");
+        assert!(st.admits("t7"), "another follower of a routed task joins it");
+        st.refused = true;
+        assert!(!st.admits("t7"), "nobody joins once the server refused the type");
+    }
+
+    #[tokio::test]
+    async fn a_task_holds_at_most_one_pending_hint() {
+        let state = Mutex::new(State::default());
+        let (tx, mut rx) = mpsc::channel(1);
+        lock(&state).routes.insert("a".into(), vec![(1, tx)]);
+        for _ in 0..100 {
+            hint(&state, Some("a"));
+            hint(&state, Some("b"));
+            hint(&state, None);
+        }
+        assert_eq!(rx.try_recv(), Ok(()));
+        assert!(rx.try_recv().is_err(), "a hundred changes leave one hint");
     }
 }

@@ -2,10 +2,16 @@
 //! over a real socket: twenty tasks followed at once (listen push off, an
 //! hour between polls) each reach their result, and the server sees exactly
 //! one `events/stream` request for all of them; once none is followed the
-//! stream is closed, and the next followed task opens a new one.
+//! stream is closed, and the next followed task opens a new one. A stream
+//! the network cuts after its first occurrence is reopened from its cursor,
+//! and what happened meanwhile still arrives.
 
 use crate::common;
 
+use axum::body::Body;
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
 use common::guard;
 use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::client::{CallOutcome, Client, ClientBuilder, TaskEvent, TaskHandle, ToolOutcome};
@@ -14,7 +20,8 @@ use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;
 use conduit_mcp::transport::http;
-use serde_json::json;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,14 +29,52 @@ use std::time::Duration;
 const HOUR: Duration = Duration::from_secs(3600);
 const FOLLOWED: usize = 20;
 
-/// The requests the server saw, by their `Mcp-Method` header.
+/// The requests the server saw, by their `Mcp-Method` header, the cursor
+/// each `events/stream` asked for, and whether to cut the first one's answer
+/// after its first occurrence.
 #[derive(Clone, Default)]
-struct Seen(Arc<Mutex<HashMap<String, usize>>>);
+struct Seen {
+    counts: Arc<Mutex<HashMap<String, usize>>>,
+    stream_cursors: Arc<Mutex<Vec<Value>>>,
+    cut_first_stream: bool,
+}
 
 impl Seen {
     fn count(&self, method: &str) -> usize {
-        self.0.lock().unwrap().get(method).copied().unwrap_or(0)
+        self.counts.lock().unwrap().get(method).copied().unwrap_or(0)
     }
+}
+
+/// Counts `req`, and for an `events/stream` notes its cursor and (the first,
+/// when asked) ends its answer right after the first occurrence.
+async fn record(seen: Seen, req: Request, next: Next) -> Response {
+    let method = req.headers().get("mcp-method").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let Some(m) = method else { return next.run(req).await };
+    let n = {
+        let mut counts = seen.counts.lock().unwrap();
+        let n = counts.entry(m.clone()).or_default();
+        *n += 1;
+        *n
+    };
+    if m != "events/stream" {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, 1 << 16).await.expect("a small request");
+    let sent: Value = serde_json::from_slice(&bytes).expect("JSON");
+    seen.stream_cursors.lock().unwrap().push(sent["params"]["cursor"].clone());
+    let resp = next.run(Request::from_parts(parts, Body::from(bytes))).await;
+    if !(seen.cut_first_stream && n == 1) {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let mut passed = false;
+    let cut = body.into_data_stream().take_while(move |chunk| {
+        let go = !passed;
+        passed |= chunk.as_ref().is_ok_and(|c| String::from_utf8_lossy(c).contains("notifications/events/event"));
+        std::future::ready(go)
+    });
+    Response::from_parts(parts, Body::from_stream(cut))
 }
 
 /// A server with Tasks (a `job` tool whose task the test moves on) and
@@ -48,15 +93,7 @@ async fn server(seen: Seen) -> (String, Tasks, tokio::task::JoinHandle<()>) {
         .build()
         .unwrap();
     let auth = BearerTokens::new().token("alice-token", Principal::new("alice"));
-    let count = move |req: axum::extract::Request, next: axum::middleware::Next| {
-        let seen = seen.clone();
-        async move {
-            if let Some(m) = req.headers().get("mcp-method").and_then(|v| v.to_str().ok()) {
-                *seen.0.lock().unwrap().entry(m.to_owned()).or_default() += 1;
-            }
-            next.run(req).await
-        }
-    };
+    let count = move |req: Request, next: Next| record(seen.clone(), req, next);
     let app = axum::Router::new()
         .nest("/mcp", http::router(server, HttpConfig::default().auth(auth)))
         .layer(axum::middleware::from_fn(count));
@@ -127,4 +164,26 @@ async fn twenty_tasks_share_one_events_stream() {
     assert_eq!(text, format!("done {id}"));
     assert_eq!(seen.count("events/stream"), 2);
     assert_eq!(c.event_streams_opened(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_stream_is_reopened_from_its_cursor() {
+    let seen = Seen { cut_first_stream: true, ..Seen::default() };
+    let (url, tasks, _server) = server(seen.clone()).await;
+    let b = ClientBuilder::http(&url).token("alice-token").push(false).max_poll_interval(HOUR);
+    let c = guard("connect", b.connect()).await.expect("connect");
+    let mut handles = Vec::new();
+    for _ in 0..3 {
+        handles.push(job(&c).await);
+    }
+    let ids: Vec<String> = handles.iter().map(|t| t.id().to_owned()).collect();
+    let drives: Vec<_> = handles.into_iter().map(|t| tokio::spawn(drive(tasks.clone(), t))).collect();
+    for (id, d) in ids.iter().zip(drives) {
+        let text = guard("a followed task's result", d).await.expect("the follower");
+        assert_eq!(text, format!("done {id}"));
+    }
+    let cursors = seen.stream_cursors.lock().unwrap().clone();
+    assert_eq!(cursors.len(), 2, "the cut stream was reopened once: {cursors:?}");
+    assert!(cursors[0].is_null(), "the first stream starts from now: {cursors:?}");
+    assert!(cursors[1].is_string(), "the reopened one continues from the cursor: {cursors:?}");
 }
