@@ -31,6 +31,8 @@ pub(crate) const TASK_STATUS_CHANGED: &str = "task.status_changed";
 pub(crate) const MAX_TASKS: usize = 1000;
 /// How long a stream may take to become active.
 const ACTIVE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest a follower waits for the stream to become active (opening or reopening).
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
 /// How many times in a row a broken stream is reopened before the followers poll.
 const REOPEN_ATTEMPTS: u32 = 3;
 /// The pause before the n-th reopen attempt is n times this.
@@ -164,7 +166,8 @@ impl EventHub {
             (key, st.active)
         };
         let feed = EventFeed { rx, id: id.to_owned(), key, state: Arc::downgrade(&self.state) };
-        if active || matches!(ready_rx.await, Ok(true)) { Some(feed) } else { None }
+        let ready = active || matches!(tokio::time::timeout(READY_TIMEOUT, ready_rx).await, Ok(Ok(true)));
+        ready.then_some(feed)
     }
 }
 
