@@ -13,6 +13,7 @@ mod cli;
 mod enterprise_grants;
 mod enterprise_login;
 mod events;
+mod follow_events;
 mod https;
 mod ledger;
 mod oauth;

@@ -261,9 +261,10 @@ impl ClientBuilder {
     }
 
     /// Whether to follow tasks by the Events extension's `task.status_changed`
-    /// on an `events/stream` where the server offers it and the listen push
-    /// did not take the task (default on; polling otherwise). Each event
-    /// costs one `tasks/get`; nothing is polled between events.
+    /// where the server offers it and the listen push did not take the task
+    /// (default on; polling otherwise): every such task shares the client's
+    /// one `events/stream`. Each event costs one `tasks/get`; nothing is
+    /// polled between events.
     pub fn follow_by_events(mut self, on: bool) -> Self {
         self.follow.events = on;
         self

@@ -187,6 +187,14 @@ impl Client {
         self.shared.tracker.hub().streams_opened()
     }
 
+    /// How many `events/stream` requests of `task.status_changed` this client
+    /// has opened so far to follow tasks the listen push did not take (one
+    /// shared by every such task, again only when it broke; streams opened
+    /// with [`Client::stream_events`] are not counted).
+    pub fn event_streams_opened(&self) -> u64 {
+        self.shared.tracker.event_hub().streams_opened()
+    }
+
     /// How many messages this client has sent so far: HTTP requests (each
     /// POST, and the legacy event stream's GETs), or lines written to a stdio
     /// server. With push, following a task costs no request while it runs;

@@ -9,8 +9,7 @@
 //! handle follow them.
 
 use super::error::ClientError;
-use super::event_stream::EventStream;
-use super::follow_events;
+use super::event_hub::EventFeed;
 use super::input;
 use super::listen_hub::Subscription;
 use super::outcome::{TaskEvent, ToolOutcome};
@@ -95,8 +94,8 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
     let mut idle_polls = 0u32;
     let mut interval = s.default_poll;
     let mut push: Option<Subscription> = None;
-    // Without the listen push, `task.status_changed` on a stream of its own (tried once).
-    let mut events: Option<EventStream> = None;
+    // Without the listen push, `task.status_changed` on the client's one events stream (tried once).
+    let mut events: Option<EventFeed> = None;
     let mut events_tried = false;
     // The status last written to the ledger: a write per change of status, not per message.
     let mut noted: Option<TaskStatus> = None;
@@ -191,7 +190,7 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
         }
         if push.is_none() && !events_tried {
             events_tried = true;
-            events = follow_events::open(tracker, id).await;
+            events = tracker.event_hub().follow(era, id).await;
             if events.is_some() {
                 // Catch a change made between the last read and the stream's start.
                 snapshot = era.get_task(id).await?;
@@ -212,9 +211,9 @@ async fn follow(tracker: &Arc<Tracker>, id: &str, tx: &Tx, answer: bool) -> Resu
                 () = tokio::time::sleep(wait) => None,
                 () = tx.closed() => return Ok(()),
             },
-            (None, Some(stream)) => tokio::select! {
+            (None, Some(feed)) => tokio::select! {
                 // An occurrence is a hint: the task is read below.
-                changed = follow_events::next_change(stream) => {
+                changed = feed.changed() => {
                     if !changed { events = None; }
                     None
                 },

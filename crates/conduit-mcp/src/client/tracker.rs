@@ -1,12 +1,12 @@
 //! [`Tracker`]: what the task handles of one client share — the era they
-//! speak, the follower's settings, the one listen hub, and the task ledger
-//! they write to.
+//! speak, the follower's settings, the one listen hub, the one
+//! `task.status_changed` hub, and the task ledger they write to.
 
 use super::era::Dialect;
+use super::event_hub::EventHub;
 use super::listen_hub::Hub;
 use super::recorder::Recorder;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Settings of the task follower (set on the [`ClientBuilder`](super::ClientBuilder)).
@@ -45,8 +45,8 @@ pub(crate) struct Tracker {
     settings: FollowSettings,
     hub: Hub,
     recorder: Option<Recorder>,
-    /// The server advertised the Events extension and has not refused `task.status_changed` on a stream.
-    events: AtomicBool,
+    /// Where tasks are followed by `task.status_changed` when the listen push does not take them.
+    event_hub: EventHub,
 }
 
 impl Tracker {
@@ -58,18 +58,8 @@ impl Tracker {
         recorder: Option<Recorder>,
         offers_events: bool,
     ) -> Self {
-        let events = AtomicBool::new(offers_events && settings.events);
-        Self { era, settings, hub: Hub::default(), recorder, events }
-    }
-
-    /// Whether to try following tasks by `task.status_changed` on `events/stream`.
-    pub(crate) fn follows_by_events(&self) -> bool {
-        self.events.load(Ordering::Relaxed)
-    }
-
-    /// The server refused `task.status_changed` on a stream: poll from now on.
-    pub(crate) fn events_refused(&self) {
-        self.events.store(false, Ordering::Relaxed);
+        let event_hub = EventHub::new(offers_events && settings.events);
+        Self { era, settings, hub: Hub::default(), recorder, event_hub }
     }
 
     /// Where the tasks are written down, when they are.
@@ -90,5 +80,10 @@ impl Tracker {
     /// The listen hub pushes come through.
     pub(crate) fn hub(&self) -> &Hub {
         &self.hub
+    }
+
+    /// The hub `task.status_changed` occurrences come through.
+    pub(crate) fn event_hub(&self) -> &EventHub {
+        &self.event_hub
     }
 }

@@ -11,6 +11,7 @@ pub mod common;
 pub mod examples;
 
 mod event_backpressure;
+mod event_hub;
 mod events;
 mod examples_run;
 mod follow_events;
