@@ -67,11 +67,14 @@ async fn max_events_gives_a_partial_batch_with_an_intermediate_cursor() {
         f.poll(Some("alice"), json!({ "name": "incident.created", "cursor": start["cursor"], "maxEvents": 2 })).await;
     assert_eq!(ids(&a), ["i0", "i1"]);
     assert_eq!(a["hasMore"], true);
+    // With more waiting the interval does not apply: poll again at once.
+    assert_eq!(a["nextPollMs"], 0, "{a}");
     let b = f.poll(Some("alice"), json!({ "name": "incident.created", "cursor": a["cursor"], "maxEvents": 2 })).await;
     assert_eq!(ids(&b), ["i2", "i3"]);
     let c = f.poll(Some("alice"), json!({ "name": "incident.created", "cursor": b["cursor"], "maxEvents": 2 })).await;
     assert_eq!(ids(&c), ["i4"]);
     assert_eq!(c["hasMore"], false);
+    assert_eq!(c["nextPollMs"], 5_000, "the configured interval once caught up: {c}");
 }
 
 // poll-invalid-arguments, poll-errors-are-jsonrpc, error-invalid-params, poll-mode-unsupported

@@ -105,12 +105,17 @@ async fn an_origin_the_operator_vouches_for_is_not_asked() {
     assert_eq!(first.json()["data"]["taskId"], json!(task), "the first request is the event, no handshake");
 }
 
-// unsubscribe-unknown-not-found, unsubscribe-key-scoped-to-principal
+// unsubscribe-unknown-not-found, unsubscribe-key-scoped-to-principal, subscribe-id-not-an-input
 #[tokio::test]
 async fn unsubscribe_ends_only_the_callers_own_subscription() {
     let h = hooks().await;
     let params = h.params("task.status_changed", json!({}), &secret(1));
-    h.subscribe(Some("alice"), 1, params).await.assert_ok(&json!(1));
+    let id = h.subscribe(Some("alice"), 1, params).await.assert_ok(&json!(1))["id"].clone();
+    assert!(id.is_string(), "{id}");
+    // The id routes deliveries; no method takes it in place of the key.
+    let by_id = json!({ "id": id });
+    error_of(&h.f.send_as(Some("alice"), &ereq(7, "events/unsubscribe", by_id)).await, 7, -32602);
+    assert_eq!(h.store.subscriptions(), 1, "an id alone ends nothing");
     let unsub = json!({ "name": "task.status_changed", "arguments": {},
                         "delivery": { "mode": "webhook", "url": h.receiver.url } });
     error_of(&h.f.send_as(None, &ereq(2, "events/unsubscribe", unsub.clone())).await, 2, -32012);
