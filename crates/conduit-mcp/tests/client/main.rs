@@ -9,6 +9,8 @@ pub mod client_support;
 pub mod common;
 #[path = "../support/examples/mod.rs"]
 pub mod examples;
+#[path = "../support/python_venv/mod.rs"]
+pub mod python_venv;
 
 mod event_backpressure;
 mod event_hub;

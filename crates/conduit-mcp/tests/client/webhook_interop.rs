@@ -4,30 +4,7 @@
 //! Without python3 the test is skipped, unless `CI` requires it.
 
 use conduit_mcp::protocol::webhook_signature::WebhookSecret;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const PACKAGE: &str = "standardwebhooks==1.1.0";
-
-/// The venv's python with the package installed, or `None` (skipped) without python3.
-fn python() -> Option<PathBuf> {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../standardwebhooks-venv");
-    let py = venv.join("bin/python");
-    let has = |py: &Path| Command::new(py).args(["-c", "import standardwebhooks"]).status().is_ok_and(|s| s.success());
-    if py.is_file() && has(&py) {
-        return Some(py);
-    }
-    if Command::new("python3").arg("--version").status().is_err() {
-        assert!(std::env::var("CI").is_err(), "python3 is required for the standardwebhooks interop test");
-        eprintln!("skipped: no python3");
-        return None;
-    }
-    let ok = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().is_ok_and(|s| s.success());
-    assert!(ok, "python3 -m venv {}", venv.display());
-    let ok = Command::new(venv.join("bin/pip")).args(["install", "-q", PACKAGE]).status().is_ok_and(|s| s.success());
-    assert!(ok && has(&py), "pip install {PACKAGE}");
-    Some(py)
-}
 
 const SCRIPT: &str = r#"
 import sys, datetime
@@ -42,7 +19,7 @@ print(wh.sign(msg_id, when, body.decode()))
 
 #[test]
 fn the_reference_python_library_verifies_ours_and_we_verify_its() {
-    let Some(py) = python() else { return };
+    let Some(py) = crate::python_venv::standardwebhooks_python() else { return };
     let secret = WebhookSecret::from_bytes((0u8..32).map(|b| b.wrapping_mul(37)).collect()).unwrap();
     let now =
         i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).unwrap();

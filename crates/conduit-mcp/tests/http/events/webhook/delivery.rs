@@ -74,7 +74,7 @@ async fn a_failed_delivery_is_retried_with_a_fresh_signature_and_a_410_is_not() 
     let task = h.start_job("alice").await;
     h.complete(&task).await;
     let first = h.receiver.next().await;
-    eventually("the 500 settled", || h.store.waiting().iter().any(|(_, _, attempts)| *attempts == 1)).await;
+    h.store.until("the 500 settled", |st| st.waiting().iter().any(|(_, _, attempts)| *attempts == 1)).await;
     h.f.clock.advance(31_000);
     let second = h.receiver.next().await;
     assert_eq!(second.id, first.id, "the same webhook-id");
@@ -82,7 +82,7 @@ async fn a_failed_delivery_is_retried_with_a_fresh_signature_and_a_410_is_not() 
     assert_eq!(second.timestamp, first.timestamp + 31, "this attempt's time");
     assert_ne!(second.signature, first.signature);
     assert!(first.signed_by(&key) && second.signed_by(&key));
-    eventually("delivered", || h.store.waiting().is_empty()).await;
+    h.store.until("delivered", |st| st.waiting().is_empty()).await;
 
     // 410: dropped at once, however long one waits.
     h.receiver.script.lock().unwrap().deliveries.push_back(410);
@@ -90,7 +90,7 @@ async fn a_failed_delivery_is_retried_with_a_fresh_signature_and_a_410_is_not() 
     h.complete(&task).await;
     let gone = h.receiver.next().await;
     assert_eq!(gone.json()["data"]["taskId"], json!(task));
-    eventually("the 410 settled", || h.store.waiting().is_empty()).await;
+    h.store.until("the 410 settled", |st| st.waiting().is_empty()).await;
     h.f.clock.advance(20 * 60_000); // past any retry, within the TTL
     // The next event still goes: the subscription is unaffected.
     let task = h.start_job("alice").await;
@@ -118,7 +118,7 @@ async fn a_task_scoped_subscription_ends_with_a_terminated_envelope() {
     assert_eq!(body["error"]["data"], json!({ "kind": "subscription", "reason": "task_terminal" }));
     assert!(end.id.starts_with("msg_terminated_") && end.signed_by(&secret(4)));
     // It no longer exists.
-    eventually("removed", || h.store.subscriptions() == 0).await;
+    h.store.until("removed", |st| st.subscriptions() == 0).await;
     let unsub = json!({ "name": "task.status_changed", "arguments": { "taskId": task },
                         "delivery": { "url": h.receiver.url } });
     error_of(&h.f.send_as(Some("alice"), &ereq(9, "events/unsubscribe", unsub)).await, 9, -32011);
@@ -144,7 +144,7 @@ async fn sustained_failure_suspends_and_a_refresh_says_so_and_resumes() {
     for attempts in 1..=3u32 {
         let got = h.receiver.next().await;
         assert_eq!(got.json()["data"]["taskId"], json!(task));
-        eventually("settled", || h.store.waiting().iter().any(|(_, _, a)| *a == attempts)).await;
+        h.store.until("settled", |st| st.waiting().iter().any(|(_, _, a)| *a == attempts)).await;
         h.f.clock.advance(30_000);
     }
     // Suspended: the retry now due is not tried.
@@ -158,7 +158,7 @@ async fn sustained_failure_suspends_and_a_refresh_says_so_and_resumes() {
     // The refresh reactivated it: the pending retry goes again (and now succeeds).
     let again = h.receiver.next().await;
     assert_eq!(again.json()["data"]["taskId"], json!(task));
-    eventually("delivered", || h.store.waiting().is_empty()).await;
+    h.store.until("delivered", |st| st.waiting().is_empty()).await;
     let r = h.subscribe(Some("alice"), 3, params).await.assert_ok(&json!(3));
     assert_eq!(r["deliveryStatus"], json!({ "active": true }), "{r}");
 }

@@ -178,13 +178,3 @@ impl Hooks {
         self.f.tasks.complete(id, CallToolResult::text("done"), None).await.expect("completed");
     }
 }
-
-/// Waits (up to 5 s, looking every 10 ms) until `cond` holds.
-pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    guard(what, async {
-        while !cond() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-}

@@ -10,7 +10,8 @@ use conduit_mcp::ext::events::webhook::{
 };
 use conduit_mcp::task::StoreError;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
+use tokio::sync::Notify;
 
 #[derive(Default)]
 struct State {
@@ -32,9 +33,57 @@ impl State {
 #[derive(Default)]
 pub struct DoubleStore {
     state: Mutex<State>,
+    /// Told after every change, for tests waiting on one.
+    changed: Notify,
+}
+
+/// The state held for a change; waiters are told when it is let go.
+struct Edit<'a> {
+    state: Option<MutexGuard<'a, State>>,
+    changed: &'a Notify,
+}
+
+impl std::ops::Deref for Edit<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.state.as_ref().expect("held")
+    }
+}
+
+impl std::ops::DerefMut for Edit<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.state.as_mut().expect("held")
+    }
+}
+
+impl Drop for Edit<'_> {
+    fn drop(&mut self) {
+        drop(self.state.take());
+        self.changed.notify_waiters();
+    }
 }
 
 impl DoubleStore {
+    fn edit(&self) -> Edit<'_> {
+        Edit { state: Some(self.state.lock().unwrap()), changed: &self.changed }
+    }
+
+    /// Waits (up to 5 s) until `cond` holds, looking again after each change.
+    pub async fn until(&self, what: &str, mut cond: impl FnMut(&Self) -> bool) {
+        super::guard(what, async {
+            loop {
+                let changed = self.changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                if cond(self) {
+                    return;
+                }
+                changed.await;
+            }
+        })
+        .await;
+    }
+
     /// The outbox entries waiting, as `(subscription, id, attempts)`.
     pub fn waiting(&self) -> Vec<(String, String, u32)> {
         let s = self.state.lock().unwrap();
@@ -50,7 +99,7 @@ impl DoubleStore {
 #[async_trait]
 impl WebhookStore for DoubleStore {
     async fn upsert(&self, sub: WebhookSubscription, caps: WebhookCaps, now_ms: u64) -> Result<Upserted, UpsertError> {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.edit();
         let live =
             |x: &WebhookSubscription| !x.expired(now_ms) && x.key.principal == sub.key.principal && x.id != sub.id;
         let count = s.subs.values().filter(|x| live(x)).count();
@@ -84,7 +133,7 @@ impl WebhookStore for DoubleStore {
     }
 
     async fn remove(&self, principal: &str, id: &str, now_ms: u64) -> Result<bool, StoreError> {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.edit();
         let live = s.subs.get(id).is_some_and(|x| x.key.principal == principal && !x.expired(now_ms));
         if live {
             s.subs.remove(id);
@@ -98,12 +147,12 @@ impl WebhookStore for DoubleStore {
     }
 
     async fn set_verified(&self, principal: &str, url: &str, _at_ms: u64) -> Result<(), StoreError> {
-        self.state.lock().unwrap().verified.insert((principal.to_owned(), url.to_owned()));
+        self.edit().verified.insert((principal.to_owned(), url.to_owned()));
         Ok(())
     }
 
     async fn enqueue(&self, entry: OutboxEntry) -> Result<(), StoreError> {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.edit();
         if !s.outbox.iter().any(|e| e.subscription_id == entry.subscription_id && e.id == entry.id) {
             s.outbox.push(entry);
         }
@@ -128,7 +177,7 @@ impl WebhookStore for DoubleStore {
         to: u64,
         entries: Vec<OutboxEntry>,
     ) -> Result<bool, StoreError> {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.edit();
         match s.subs.get_mut(subscription_id) {
             Some(sub) if sub.fed_through == from => sub.fed_through = to,
             _ => return Ok(false),
@@ -143,7 +192,7 @@ impl WebhookStore for DoubleStore {
     }
 
     async fn claim(&self, node: &str, now_ms: u64, lease_ms: u64, max: usize) -> Result<Vec<OutboxEntry>, StoreError> {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.edit();
         let State { subs, outbox, .. } = &mut *s;
         // Only entries of live, active subscriptions: a suspended one's wait for its refresh.
         let active = |id: &str| subs.get(id).is_some_and(|x| x.active && !x.expired(now_ms));
@@ -171,7 +220,7 @@ impl WebhookStore for DoubleStore {
         outcome: Settlement,
         now_ms: u64,
     ) -> Result<bool, StoreError> {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.edit();
         let held = |e: &OutboxEntry| {
             e.subscription_id == subscription_id && e.id == id && e.lease.as_ref().is_some_and(|(n, _)| n == node)
         };
@@ -210,7 +259,7 @@ impl WebhookStore for DoubleStore {
     }
 
     async fn sweep(&self, now_ms: u64) -> Result<usize, StoreError> {
-        let mut s = self.state.lock().unwrap();
+        let mut s = self.edit();
         let lapsed: Vec<String> = s.subs.values().filter(|x| x.expired(now_ms)).map(|x| x.id.clone()).collect();
         for id in &lapsed {
             s.subs.remove(id);
