@@ -12,32 +12,13 @@ use conduit_mcp::auth::{BearerTokens, Principal};
 use conduit_mcp::ext::events::{Events, EventsConfig};
 use conduit_mcp::ext::tasks::{NotifierConfig, Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
+use conduit_mcp::testing::{RequestLog, SeenRequests};
 use conduit_mcp::transport::http;
-use std::collections::HashMap;
 use std::process::{Output, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
 const HOUR: Duration = Duration::from_secs(3600);
-
-/// What the server saw: requests by their `Mcp-Method` header, and the last task id read.
-#[derive(Clone, Default, Debug)]
-struct Log {
-    counts: HashMap<String, usize>,
-    last_task: Option<String>,
-}
-
-impl Log {
-    fn count(&self, method: &str) -> usize {
-        self.counts.get(method).copied().unwrap_or(0)
-    }
-
-    /// The requests of `method` seen since `before`.
-    fn since(&self, before: &Log, method: &str) -> usize {
-        self.count(method) - before.count(method)
-    }
-}
 
 async fn guard<F: std::future::Future>(what: &str, fut: F) -> F::Output {
     tokio::time::timeout(Duration::from_secs(30), fut).await.unwrap_or_else(|_| panic!("timed out: {what}"))
@@ -46,7 +27,7 @@ async fn guard<F: std::future::Future>(what: &str, fut: F) -> F::Output {
 /// A server with Tasks that push nothing on listen (a `job` tool whose task
 /// the test finishes, polled hourly) and `task.status_changed`, behind a
 /// layer that logs each request.
-async fn server() -> (String, Tasks, watch::Receiver<Log>, tokio::task::JoinHandle<()>) {
+async fn server() -> (String, Tasks, watch::Receiver<SeenRequests>, tokio::task::JoinHandle<()>) {
     let tasks = Tasks::new(TasksConfig::enabled().notifier(NotifierConfig::None)).unwrap();
     let events = Events::new(EventsConfig::new()).unwrap();
     events.task_status(&tasks);
@@ -60,28 +41,12 @@ async fn server() -> (String, Tasks, watch::Receiver<Log>, tokio::task::JoinHand
         .build()
         .unwrap();
     let auth = BearerTokens::new().token("tok-a", Principal::new("alice"));
-    let (log_tx, log_rx) = watch::channel(Log::default());
-    let log_tx = Arc::new(log_tx);
-    let record = move |req: axum::extract::Request, next: axum::middleware::Next| {
-        let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        if let Some(m) = header("mcp-method") {
-            let name = header("mcp-name");
-            log_tx.send_modify(|l| {
-                if m == "tasks/get" {
-                    l.last_task = name;
-                }
-                *l.counts.entry(m).or_default() += 1;
-            });
-        }
-        next.run(req)
-    };
-    let app = axum::Router::new()
-        .nest("/mcp", http::router(server, HttpConfig::default().auth(auth)))
-        .layer(axum::middleware::from_fn(record));
+    let log = RequestLog::new();
+    let app = log.wrap(axum::Router::new().nest("/mcp", http::router(server, HttpConfig::default().auth(auth))));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let task = tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
-    (url, tasks, log_rx, task)
+    (url, tasks, log.watch(), task)
 }
 
 /// Runs `conduit-mcp ARGS` in the background; once the server has seen an
@@ -90,9 +55,9 @@ async fn server() -> (String, Tasks, watch::Receiver<Log>, tokio::task::JoinHand
 async fn finish_once_streaming(
     args: &[&str],
     tasks: &Tasks,
-    log: &mut watch::Receiver<Log>,
-    before: &Log,
-) -> (Output, Log) {
+    log: &mut watch::Receiver<SeenRequests>,
+    before: &SeenRequests,
+) -> (Output, SeenRequests) {
     let child = tokio::process::Command::new(BIN)
         .args(args)
         .env("CONDUIT_MCP_LEDGER", test_ledger())
@@ -103,7 +68,8 @@ async fn finish_once_streaming(
         .spawn()
         .expect("spawn");
     let seen = guard("the events/stream request", log.wait_for(|l| l.since(before, "events/stream") > 0)).await;
-    let id = seen.expect("the server runs").last_task.clone().expect("the task was read before the stream");
+    let id =
+        seen.expect("the server runs").last_name("tasks/get").expect("the task was read before the stream").to_owned();
     tasks.complete(&id, CallToolResult::text("all done"), None).await.expect("complete");
     let out = guard("the command exits", child.wait_with_output()).await.expect("wait");
     (out, log.borrow().clone())
@@ -111,7 +77,7 @@ async fn finish_once_streaming(
 
 /// One events/stream, no listen push taken, and no polling: the first
 /// read, the read once the stream is active, and the read its event asked for.
-fn assert_followed_by_events(out: &Output, log: &Log, before: &Log) {
+fn assert_followed_by_events(out: &Output, log: &SeenRequests, before: &SeenRequests) {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "all done");
     assert_eq!(log.since(before, "events/stream"), 1, "{log:?}");
@@ -136,14 +102,14 @@ async fn task_wait_follows_a_task_by_its_status_events() {
     let before = log.borrow().clone();
     let args = ["task", "wait", &url, &id, "--token", "tok-a"];
     let (out, seen) = finish_once_streaming(&args, &tasks, &mut log, &before).await;
-    assert_eq!(seen.last_task.as_deref(), Some(id.as_str()));
+    assert_eq!(seen.last_name("tasks/get"), Some(id.as_str()));
     assert_followed_by_events(&out, &seen, &before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_follows_its_task_by_status_events() {
     let (url, tasks, mut log, _server) = server().await;
-    let before = Log::default();
+    let before = SeenRequests::default();
     let (out, seen) =
         finish_once_streaming(&["call", &url, "job", "--token", "tok-a"], &tasks, &mut log, &before).await;
     assert_eq!(seen.count("tools/call"), 1);

@@ -1,4 +1,5 @@
-//! The `TaskStore` contract suite (feature `testing`).
+//! The `TaskStore` contract suite (feature `testing`), and [`RequestLog`]
+//! (with `http`), which counts what a test's server saw.
 //!
 //! Every store — ours or yours — proves itself against the same checks:
 //!
@@ -22,6 +23,8 @@
 
 mod hooks;
 mod legacy_store;
+#[cfg(feature = "http")]
+mod request_log;
 mod terminal;
 
 pub use legacy_store::{
@@ -32,6 +35,8 @@ mod sessions;
 mod webhooks;
 
 pub use hooks::transaction_hooks;
+#[cfg(feature = "http")]
+pub use request_log::{RequestLog, SeenRequests};
 pub use sessions::session_store_contract;
 pub use terminal::{
     a_terminal_task_makes_room_under_the_row_cap, trim_keeps_the_newest_terminal_tasks_within_the_bound,

@@ -19,52 +19,48 @@ use conduit_mcp::ext::events::{Events, EventsConfig};
 use conduit_mcp::ext::tasks::{Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
 use conduit_mcp::protocol::tasks::TaskStatus;
+use conduit_mcp::testing::RequestLog;
 use conduit_mcp::transport::http;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const HOUR: Duration = Duration::from_secs(3600);
 const FOLLOWED: usize = 20;
 
-/// The requests the server saw, by their `Mcp-Method` header, the cursor
+/// What the server saw: requests by method ([`RequestLog`]), the cursor
 /// each `events/stream` asked for, and whether to cut the first one's answer
 /// after its first occurrence.
 #[derive(Clone, Default)]
 struct Seen {
-    counts: Arc<Mutex<HashMap<String, usize>>>,
+    log: RequestLog,
     stream_cursors: Arc<Mutex<Vec<Value>>>,
     cut_first_stream: bool,
 }
 
 impl Seen {
     fn count(&self, method: &str) -> usize {
-        self.counts.lock().unwrap().get(method).copied().unwrap_or(0)
+        self.log.seen().count(method)
     }
 }
 
-/// Counts `req`, and for an `events/stream` notes its cursor and (the first,
-/// when asked) ends its answer right after the first occurrence.
+/// For an `events/stream`, notes its cursor and (the first, when asked)
+/// ends its answer right after the first occurrence.
 async fn record(seen: Seen, req: Request, next: Next) -> Response {
-    let method = req.headers().get("mcp-method").and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let Some(m) = method else { return next.run(req).await };
-    let n = {
-        let mut counts = seen.counts.lock().unwrap();
-        let n = counts.entry(m.clone()).or_default();
-        *n += 1;
-        *n
-    };
-    if m != "events/stream" {
+    if req.headers().get("mcp-method").is_none_or(|m| m != "events/stream") {
         return next.run(req).await;
     }
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, 1 << 16).await.expect("a small request");
     let sent: Value = serde_json::from_slice(&bytes).expect("JSON");
-    seen.stream_cursors.lock().unwrap().push(sent["params"]["cursor"].clone());
+    let first = {
+        let mut cursors = seen.stream_cursors.lock().unwrap();
+        cursors.push(sent["params"]["cursor"].clone());
+        cursors.len() == 1
+    };
     let resp = next.run(Request::from_parts(parts, Body::from(bytes))).await;
-    if !(seen.cut_first_stream && n == 1) {
+    if !(seen.cut_first_stream && first) {
         return resp;
     }
     let (parts, body) = resp.into_parts();
@@ -78,7 +74,8 @@ async fn record(seen: Seen, req: Request, next: Next) -> Response {
 }
 
 /// A server with Tasks (a `job` tool whose task the test moves on) and
-/// `task.status_changed`, behind a layer that counts requests by method.
+/// `task.status_changed`, behind a layer that counts requests by method
+/// and one that watches the `events/stream` requests.
 async fn server(seen: Seen) -> (String, Tasks, tokio::task::JoinHandle<()>) {
     let tasks = Tasks::new(TasksConfig::enabled()).unwrap();
     let events = Events::new(EventsConfig::new()).unwrap();
@@ -93,10 +90,12 @@ async fn server(seen: Seen) -> (String, Tasks, tokio::task::JoinHandle<()>) {
         .build()
         .unwrap();
     let auth = BearerTokens::new().token("alice-token", Principal::new("alice"));
-    let count = move |req: Request, next: Next| record(seen.clone(), req, next);
+    let log = seen.log.clone();
+    let streams = move |req: Request, next: Next| record(seen.clone(), req, next);
     let app = axum::Router::new()
         .nest("/mcp", http::router(server, HttpConfig::default().auth(auth)))
-        .layer(axum::middleware::from_fn(count));
+        .layer(axum::middleware::from_fn(streams));
+    let app = log.wrap(app);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let task = tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });

@@ -13,6 +13,7 @@ pub mod examples;
 pub mod python_venv;
 
 mod event_backpressure;
+#[cfg(feature = "testing")]
 mod event_hub;
 mod events;
 mod examples_run;
