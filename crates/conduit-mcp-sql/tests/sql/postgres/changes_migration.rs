@@ -64,7 +64,8 @@ async fn changes(feed: &dyn TaskChangeFeed, after: u64, owner: &str) -> Vec<(u64
 
 #[tokio::test]
 async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the_migration() {
-    let Some(url) = support::pg_url("a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the_migration")
+    let Some(url) =
+        support::pg_url("a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the_migration")
     else {
         return;
     };

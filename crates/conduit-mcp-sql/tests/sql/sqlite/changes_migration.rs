@@ -105,8 +105,8 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
     assert_eq!(changes(feed.as_ref(), 2, "alice").await, alice[2..], "a cursor at 2 resumes after 2");
     assert_eq!(changes(feed.as_ref(), 0, "bob").await, vec![(3, bobs.task_id.clone(), TaskStatus::Working)]);
 
-    let new = store.create(TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(600_000)), CreateCaps::default());
-    let new = new.await.expect("create at 42");
+    let new = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(600_000));
+    let new = store.create(new, CreateCaps::default()).await.expect("create at 42");
     assert_eq!(changes(feed.as_ref(), 4, "alice").await, vec![(5, new.task_id.clone(), TaskStatus::Working)]);
 
     // A task migrated with its changes still takes them along when it goes.
