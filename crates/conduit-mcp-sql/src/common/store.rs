@@ -353,6 +353,8 @@ impl<E: Engine, T: Table> SqlStore<E, T> {
                 return Ok(cur);
             }
             next.task_id.clone_from(&cur.task_id);
+            // A task's creation time is fixed: its change log rows are found by it.
+            next.created_at_ms = cur.created_at_ms;
             next.version = cur.version + 1;
             if self.engine().swap(self.sql(), &next, cur.version, hook).await? {
                 return Ok(next);

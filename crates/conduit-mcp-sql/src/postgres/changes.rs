@@ -1,7 +1,8 @@
-//! The PostgreSQL task change log (migrations 0035, 0036): rows written by
-//! statement triggers in the transaction of every task write that changes a
+//! The PostgreSQL task change log (migrations 0035, 0036, 0042): rows written
+//! by statement triggers in the transaction of every task write that changes a
 //! status or status message, in both task tables, once a reader turned the log
-//! on; positions (`pos`) given after commit, in commit order, by
+//! on (a task's rows found, and removed with it, by its creation time and id);
+//! positions (`pos`) given after commit, in commit order, by
 //! `conduit_task_changes_sequence()`, so every node reads the same positions.
 
 use super::{PgEngine, backend, is_connection_error};

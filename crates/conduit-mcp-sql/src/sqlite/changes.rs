@@ -1,8 +1,9 @@
-//! The SQLite task change log (migration 0035): rows written by triggers in
-//! the transaction of every task write that changes a status or status
-//! message, in both task tables, once a reader turned the log on. SQLite has
-//! one writer, so positions follow commit order and a reader needs no more
-//! than `seq > after`.
+//! The SQLite task change log (migrations 0035, 0042): rows written by
+//! triggers in the transaction of every task write that changes a status or
+//! status message, in both task tables, once a reader turned the log on; a
+//! task's rows found (and removed with it) by its creation time and id, so a
+//! create's row goes at the end of that index. SQLite has one writer, so
+//! positions follow commit order and a reader needs no more than `seq > after`.
 
 use super::{SqliteEngine, backend, broken};
 use crate::common::{change_rows, signed};

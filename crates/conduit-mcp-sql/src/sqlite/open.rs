@@ -58,6 +58,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "webhook delivery: conduit_webhook_subscriptions, conduit_webhook_verifications, conduit_webhook_outbox",
         sql: include_str!("../../migrations/sqlite/0041_webhooks.sql"),
     },
+    Migration {
+        version: 42,
+        description: "the task change log finds a task's changes by its creation time and id (conduit_task_changes.task_created_ms), appended as tasks are made",
+        sql: include_str!("../../migrations/sqlite/0042_task_changes_by_creation.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).

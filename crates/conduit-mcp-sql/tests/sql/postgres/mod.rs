@@ -3,6 +3,7 @@
 //! forwarded between them), and the row cap on a sharded counter. Every test
 //! needs `DATABASE_URL`.
 
+mod changes_migration;
 mod events_two_nodes;
 mod faults;
 mod legacy_forwarding;
