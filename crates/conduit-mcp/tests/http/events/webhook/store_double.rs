@@ -4,8 +4,7 @@
 
 use async_trait::async_trait;
 use conduit_mcp::ext::events::webhook::{
-    MemoryWebhookStore, OutboxEntry, Settlement, UpsertError, Upserted, WebhookCaps, WebhookStore,
-    WebhookSubscription,
+    MemoryWebhookStore, OutboxEntry, Settlement, UpsertError, Upserted, WebhookCaps, WebhookStore, WebhookSubscription,
 };
 use conduit_mcp::task::StoreError;
 use tokio::sync::Notify;
