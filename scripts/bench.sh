@@ -22,7 +22,9 @@
 #              the Events change log off and on, SQLite and PostgreSQL, and a terminal
 #              event's latency to a push stream on a second node of the same
 #              PostgreSQL (issue 29); W1 with DPoP-bound tokens against bearer tokens,
-#              a proof signed per request (issue 31). Then scripts/bench_wrk.sh: W1 and
+#              a proof signed per request (issue 31); webhook deliveries per second
+#              from one bench server to an HTTPS receiver on loopback, against a plain
+#              HTTPS POST loop to the same receiver (issue 29). Then scripts/bench_wrk.sh: W1 and
 #              W2 under wrk against the fixture, the bench server, rmcp and the echo.
 #              Then scripts/bench_auth.sh: W1 with OAuth validation on against off.
 #   --smoke    the CI pass: debug builds, every workload for 0.25 s on tiny sizes, one
@@ -30,7 +32,8 @@
 #              is set; writes target/bench/smoke.md and fails if anything errored;
 #              then the client benchmark on 20 tasks, one round (target/bench/follow.md);
 #              then `caps` on tiny sizes, one round (target/bench/caps.md; the
-#              cross-node events latency only when DATABASE_URL is set).
+#              cross-node events latency only when DATABASE_URL is set; webhook
+#              deliveries: 10 tasks to 4 subscriptions).
 #              It never touches docs/.
 # Other options go to `conduit-mcp-bench run` (e.g. --rounds 1, --stores memory,
 # --database-url URL). The SQLite file is target/bench/sqlite/bench.db (smoke:
@@ -102,7 +105,7 @@ follow_flags=()
 if [[ "$mode" == smoke ]]; then follow_flags=(--smoke); fi
 "$target_dir/$dir/conduit-mcp-bench" follow --server "$target_dir/$dir/bench-server" "${follow_flags[@]}" \
   --out target/bench/follow.md --command "$recorded"
-echo "== the capabilities on and off (task ledger, Events change log, DPoP)"
+echo "== the capabilities on and off (task ledger, Events change log, DPoP, webhook deliveries)"
 "$target_dir/$dir/conduit-mcp-bench" caps --server "$target_dir/$dir/bench-server" \
   --bench-as "$target_dir/$dir/bench-as" "${follow_flags[@]}" --out target/bench/caps.md --command "$recorded"
 if [[ "$mode" == full ]]; then

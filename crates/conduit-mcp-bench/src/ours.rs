@@ -6,6 +6,8 @@
 use axum::extract::State;
 use axum::routing::post;
 use conduit_mcp::clock::{Clock, SystemClock};
+use conduit_mcp::ext::events::webhook::egress::{Egress, EgressPolicy};
+use conduit_mcp::ext::events::webhook::{MemoryWebhookStore, WebhookConfig};
 use conduit_mcp::ext::events::{Events, EventsConfig};
 use conduit_mcp::ext::tasks::{NotifierConfig, TaskStore, Tasks, TasksConfig};
 use conduit_mcp::prelude::*;
@@ -255,13 +257,34 @@ pub fn server_with(tasks: &Tasks, events: Option<Events>) -> Result<Server, Stri
 /// one fixed key (every bench node names a change alike), and the store's change log
 /// turned on now (a durable log is written only once a reader turned it on; without
 /// this, the first stream or poll would): what `bench-server --events` serves.
-pub async fn events_on(tasks: &Tasks, store: Option<&Arc<dyn TaskStore>>) -> Result<Events, String> {
-    let events = Events::new(EventsConfig::new().cursor_key([7; 32])).map_err(|e| e.to_string())?;
+/// With `webhooks`, events are delivered by webhook too.
+pub async fn events_on(
+    tasks: &Tasks,
+    store: Option<&Arc<dyn TaskStore>>,
+    webhooks: Option<WebhookConfig>,
+) -> Result<Events, String> {
+    let mut config = EventsConfig::new().cursor_key([7; 32]);
+    if let Some(w) = webhooks {
+        config = config.webhooks(w);
+    }
+    let events = Events::new(config).map_err(|e| e.to_string())?;
     events.task_status(tasks);
     if let Some(feed) = store.and_then(|s| s.change_feed()) {
         feed.head().await.map_err(|e| format!("cannot turn the task change log on: {e}"))?;
     }
     Ok(events)
+}
+
+/// Webhook delivery as `bench-server --webhook-root-cert` runs it: subscriptions
+/// and the outbox in memory, the egress trusting `root_pem` besides the web PKI
+/// and letting https callbacks resolve to loopback (the receiver is on this
+/// machine), every other rule the library's default.
+pub fn webhooks_trusting(root_pem: String) -> Result<WebhookConfig, String> {
+    let mut policy = EgressPolicy::new();
+    policy.allow_loopback = true;
+    policy.root_certificates_pem = vec![root_pem];
+    let egress = Egress::new(&policy).map_err(|e| e.to_string())?;
+    Ok(WebhookConfig::new(Arc::new(MemoryWebhookStore::new()), Arc::new(egress)))
 }
 
 /// Microseconds since the Unix epoch (comparable across processes on one machine).

@@ -111,7 +111,10 @@ impl ServeArgs {
                 (self.listen != "127.0.0.1:8080", "--listen"),
                 (self.oauth.any(), self.oauth.first_flag()),
                 (self.tls.any(), "--tls-cert"),
-                (self.webhooks.any(), "--webhook-allow-origin, --webhook-verified-origin or --webhook-allow-loopback"),
+                (
+                    self.webhooks.any(),
+                    "--webhook-allow-origin, --webhook-verified-origin, --webhook-allow-loopback or --webhook-root-cert",
+                ),
                 (
                     self.limits.any(),
                     "--max-listen-streams, --listen-idle-timeout-s, --require-task-name, --request-rate or --auth-failure-rate",

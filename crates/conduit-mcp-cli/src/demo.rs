@@ -48,6 +48,8 @@ pub(crate) fn webhook_config(
     let mut policy = EgressPolicy::new();
     policy.allow_origins = rules.allow_origins.clone();
     policy.allow_loopback = rules.allow_loopback;
+    policy.timeout = rules.attempt_timeout();
+    policy.root_certificates_pem = rules.root_certificates_pem.clone();
     let egress = Egress::new(&policy).map_err(|e| e.to_string())?;
     let config = rules.apply(WebhookConfig::new(store, std::sync::Arc::new(egress)));
     config.validate().map_err(|e| e.to_string())?;

@@ -109,8 +109,9 @@ async fn build(args: &ServeArgs, file: &ConfigFile, tool_scopes: &demo::ToolScop
     // Events cursors sealed with the database's key: accepted on every node and after restarts.
     let events_cursor_key = stores.events_cursor_key();
     // Webhook delivery of events, when the operator named its egress rules (flags or [events.webhooks]).
-    let webhooks = match args.webhooks.rules(file.events_webhooks.as_ref()) {
-        Some(rules) => Some(demo::webhook_config(&rules, stores.webhooks())?),
+    // Outbox leases carry the node id, as task leases do.
+    let webhooks = match args.webhooks.rules(file.events_webhooks.as_ref())? {
+        Some(rules) => Some(demo::webhook_config(&rules, stores.webhooks())?.node(tasks.node_id())),
         None => None,
     };
     let serving =

@@ -3,7 +3,7 @@
 //! ```text
 //! bench-server [--listen 127.0.0.1:PORT] [--store memory|sqlite|postgres] [--database-url PATH|URL]
 //!              [--pg-schema NAME] [--fresh] [--oauth-issuer URL --oauth-resource URL [--oauth-dpop]]
-//!              [--events] [--bearer-token TOKEN]
+//!              [--events [--webhook-root-cert FILE]] [--bearer-token TOKEN]
 //! bench-server sweep [--tasks N] [--expired-percent P] [--getters 1,50] [--baseline-ms MS]
 //! ```
 //!
@@ -21,6 +21,8 @@
 //! `--events` installs the Events extension (`task.status_changed`) and turns the
 //! store's task change log on at start; `--bearer-token` takes that one static token
 //! as the principal `bench` (an event reaches its task's owner only).
+//! `--webhook-root-cert` delivers events by webhook too (memory webhook store),
+//! trusting that CA and letting https callbacks reach loopback (`caps --only webhooks`).
 //!
 //! The second form runs W6 in process and prints its results as JSON on stdout.
 
@@ -81,6 +83,9 @@ struct ServeArgs {
     /// Install the Events extension and turn the store's task change log on.
     #[arg(long)]
     events: bool,
+    /// With `--events`: deliver by webhook too, trusting the roots (PEM) of this file.
+    #[arg(long, requires = "events")]
+    webhook_root_cert: Option<std::path::PathBuf>,
     /// Take this one static bearer token, as the principal `bench`.
     #[arg(long, conflicts_with = "oauth_issuer")]
     bearer_token: Option<String>,
@@ -120,7 +125,14 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let opened = ours::open_store(&opts, clock.clone()).await?;
     let store = opened.store.clone();
     let tasks = ours::tasks_on(opened, clock)?;
-    let events = if args.events { Some(ours::events_on(&tasks, store.as_ref()).await?) } else { None };
+    let webhooks = match &args.webhook_root_cert {
+        Some(path) => {
+            let pem = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            Some(ours::webhooks_trusting(pem)?)
+        }
+        None => None,
+    };
+    let events = if args.events { Some(ours::events_on(&tasks, store.as_ref(), webhooks).await?) } else { None };
     let server = ours::server_with(&tasks, events)?;
     let mut config = HttpConfig::default();
     if let (Some(issuer), Some(resource)) = (args.oauth_issuer, args.oauth_resource) {

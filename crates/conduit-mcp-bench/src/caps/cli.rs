@@ -15,7 +15,7 @@ pub struct CapsArgs {
     #[arg(long)]
     bench_as: PathBuf,
     /// The parts, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "ledger,events,dpop")]
+    #[arg(long, value_delimiter = ',', default_value = "ledger,events,dpop,webhooks")]
     only: Vec<Part>,
     /// Tiny and strict: one round, small sizes; fails on any error or missing event.
     #[arg(long)]

@@ -7,6 +7,8 @@
 //!   on SQLite and PostgreSQL, and a terminal event's latency to a push stream
 //!   on another node of the same PostgreSQL;
 //! - `dpop.rs`: W1 with DPoP-bound tokens against bearer tokens (issue 31);
+//! - `webhooks.rs`: webhook deliveries per second from one node against a plain
+//!   HTTPS POST loop to the same receiver (`receiver.rs`; issue 29);
 //! - `server.rs`: the bench-server child and hand-made requests;
 //! - `report.rs`: the section of `docs/benchmarks.md`; `cli.rs`: the subcommand.
 
@@ -14,14 +16,17 @@ mod cli;
 mod dpop;
 mod events;
 mod ledger;
+mod receiver;
 mod report;
 mod server;
+mod webhooks;
 
 pub use cli::{CapsArgs, main};
 pub use dpop::{DpopFloor, DpopSample};
 pub use events::{CrossNode, Stores, W4Sample};
 pub use ledger::{LedgerMode, LedgerSample};
 pub use report::render;
+pub use webhooks::WebhookSample;
 
 use crate::ours::StoreKind;
 
@@ -37,6 +42,8 @@ pub enum Part {
     Events,
     /// DPoP-bound tokens.
     Dpop,
+    /// Webhook deliveries.
+    Webhooks,
 }
 
 impl FromStr for Part {
@@ -47,7 +54,8 @@ impl FromStr for Part {
             "ledger" => Ok(Self::Ledger),
             "events" => Ok(Self::Events),
             "dpop" => Ok(Self::Dpop),
-            _ => Err(format!("unknown part {s:?} (ledger, events, dpop)")),
+            "webhooks" => Ok(Self::Webhooks),
+            _ => Err(format!("unknown part {s:?} (ledger, events, dpop, webhooks)")),
         }
     }
 }
@@ -69,6 +77,10 @@ pub struct Sizes {
     pub latency_tasks: usize,
     /// DPoP proofs signed and checked in one thread per round (the floor).
     pub floor_proofs: usize,
+    /// Tasks completed per webhook round.
+    pub webhook_tasks: usize,
+    /// Webhook subscriptions (each gets every task's terminal event).
+    pub webhook_subscriptions: usize,
 }
 
 impl Sizes {
@@ -82,6 +94,8 @@ impl Sizes {
             measure_ms: 5_000,
             latency_tasks: 200,
             floor_proofs: 5_000,
+            webhook_tasks: 250,
+            webhook_subscriptions: 16,
         }
     }
 
@@ -95,6 +109,8 @@ impl Sizes {
             measure_ms: 250,
             latency_tasks: 10,
             floor_proofs: 100,
+            webhook_tasks: 10,
+            webhook_subscriptions: 4,
         }
     }
 }
@@ -129,6 +145,8 @@ pub struct Results {
     pub dpop: Vec<DpopSample>,
     /// What one proof costs on one core (one measurement per round).
     pub dpop_floor: Vec<DpopFloor>,
+    /// The webhook rounds.
+    pub webhooks: Vec<WebhookSample>,
 }
 
 /// Off then on in even rounds, on then off in odd ones.
@@ -188,6 +206,13 @@ pub async fn run(o: &Options, log: impl Fn(&str)) -> Result<Results, String> {
             r.dpop_floor.push(f);
         }
     }
+    if o.parts.contains(&Part::Webhooks) {
+        for round in 0..z.rounds {
+            let s = webhooks::round(&o.server, z, round).await?;
+            log(&s.line());
+            r.webhooks.push(s);
+        }
+    }
     Ok(r)
 }
 
@@ -202,6 +227,11 @@ pub fn check(r: &Results) -> Result<(), String> {
     }
     for s in &r.dpop {
         if s.requests == 0 || s.errors > 0 {
+            problems.push(s.line());
+        }
+    }
+    for s in &r.webhooks {
+        if s.delivered != s.expected || s.floor_posts != s.expected {
             problems.push(s.line());
         }
     }

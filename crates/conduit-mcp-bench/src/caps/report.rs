@@ -157,6 +157,32 @@ fn dpop_floor(o: &mut String, r: &Results, bearer: Option<Spread>) {
     );
 }
 
+fn webhooks(o: &mut String, r: &Results) {
+    let Some(first) = r.webhooks.first() else { return };
+    let rate = Spread::of(&r.webhooks.iter().map(super::WebhookSample::rate).collect::<Vec<_>>());
+    let floor = Spread::of(&r.webhooks.iter().map(super::WebhookSample::floor_rate).collect::<Vec<_>>());
+    let _ = writeln!(o, "### Webhook deliveries from one node (issue 29)\n");
+    let _ = writeln!(
+        o,
+        "A fresh bench server (memory stores, `--events`, webhooks on, the receiver's CA trusted) holding {} tasks; \
+         {} webhook subscriptions to `task.status_changed`, each to its own path of one HTTPS receiver on loopback \
+         (HTTP/1.1 keep-alive, `204` at once); the admin route completes every task at once, and the clock runs \
+         until every terminal event reached every subscription ({} deliveries, each fed to the outbox, claimed, \
+         signed, resolved and checked, posted and settled; one subscription's in order, different ones' at \
+         once). The floor: the same receiver hit by a plain HTTPS POST loop (reqwest over rustls, one client, {} \
+         loops, the same body, as many POSTs), right after, in the same round. Per second, median [range] of {} \
+         rounds.\n",
+        first.expected / first.subscriptions.max(1),
+        first.subscriptions,
+        first.expected,
+        first.subscriptions,
+        r.webhooks.len()
+    );
+    let _ = writeln!(o, "| | per second | ÷ floor |\n|---|---:|---:|");
+    let _ = writeln!(o, "| webhook deliveries | {} | {} |", rates(rate), ratio(rate, floor));
+    let _ = writeln!(o, "| floor: plain HTTPS POSTs | {} | 1.000 |\n", rates(floor));
+}
+
 /// Renders the section from one run's results.
 pub fn render(r: &Results, z: &Sizes, ctx: &Context) -> String {
     let mut o = String::new();
@@ -176,5 +202,6 @@ pub fn render(r: &Results, z: &Sizes, ctx: &Context) -> String {
     if !r.dpop.is_empty() {
         dpop(&mut o, r, z);
     }
+    webhooks(&mut o, r);
     o
 }

@@ -14,7 +14,14 @@
 //! allow_no_expiry = false       # grant ttlMs: null
 //! max_attempts = 5              # per delivery, the first included
 //! suspend_after_ms = 3600000    # all failing this long: suspended until refreshed
+//! retry_first_delay_ms = 30000  # the wait after a first failure, doubled after each (>= 100)
+//! retry_max_delay_ms = 300000   # the longest wait between attempts (>= 100)
+//! lease_ms = 60000              # a claimed delivery is one node's this long (>= 1000, > attempt_timeout_ms)
+//! attempt_timeout_ms = 5000     # one attempt in all: resolve, connect, TLS, answer (>= 100)
 //! ```
+//!
+//! Roots for a receiver with a private certificate authority are given by
+//! `serve --webhook-root-cert FILE`.
 
 use super::webhook::WebhookRules;
 use crate::config::ConfigError;
@@ -42,6 +49,10 @@ struct WebhooksTable {
     allow_no_expiry: Option<bool>,
     max_attempts: Option<Positive>,
     suspend_after_ms: Option<Positive>,
+    retry_first_delay_ms: Option<Positive>,
+    retry_max_delay_ms: Option<Positive>,
+    lease_ms: Option<Positive>,
+    attempt_timeout_ms: Option<Positive>,
 }
 
 impl EventsTable {
@@ -61,7 +72,13 @@ impl EventsTable {
             allow_no_expiry: w.allow_no_expiry,
             max_attempts: w.max_attempts.map(|p| u32::try_from(p.0).unwrap_or(u32::MAX)),
             suspend_after: ms(w.suspend_after_ms),
+            retry_first_delay: ms(w.retry_first_delay_ms),
+            retry_max_delay: ms(w.retry_max_delay_ms),
+            lease: ms(w.lease_ms),
+            attempt_timeout: ms(w.attempt_timeout_ms),
+            root_certificates_pem: Vec::new(),
         };
+        rules.check()?;
         for o in rules.allow_origins.iter().chain(&rules.verified_origins) {
             if super::webhook::origin::normalise_origin(o).is_none() {
                 let why = format!("{o:?} is not an origin (scheme://host[:port])");
@@ -94,6 +111,12 @@ mod tests {
         assert!(rules.allow_loopback);
         let e = ConfigFile::parse("[events.webhooks]\nallow_origins = [\"http://h/path\"]\n").unwrap_err();
         assert_eq!(e.key(), "allow_origins");
+        let e = ConfigFile::parse("[events.webhooks]\nlease_ms = 2000\n").unwrap_err();
+        assert_eq!(e.key(), "lease_ms", "a lease within the default attempt timeout");
+        let fast = "[events.webhooks]\nlease_ms = 2000\nattempt_timeout_ms = 1000\nretry_first_delay_ms = 200\n";
+        let rules = ConfigFile::parse(fast).unwrap().events_webhooks.unwrap();
+        assert_eq!(rules.lease, Some(std::time::Duration::from_secs(2)));
+        assert_eq!(rules.retry_first_delay, Some(std::time::Duration::from_millis(200)));
         let e = ConfigFile::parse("[events.webhooks]\nbogus = 1\n").unwrap_err();
         assert!(e.to_string().contains("bogus"), "{e}");
     }

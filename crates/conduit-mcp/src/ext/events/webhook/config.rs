@@ -188,6 +188,13 @@ impl WebhookConfig {
         self
     }
 
+    /// How long a claimed delivery stays this node's: another node takes it
+    /// over only after it ends, so it must outlast an attempt.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
     /// How often to look again unasked.
     pub fn recheck(mut self, every: Duration) -> Self {
         self.recheck = every;

@@ -71,6 +71,18 @@ impl MemoryWebhookStore {
         Self { state: Mutex::default(), limits }
     }
 
+    /// Every outbox entry waiting now (claimed or not), in claim order: what
+    /// an operator (or a test) looks at to see deliveries pending.
+    pub fn outbox(&self) -> Vec<OutboxEntry> {
+        let s = self.lock();
+        s.due.iter().filter_map(|(_, _, sub, id)| s.outbox.get(&(sub.clone(), id.clone())).cloned()).collect()
+    }
+
+    /// How many subscriptions it holds, live or lapsed (lapsed ones go at the next sweep).
+    pub fn stored(&self) -> usize {
+        self.lock().subs.len()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // Every critical section leaves the state whole: a panic elsewhere does not taint it.
         self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)

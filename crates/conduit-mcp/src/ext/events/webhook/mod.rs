@@ -45,7 +45,7 @@ pub use egress::{WebhookAnswer, WebhookTransport};
 pub use key::SubscriptionKey;
 pub use memory::{MemoryWebhookLimits, MemoryWebhookStore};
 pub use record::{DeliveryFailure, OutboxEntry, Settlement, WebhookCaps, WebhookSecret, WebhookSubscription};
-pub use rules::WebhookRules;
+pub use rules::{MIN_ATTEMPT_TIMEOUT, MIN_LEASE, MIN_RETRY_DELAY, WebhookRules};
 pub use store::{SWEEP_BATCH, UpsertError, Upserted, VERIFICATION_KEEP_MS, WebhookStore};
 pub use ttl::{TtlAsk, TtlPolicy};
 #[cfg(feature = "webhooks")]

@@ -5,7 +5,9 @@
 //! other nodes whose lease ended). An entry of a suspended subscription is
 //! not claimed (nor tried, if claimed as it was suspended) until a refresh
 //! reactivates it. A delivered (or dropped) `terminated` envelope removes
-//! its subscription. Now and then it sweeps lapsed subscriptions away.
+//! its subscription, so within one claim it goes after that subscription's
+//! events, and not at all while one of them waits for a retry. Now and then
+//! it sweeps lapsed subscriptions away.
 
 use super::attempt::{headers, settlement, signing_secrets};
 use super::envelope::is_envelope;
@@ -53,9 +55,18 @@ impl Events {
                         None => by_subscription.push(vec![e]),
                     }
                 }
-                let runs = by_subscription.into_iter().map(|group| async {
+                let runs = by_subscription.into_iter().map(|mut group| async {
+                    // A `terminated` envelope (position 0) sorts first in claim order but
+                    // ends the subscription, outbox and all: it goes after the group's events,
+                    // and only once each of them is settled for good.
+                    group.sort_by_key(|e| is_envelope(&e.body, "terminated"));
+                    let mut all_done = true;
                     for e in group {
-                        self.deliver(&hooks, e).await;
+                        if is_envelope(&e.body, "terminated") && !all_done {
+                            // Left claimed: taken again once its lease ends.
+                            continue;
+                        }
+                        all_done &= !matches!(self.deliver(&hooks, e).await, Some(Settlement::RetryAt(..)) | None);
                     }
                 });
                 tokio::select! {
@@ -100,17 +111,17 @@ impl Events {
         }
     }
 
-    /// One attempt at `entry`.
-    async fn deliver(&self, hooks: &Arc<Webhooks>, entry: OutboxEntry) {
+    /// One attempt at `entry`; how it settled (`None`: not tried, or not this node's to settle).
+    async fn deliver(&self, hooks: &Arc<Webhooks>, entry: OutboxEntry) -> Option<Settlement> {
         let c = &hooks.config;
         let Some(sub) = self.subscription_of(hooks, &entry).await else {
             // Lapsed or removed since it was fed: nobody to deliver to.
             let gone = Settlement::Dropped(DeliveryFailure::ConnectionRefused);
             let _ = c.store.settle(&c.node, &entry.subscription_id, &entry.id, gone, self.now_ms()).await;
-            return;
+            return Some(gone);
         };
         if !sub.active {
-            return;
+            return None;
         }
         let now = self.now_ms();
         let secrets = signing_secrets(&sub, now);
@@ -122,10 +133,10 @@ impl Events {
         match c.store.settle(&c.node, &sub.id, &entry.id, settled, now).await {
             Ok(true) => {}
             // Another node took the entry over after this node's lease ended: its attempt counts.
-            Ok(false) => return,
+            Ok(false) => return None,
             Err(e) => {
                 tracing::warn!(error = %e, "settling a webhook delivery failed");
-                return;
+                return None;
             }
         }
         match settled {
@@ -141,6 +152,7 @@ impl Events {
             }
             hooks.forget(&sub.id);
         }
+        Some(settled)
     }
 
     /// Counts a failed attempt; suspends the subscription once failures have

@@ -2,6 +2,7 @@
 //! check every address, dial only a checked one, never follow a redirect,
 //! read a bounded answer.
 
+use super::clients::Clients;
 use super::failure::classify;
 use super::origin::{Destination, Host, UrlRefusal};
 use super::policy::{Admission, EgressPolicy, Rules};
@@ -13,6 +14,13 @@ use bytes::{Bytes, BytesMut};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// Idle connections a client keeps to its origin (each to an address the
+/// attempt that made it checked).
+const IDLE_PER_ORIGIN: usize = 8;
+/// How long an idle connection is kept.
+const IDLE_FOR: Duration = Duration::from_secs(30);
 
 /// The [`WebhookTransport`] that reaches real endpoints under the SSRF rules
 /// (the [module](super) says them in order). Cheap to clone.
@@ -32,6 +40,7 @@ use std::sync::Arc;
 pub struct Egress {
     rules: Arc<Rules>,
     resolver: Arc<dyn WebhookResolver>,
+    clients: Arc<Clients>,
 }
 
 impl std::fmt::Debug for Egress {
@@ -59,7 +68,7 @@ impl Egress {
     /// An egress resolving names with `resolver` (a [`FixedResolver`](super::FixedResolver)
     /// in tests, or an embedder's own).
     pub fn with_resolver(policy: &EgressPolicy, resolver: Arc<dyn WebhookResolver>) -> Result<Self, ConfigError> {
-        let egress = Self { rules: Arc::new(Rules::new(policy)?), resolver };
+        let egress = Self { rules: Arc::new(Rules::new(policy)?), resolver, clients: Arc::default() };
         // Building a client once here turns a certificate reqwest cannot use
         // into a configuration error instead of a failed delivery.
         let probe = Destination::parse("https://localhost/").expect("a valid URL");
@@ -92,15 +101,17 @@ impl Egress {
         Ok(addrs)
     }
 
-    /// A client for one attempt, its host name pinned to `addrs`: no pool
-    /// shared with another attempt, no proxy, no redirect, no retry.
+    /// A client for the origin of `d`, its host name pinned to `addrs`: kept
+    /// for the attempts whose check answers exactly `addrs` (its connections
+    /// go to them only); no proxy, no redirect, no retry.
     fn client(&self, d: &Destination, addrs: &[IpAddr]) -> reqwest::Result<reqwest::Client> {
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .redirect(reqwest::redirect::Policy::none())
             .retry(reqwest::retry::never())
             .no_proxy()
-            .pool_max_idle_per_host(0)
+            .pool_max_idle_per_host(IDLE_PER_ORIGIN)
+            .pool_idle_timeout(IDLE_FOR)
             .timeout(self.rules.timeout)
             .dns_resolver(Arc::new(NoResolution))
             .user_agent(concat!("conduit-mcp-webhooks/", env!("CARGO_PKG_VERSION")));
@@ -130,7 +141,10 @@ impl Egress {
         let addrs = self.addresses(&d, admission).await.inspect_err(|_| {
             tracing::debug!(origin = %d.origin, "webhook attempt refused: the host resolves to no allowed address");
         })?;
-        let client = self.client(&d, &addrs).map_err(|_| DeliveryFailure::ConnectionRefused)?;
+        let client = self
+            .clients
+            .get_or_make(&d.origin, &addrs, || self.client(&d, &addrs))
+            .map_err(|_| DeliveryFailure::ConnectionRefused)?;
         let mut request = HeaderMap::with_capacity(headers.len() + 1);
         for (name, value) in headers {
             let (Ok(name), Ok(value)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) else {

@@ -13,8 +13,10 @@
 //!    refused too.
 //! 3. The connection goes to one of the addresses just checked, never to
 //!    another answer of the same name; the `Host` header and TLS SNI carry
-//!    the host name, and the certificate is checked against that name. No
-//!    connection is reused from an earlier attempt, and no proxy is used.
+//!    the host name, and the certificate is checked against that name. A
+//!    connection is reused only by a later attempt to the same origin whose
+//!    own check answered the same addresses (a client is kept per origin and
+//!    checked address set, up to a bound), and no proxy is used.
 //! 4. Redirects are never followed: a `3xx` answer is a failed attempt,
 //!    counted as `http_4xx` (no category names `3xx`).
 //! 5. At most [`EgressPolicy::max_answer_bytes`] of the answer's body are
@@ -24,6 +26,7 @@
 //! endpoint's status line, headers and body never reach an error or a log.
 
 mod attempt;
+mod clients;
 mod failure;
 mod origin;
 mod policy;
