@@ -10,8 +10,8 @@ use crate::common::webhooks::{self as sql, ENTRY_COLUMNS};
 use crate::pool::bounded;
 use async_trait::async_trait;
 use conduit_mcp::ext::events::webhook::{
-    OutboxEntry, SWEEP_BATCH, Settlement, UpsertError, Upserted, VERIFICATION_KEEP_MS, WebhookCaps, WebhookStore,
-    WebhookSubscription,
+    OutboxEntry, SWEEP_BATCH, Settlement, TERMINATED_ID_PREFIX, UpsertError, Upserted, VERIFICATION_KEEP_MS,
+    WebhookCaps, WebhookStore, WebhookSubscription,
 };
 use conduit_mcp::task::StoreError;
 use sqlx::postgres::{PgConnection, PgRow};
@@ -28,9 +28,12 @@ static CLAIM_SQL: LazyLock<String> = LazyLock::new(|| {
          JOIN conduit_webhook_subscriptions s ON s.id = c.subscription_id \
          WHERE c.due_ms <= $2 AND (c.lease_until_ms IS NULL OR c.lease_until_ms <= $2) AND s.active \
          AND (s.refresh_before_ms IS NULL OR s.refresh_before_ms > $2) \
+         AND (substr(c.id, 1, {n}) <> '{TERMINATED_ID_PREFIX}' OR NOT EXISTS (SELECT 1 FROM conduit_webhook_outbox w \
+         WHERE w.subscription_id = c.subscription_id AND w.id <> c.id)) \
          ORDER BY c.due_ms, c.position LIMIT $4 FOR UPDATE OF c SKIP LOCKED) picked \
          WHERE o.subscription_id = picked.subscription_id AND o.id = picked.id RETURNING {}",
-        ENTRY_COLUMNS.split(", ").map(|c| format!("o.{c}")).collect::<Vec<_>>().join(", ")
+        ENTRY_COLUMNS.split(", ").map(|c| format!("o.{c}")).collect::<Vec<_>>().join(", "),
+        n = TERMINATED_ID_PREFIX.len()
     )
 });
 static LIVE_SQL: LazyLock<String> = LazyLock::new(|| sql::LIVE_SQL.replace("ORDER BY id", "ORDER BY id COLLATE \"C\""));

@@ -42,9 +42,9 @@ pub use terminal::{
     a_terminal_task_makes_room_under_the_row_cap, trim_keeps_the_newest_terminal_tasks_within_the_bound,
 };
 pub use webhooks::{
-    a_stale_node_cannot_settle, caps_count_live_subscriptions_and_their_bytes,
-    claims_go_by_due_then_position_under_exclusive_leases, feed_is_compare_and_set,
-    live_walks_subscriptions_in_id_order, reads_and_removal_are_scoped_to_the_principal,
+    a_stale_node_cannot_settle, a_terminated_envelope_waits_for_the_rest_of_its_outbox,
+    caps_count_live_subscriptions_and_their_bytes, claims_go_by_due_then_position_under_exclusive_leases,
+    feed_is_compare_and_set, live_walks_subscriptions_in_id_order, reads_and_removal_are_scoped_to_the_principal,
     settling_moves_the_safe_watermark_and_failure_state, sweep_removes_lapsed_subscriptions_and_unused_verifications,
     upsert_creates_then_refreshes, verification_is_per_principal_and_url, webhook_store_contract,
 };

@@ -12,8 +12,8 @@
 //! ```
 
 use crate::ext::events::webhook::{
-    DeliveryFailure, OutboxEntry, Settlement, SubscriptionKey, UpsertError, Upserted, VERIFICATION_KEEP_MS,
-    WebhookCaps, WebhookSecret, WebhookStore, WebhookSubscription,
+    DeliveryFailure, OutboxEntry, Settlement, SubscriptionKey, TERMINATED_ID_PREFIX, UpsertError, Upserted,
+    VERIFICATION_KEEP_MS, WebhookCaps, WebhookSecret, WebhookStore, WebhookSubscription,
 };
 use serde_json::json;
 use std::future::Future;
@@ -37,6 +37,7 @@ where
     live_walks_subscriptions_in_id_order(&make().await).await;
     feed_is_compare_and_set(&make().await).await;
     claims_go_by_due_then_position_under_exclusive_leases(&make().await).await;
+    a_terminated_envelope_waits_for_the_rest_of_its_outbox(&make().await).await;
     a_stale_node_cannot_settle(&make().await).await;
     settling_moves_the_safe_watermark_and_failure_state(&make().await).await;
     sweep_removes_lapsed_subscriptions_and_unused_verifications(&make().await).await;
@@ -301,6 +302,29 @@ pub async fn claims_go_by_due_then_position_under_exclusive_leases(store: &dyn W
     store.upsert(other.clone(), WebhookCaps::default(), T0).await.expect("reactivate");
     assert_eq!(ids(&store.claim(NODE_A, later, 1_000, 10).await.expect("claim")), ["b2", "future"]);
     assert!(store.claim(NODE_B, T0 + 3_600_000 + 10_000, 1_000, 10).await.expect("claim").is_empty(), "lapsed");
+}
+
+/// A subscription's `terminated` envelope (position 0, so first in claim
+/// order) is claimed only once nothing else of that subscription is in the
+/// outbox: not while an event is held by a node, nor while it waits for a
+/// retry. Another subscription's entries do not hold it back.
+pub async fn a_terminated_envelope_waits_for_the_rest_of_its_outbox(store: &dyn WebhookStore) {
+    let sub = subscription("alice", "https://hooks.example/t", 1);
+    let other = subscription("alice", "https://hooks.example/t", 2);
+    store.upsert(sub.clone(), WebhookCaps::default(), T0).await.expect("create");
+    store.upsert(other.clone(), WebhookCaps::default(), T0).await.expect("create");
+    let end = format!("{TERMINATED_ID_PREFIX}t1");
+    assert!(store.feed(&sub.id, 0, 3, vec![entry(&sub, "p3", 3, T0), entry(&sub, &end, 0, T0)]).await.expect("feed"));
+    assert_eq!(ids(&store.claim(NODE_A, T0, 1_000, 10).await.expect("claim")), ["p3"], "the envelope waits");
+    assert!(store.claim(NODE_B, T0, 1_000, 10).await.expect("claim").is_empty(), "also while p3 is held");
+    let retry = Settlement::RetryAt(T0 + 5, DeliveryFailure::Http5xx);
+    assert!(store.settle(NODE_A, &sub.id, "p3", retry, T0 + 1).await.expect("settle"));
+    assert!(store.claim(NODE_B, T0 + 2, 1_000, 10).await.expect("claim").is_empty(), "and while p3 waits to retry");
+    assert_eq!(ids(&store.claim(NODE_B, T0 + 5, 1_000, 10).await.expect("claim")), ["p3"]);
+    assert!(store.settle(NODE_B, &sub.id, "p3", Settlement::Delivered, T0 + 6).await.expect("settle"));
+    store.enqueue(entry(&other, "o1", 1, T0 + 6)).await.expect("enqueue");
+    let last = store.claim(NODE_A, T0 + 6, 1_000, 10).await.expect("claim");
+    assert_eq!(ids(&last), [end.as_str(), "o1"], "alone in its outbox, the envelope goes");
 }
 
 /// Once another node took an entry over, the first node's late settlement

@@ -13,6 +13,7 @@
 use super::envelope::{envelope_id, gap, terminated};
 use super::record::{OutboxEntry, WebhookSubscription};
 use super::runtime::Webhooks;
+use super::store::TERMINATED_ID_PREFIX;
 use crate::ext::events::Events;
 use crate::ext::events::cursor::Position;
 use crate::protocol::RpcError;
@@ -36,7 +37,7 @@ async fn moved(w: &mut watch::Receiver<u64>) {
 /// The id of a subscription's one `terminated` envelope (the same on every
 /// node and pass, so the outbox keeps it once).
 fn terminated_id(sub: &WebhookSubscription) -> String {
-    format!("msg_terminated_{}", sub.id.trim_start_matches("sub_"))
+    format!("{TERMINATED_ID_PREFIX}{}", sub.id.trim_start_matches("sub_"))
 }
 
 impl Events {

@@ -5,7 +5,7 @@
 //! verifications by [`MemoryWebhookLimits`].
 
 use super::record::{OutboxEntry, Settlement, WebhookCaps, WebhookSubscription};
-use super::store::{SWEEP_BATCH, UpsertError, Upserted, VERIFICATION_KEEP_MS, WebhookStore};
+use super::store::{SWEEP_BATCH, TERMINATED_ID_PREFIX, UpsertError, Upserted, VERIFICATION_KEEP_MS, WebhookStore};
 use crate::task::StoreError;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -96,6 +96,12 @@ fn entry_bytes(e: &OutboxEntry) -> usize {
 
 fn due_key(e: &OutboxEntry) -> DueKey {
     (e.due_ms, e.position, e.subscription_id.clone(), e.id.clone())
+}
+
+/// Whether the outbox holds an entry of subscription `sub` other than `id`.
+fn others_waiting(outbox: &BTreeMap<(String, String), OutboxEntry>, sub: &str, id: &str) -> bool {
+    let from = (sub.to_owned(), String::new());
+    outbox.range(from..).take_while(|((s, _), _)| s == sub).any(|((_, i), _)| i != id)
 }
 
 fn full(what: &str) -> StoreError {
@@ -307,6 +313,9 @@ impl WebhookStore for MemoryWebhookStore {
             let (_, _, sub, id) = key;
             let Some(entry) = st.outbox.get(&(sub.clone(), id.clone())) else { continue };
             if entry.lease.as_ref().is_some_and(|(_, t)| *t > now_ms) {
+                continue;
+            }
+            if id.starts_with(TERMINATED_ID_PREFIX) && others_waiting(&st.outbox, sub, id) {
                 continue;
             }
             if st.subs.get(sub).is_some_and(|s| s.active && !s.expired(now_ms)) {

@@ -46,7 +46,7 @@ pub use key::SubscriptionKey;
 pub use memory::{MemoryWebhookLimits, MemoryWebhookStore};
 pub use record::{DeliveryFailure, OutboxEntry, Settlement, WebhookCaps, WebhookSecret, WebhookSubscription};
 pub use rules::{MIN_ATTEMPT_TIMEOUT, MIN_LEASE, MIN_RETRY_DELAY, WebhookRules};
-pub use store::{SWEEP_BATCH, UpsertError, Upserted, VERIFICATION_KEEP_MS, WebhookStore};
+pub use store::{SWEEP_BATCH, TERMINATED_ID_PREFIX, UpsertError, Upserted, VERIFICATION_KEEP_MS, WebhookStore};
 pub use ttl::{TtlAsk, TtlPolicy};
 #[cfg(feature = "webhooks")]
 pub use verify::{VERIFICATION_ID_PREFIX, VerifiedOrigins, ensure_verified, verify_endpoint};

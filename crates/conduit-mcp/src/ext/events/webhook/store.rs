@@ -97,7 +97,10 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// first (then lowest position), and returns them with their lease.
     /// Only entries of subscriptions live at `now_ms` and active are claimed
     /// (a suspended subscription's entries wait for the refresh that
-    /// reactivates it).
+    /// reactivates it). A subscription's `terminated` envelope (its id starts
+    /// with [`TERMINATED_ID_PREFIX`]) is not claimed while any other entry of
+    /// that subscription is in the outbox: delivering it removes the
+    /// subscription, so it must go last.
     async fn claim(&self, node: &str, now_ms: u64, lease_ms: u64, max: usize) -> Result<Vec<OutboxEntry>, StoreError>;
 
     /// Settles the attempt `node` made on the entry `(subscription_id, id)`
@@ -138,6 +141,11 @@ pub trait WebhookStore: Send + Sync + 'static {
     /// and then; nothing else removes lapsed rows (reads skip them).
     async fn sweep(&self, now_ms: u64) -> Result<usize, StoreError>;
 }
+
+/// How the id of a subscription's `terminated` envelope starts: the one
+/// outbox entry [`WebhookStore::claim`] holds back while others of its
+/// subscription remain.
+pub const TERMINATED_ID_PREFIX: &str = "msg_terminated_";
 
 /// The most subscriptions one [`WebhookStore::sweep`] removes.
 pub const SWEEP_BATCH: usize = 1_000;
