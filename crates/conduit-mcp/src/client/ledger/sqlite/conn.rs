@@ -70,23 +70,52 @@ impl Shared {
         })))
     }
 
+    /// Counts `writes` statements and says whether a checkpoint is due
+    /// now (every [`CHECKPOINT_EVERY`], one at a time): the caller then runs
+    /// [`checkpoint`](Self::checkpoint), which clears the turn.
+    fn checkpoint_due(&self, writes: usize) -> bool {
+        let before = self.0.runs.fetch_add(writes, Ordering::Relaxed);
+        before / CHECKPOINT_EVERY != (before + writes) / CHECKPOINT_EVERY
+            && !self.0.checkpointing.swap(true, Ordering::AcqRel)
+    }
+
+    /// A passive checkpoint on a connection of its own, here (a failure is
+    /// left for the next turn: the WAL keeps everything).
+    fn checkpoint(path: &Path, running: &AtomicBool) {
+        let done = connect(path).and_then(|c| c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())));
+        if let Err(e) = done {
+            tracing::debug!(error = %e, "the task ledger's checkpoint did not run");
+        }
+        running.store(false, Ordering::Release);
+    }
+
     /// Every [`CHECKPOINT_EVERY`] statements, a passive checkpoint on a
-    /// connection of its own, on a blocking thread (one at a time; a
-    /// failure is left for the next turn, the WAL keeps everything).
+    /// blocking thread, beside the writes.
     fn checkpoint_in_turn(&self) {
-        if !self.0.runs.fetch_add(1, Ordering::Relaxed).is_multiple_of(CHECKPOINT_EVERY)
-            || self.0.checkpointing.swap(true, Ordering::AcqRel)
-        {
+        if !self.checkpoint_due(1) {
             return;
         }
         let (path, running) = (self.0.path.clone(), self.0.checkpointing.clone());
-        tokio::task::spawn_blocking(move || {
-            let done = connect(&path).and_then(|c| c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())));
-            if let Err(e) = done {
-                tracing::debug!(error = %e, "the task ledger's checkpoint did not run");
-            }
-            running.store(false, Ordering::Release);
-        });
+        tokio::task::spawn_blocking(move || Self::checkpoint(&path, &running));
+    }
+
+    /// Runs `op` on this thread, waiting for the connection and for
+    /// another process's lock (up to [`BUSY_TIMEOUT`]): for the ledger's
+    /// own thread, for opening, and for a drop outside any runtime.
+    pub(super) fn run_blocking<T>(&self, op: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+        let mut c = self.0.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        c.busy_timeout(BUSY_TIMEOUT)?;
+        let done = op(&mut c);
+        c.busy_timeout(Duration::ZERO)?;
+        done
+    }
+
+    /// `writes` statements ran on [`run_blocking`](Self::run_blocking)'s
+    /// thread: the checkpoint runs there too when they make its turn.
+    pub(super) fn wrote(&self, writes: usize) {
+        if writes > 0 && self.checkpoint_due(writes) {
+            Self::checkpoint(&self.0.path, &self.0.checkpointing);
+        }
     }
 
     /// Runs `op`: here when the connection is free and the file's lock
