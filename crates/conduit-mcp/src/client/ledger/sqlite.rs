@@ -385,9 +385,9 @@ impl TaskLedger for SqliteLedger {
 mod conn;
 mod fold;
 mod journal;
-mod orphans;
-mod record;
 #[cfg(test)]
 mod journal_tests;
+mod orphans;
+mod record;
 #[cfg(test)]
 mod tests;

@@ -3,14 +3,17 @@
 //! A statement runs on the calling task's thread when nothing else holds
 //! the connection and no other process holds the file's write lock: the
 //! connection's busy timeout is zero there, so it never blocks on another
-//! process, and a record costs one SQLite write, not a trip to another
+//! process, and a read costs one SQLite call, not a trip to another
 //! thread. Otherwise it runs on a blocking thread with the busy timeout
-//! ([`BUSY_TIMEOUT`]), where waiting for the lock harms no one.
+//! ([`BUSY_TIMEOUT`]), where waiting for the lock harms no one. The
+//! ledger's folding thread and its opening run statements on their own
+//! thread ([`Shared::run_blocking`]).
 //!
 //! SQLite's own checkpoints are off on this connection: one would run
 //! inside whichever write crossed the WAL's size and `fsync` there. Instead
-//! every [`CHECKPOINT_EVERY`] statements a passive checkpoint runs on a
-//! second connection on a blocking thread, beside the writes.
+//! every [`CHECKPOINT_EVERY`] statements (records folded count one each) a
+//! passive checkpoint runs on a second connection, on a blocking thread or
+//! on the folding thread after its fold, beside the writes.
 
 use super::super::LedgerError;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -102,7 +105,10 @@ impl Shared {
     /// Runs `op` on this thread, waiting for the connection and for
     /// another process's lock (up to [`BUSY_TIMEOUT`]): for the ledger's
     /// own thread, for opening, and for a drop outside any runtime.
-    pub(super) fn run_blocking<T>(&self, op: impl FnOnce(&mut Connection) -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    pub(super) fn run_blocking<T>(
+        &self,
+        op: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
         let mut c = self.0.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         c.busy_timeout(BUSY_TIMEOUT)?;
         let done = op(&mut c);

@@ -9,7 +9,7 @@
 //! once records are queued, so one transaction carries many of them.
 
 use super::conn::Shared;
-use super::journal::Journal;
+use super::journal::{Journal, Op};
 use super::record::{self, Count};
 use rusqlite::{Connection, TransactionBehavior, params};
 use std::sync::{Arc, Mutex};
@@ -27,18 +27,10 @@ pub(super) const MARK: &str = "INSERT OR REPLACE INTO journal_folds (journal, se
 /// wait again, in order.
 pub(super) fn fold(c: &mut Connection, journal: &Journal, count: &Count) -> rusqlite::Result<usize> {
     let ops = journal.take();
-    let Some(last) = ops.last().map(|op| op.seq) else { return Ok(0) };
-    let applied = (|| {
-        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut added = 0;
-        for op in &ops {
-            added += record::apply(&tx, op.call.as_deref(), &op.entry)?;
-        }
-        tx.prepare_cached(MARK)?.execute(params![journal.name(), i64::try_from(last).unwrap_or(i64::MAX)])?;
-        tx.commit()?;
-        Ok(added)
-    })();
-    match applied {
+    if ops.is_empty() {
+        return Ok(0);
+    }
+    match apply_all(c, journal.name(), &ops) {
         Ok(added) => {
             count.added(added);
             journal.folded();
@@ -49,6 +41,19 @@ pub(super) fn fold(c: &mut Connection, journal: &Journal, count: &Count) -> rusq
             Err(e)
         }
     }
+}
+
+/// `ops` and the watermark in one transaction; how many entries they added.
+fn apply_all(c: &mut Connection, journal: &str, ops: &[Op]) -> rusqlite::Result<usize> {
+    let last = ops.last().map_or(0, |op| i64::try_from(op.seq).unwrap_or(i64::MAX));
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut added = 0;
+    for op in ops {
+        added += record::apply(&tx, op.call.as_deref(), &op.entry)?;
+    }
+    tx.prepare_cached(MARK)?.execute(params![journal, last])?;
+    tx.commit()?;
+    Ok(added)
 }
 
 /// The ledger's folding thread. Dropped with the last handle: it folds

@@ -144,8 +144,7 @@ impl Journal {
             let file = create_private(&path)?;
             file.lock()?;
             if path.exists() {
-                let state =
-                    State { file, queue: Vec::new(), next_seq: 1, bytes: 0, stopping: false, abandoned: false };
+                let state = State { file, queue: Vec::new(), next_seq: 1, bytes: 0, stopping: false, abandoned: false };
                 return Ok(Self { path, name, state: Mutex::new(state), wake: Condvar::new() });
             }
         }

@@ -81,10 +81,8 @@ fn fold_one(conn: &Shared, path: &Path) -> Result<(), Box<dyn std::error::Error>
 /// The lines above the watermark, without regressing anything, and the new watermark.
 fn apply(c: &mut Connection, name: &str, ops: &[Op]) -> rusqlite::Result<()> {
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mark: i64 = tx
-        .query_row("SELECT seq FROM journal_folds WHERE journal = ?1", [name], |r| r.get(0))
-        .optional()?
-        .unwrap_or(0);
+    let mark: i64 =
+        tx.query_row("SELECT seq FROM journal_folds WHERE journal = ?1", [name], |r| r.get(0)).optional()?.unwrap_or(0);
     let todo: Vec<&Op> = ops.iter().filter(|op| i64::try_from(op.seq).is_ok_and(|s| s > mark)).collect();
     // Within the journal the last line of an entry is the one that counts, as in a live fold.
     let latest: HashMap<(&str, &str), usize> =
