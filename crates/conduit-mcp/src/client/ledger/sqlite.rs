@@ -94,8 +94,8 @@ impl SqliteLedger {
         Self::open_folding(path.as_ref(), Some(fold::FOLD_AFTER)).await
     }
 
-    /// [`open`](Self::open), the journal folded `fold_after` records
-    /// gather (`None`: only when read, or dropped).
+    /// [`open`](Self::open), its thread folding the journal `fold_after`
+    /// once records gather (`None`: only reads and the drop fold).
     async fn open_folding(path: &Path, fold_after: Option<Duration>) -> Result<Self, LedgerError> {
         let path = path.to_path_buf();
         prepare_file(&path)?;
