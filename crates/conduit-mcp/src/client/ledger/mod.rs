@@ -11,7 +11,9 @@
 //! - [`MemoryLedger`]: the default of every [`Client`](super::Client); it
 //!   lasts as long as the process.
 //! - [`SqliteLedger`] (feature `ledger-sqlite`): an embedded SQLite file,
-//!   crash-safe, shared by processes writing at once, owner-only.
+//!   crash-safe, shared by processes writing at once, owner-only; a record
+//!   is one line appended to a journal of the process's own, folded into
+//!   the file in the background.
 //!
 //! [`Client::unfinished`](super::Client::unfinished) reads the ledger back
 //! and resumes each unfinished task of its server and principal.
@@ -90,7 +92,8 @@ impl LedgerFilter {
 /// Where a client writes down the tasks it creates.
 ///
 /// Every method is one short write or read; an implementation keeps each
-/// record in one transaction. Entries are keyed by (server, task id).
+/// record whole (one transaction, or one journal line folded in one).
+/// Entries are keyed by (server, task id).
 #[async_trait]
 pub trait TaskLedger: Send + Sync + std::fmt::Debug {
     /// Records a new task (before its handle is returned). Recording the same

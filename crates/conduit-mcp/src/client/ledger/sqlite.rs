@@ -5,9 +5,11 @@ use super::{DEFAULT_CAP, LedgerEntry, LedgerError, LedgerFilter, TaskLedger};
 use crate::protocol::tasks::TaskStatus;
 use async_trait::async_trait;
 use conn::Shared;
+use fold::{Folder, fold};
+use journal::Journal;
 use rusqlite::{Connection, Row, TransactionBehavior, params};
-
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The file's `PRAGMA application_id`: "CMTL" (conduit-mcp task ledger).
@@ -32,24 +34,46 @@ const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS tasks (
     PRIMARY KEY (server, task_id)
 ) WITHOUT ROWID";
 
+/// The highest line of each journal folded (see `journal`); added to
+/// version 1 files as they are opened (older readers ignore it).
+const JOURNAL_FOLDS: &str =
+    "CREATE TABLE IF NOT EXISTS journal_folds (journal TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID";
+
 const COLUMNS: &str = "server, task_id, principal, version, tool, args_digest, created_ms, expires_ms, status, \
                        updated_ms, lost, resumable, in_flight";
 
 /// The task ledger in an SQLite file.
 ///
-/// - **Crash-safe:** each write is one transaction in WAL mode. With
-///   `synchronous = NORMAL` a commit is not synced on its own (a power cut
-///   may undo the last few; a killed process loses none, since the WAL is in
-///   the OS's hands once written); the WAL is synced at each checkpoint, so a
-///   thousand records cost a thousand appends, not a thousand `fsync`s.
+/// - **Cheap to record:** [`record`](TaskLedger::record) (and
+///   [`replace`](TaskLedger::replace)) append one JSON line to this
+///   process's journal beside the file, `FILE.pending-PID-RANDOM` (one
+///   `write(2)`), and return; a thread of the ledger's own folds what
+///   gathered into the file in one transaction about every 10 ms. Every
+///   other method folds first, so this process always reads what it
+///   wrote; **other processes see a record once it is folded** (within
+///   milliseconds, at the latest when the ledger is dropped).
+/// - **Crash-safe:** a line written is in the OS's hands, so a process
+///   killed right after `record` returns loses nothing: the next
+///   [`open`](Self::open) (of any process) folds the journals whose process
+///   has ended (their lock is free), skipping a torn last line and never
+///   putting back an older status over a newer one, then removes them.
+///   Each fold is one transaction in WAL mode. With `synchronous = NORMAL`
+///   neither the journal nor a commit is synced on its own (a power cut may
+///   undo the last few); the WAL is synced at each checkpoint.
+/// - **Bounded:** past 1 MiB of journal (the folds falling behind), records
+///   go to the file at once until a fold empties it. Dropping the last
+///   clone folds what is left and removes the journal.
 /// - **Shared:** several processes may write at once; a writer waits for
 ///   the lock up to the busy timeout (5 s), and every write takes the lock
 ///   with its first statement, so none fails half way.
-/// - **Owner-only:** the file is created `0600` (its `-wal` and `-shm` take
-///   the same mode) in a directory made `0700`.
+/// - **Owner-only:** the file is created `0600` (its `-wal`, `-shm` and
+///   journals take the same mode) in a directory made `0700`. A journal
+///   holds the columns of the entries it records and nothing else.
 /// - **Its own:** the file carries an application id; a file that is not
 ///   SQLite, is damaged, or is another program's database is refused
 ///   ([`LedgerError::Unreadable`]) and never written to.
+///
+/// Needs a Tokio runtime to open and to use; it may be dropped anywhere.
 #[derive(Debug, Clone)]
 pub struct SqliteLedger {
     path: PathBuf,
@@ -57,7 +81,9 @@ pub struct SqliteLedger {
     cap: usize,
     /// Entries in the file as this process last counted them, plus its own
     /// records since (see `record::Count`).
-    count: std::sync::Arc<record::Count>,
+    count: Arc<record::Count>,
+    /// The journal and the thread folding it (dropped with the last clone).
+    folder: Arc<Folder>,
 }
 
 impl SqliteLedger {
@@ -65,12 +91,28 @@ impl SqliteLedger {
     /// missing. A file that is not a ledger is [`LedgerError::Unreadable`]
     /// and is left exactly as it was.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, LedgerError> {
-        let path = path.as_ref().to_path_buf();
+        Self::open_folding(path.as_ref(), Some(fold::FOLD_AFTER)).await
+    }
+
+    /// [`open`](Self::open), its thread folding the journal `fold_after`
+    /// once records gather (`None`: only reads and the drop fold).
+    async fn open_folding(path: &Path, fold_after: Option<Duration>) -> Result<Self, LedgerError> {
+        let path = path.to_path_buf();
         prepare_file(&path)?;
         let conn = Shared::open(&path).await?;
-        let ledger = Self { path, conn, cap: DEFAULT_CAP, count: Default::default() };
-        ledger.init().await?;
-        Ok(ledger)
+        Self::init(&conn, &path).await?;
+        let (at, shared) = (path.clone(), conn.clone());
+        let journal = tokio::task::spawn_blocking(move || {
+            orphans::fold_all(&shared, &at);
+            Journal::create(&at)
+        })
+        .await
+        .map_err(|e| LedgerError::io(path.display(), std::io::Error::other(e)))?
+        .map_err(|e| LedgerError::io(path.display(), e))?;
+        let count = Arc::new(record::Count::default());
+        let folder = Folder::start(Arc::new(journal), conn.clone(), count.clone(), fold_after)
+            .map_err(|e| LedgerError::io(path.display(), e))?;
+        Ok(Self { path, conn, cap: DEFAULT_CAP, count, folder: Arc::new(folder) })
     }
 
     /// Holds at most `cap` entries (at least one; default [`DEFAULT_CAP`]).
@@ -111,10 +153,9 @@ impl SqliteLedger {
     }
 
     /// Checks the file is ours (or new, then makes it ours), in one write transaction.
-    async fn init(&self) -> Result<(), LedgerError> {
-        let shown = self.shown();
-        let verdict = self
-            .conn
+    async fn init(conn: &Shared, path: &Path) -> Result<(), LedgerError> {
+        let shown = path.display().to_string();
+        let verdict = conn
             .run(|c| {
                 let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 let app: i64 = tx.query_row("PRAGMA application_id", [], |r| r.get(0))?;
@@ -123,11 +164,15 @@ impl SqliteLedger {
                 let verdict = match (app, version) {
                     (0, 0) if tables == 0 => {
                         tx.execute_batch(&format!(
-                            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; {SCHEMA}"
+                            "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION}; \
+                             {SCHEMA}; {JOURNAL_FOLDS}"
                         ))?;
                         None
                     }
-                    (APPLICATION_ID, SCHEMA_VERSION) => None,
+                    (APPLICATION_ID, SCHEMA_VERSION) => {
+                        tx.execute_batch(JOURNAL_FOLDS)?;
+                        None
+                    }
                     (APPLICATION_ID, v) => Some(format!("schema version {v}, which this conduit-mcp does not read")),
                     _ => Some("another program's SQLite database".to_owned()),
                 };
@@ -148,6 +193,41 @@ impl SqliteLedger {
         op: impl Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, LedgerError> {
         self.conn.run(op).await.map_err(|e| conn::ledger_error(&self.shown(), e))
+    }
+
+    /// [`run`](Self::run) once the journal is folded: `op` sees every
+    /// record this process made.
+    async fn run_folded<T: Send + 'static>(
+        &self,
+        op: impl Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, LedgerError> {
+        let (journal, count) = (self.folder.journal().clone(), self.count.clone());
+        self.run(move |c| {
+            fold(c, &journal, &count)?;
+            op(c)
+        })
+        .await
+    }
+
+    /// Ends the folding thread without a fold and lets the journal go as a
+    /// killed process leaves it (no fold, no removal).
+    #[cfg(test)]
+    fn abandon(self) {
+        self.folder.abandon();
+        std::mem::forget(self);
+    }
+
+    /// [`open`](Self::open) with no folding in the background: what is
+    /// recorded stays in the journal until read.
+    #[cfg(test)]
+    async fn open_unfolded(path: impl AsRef<Path>) -> Result<Self, LedgerError> {
+        Self::open_folding(path.as_ref(), None).await
+    }
+
+    /// This process's journal.
+    #[cfg(test)]
+    fn journal_path(&self) -> PathBuf {
+        self.folder.journal().path().to_path_buf()
     }
 }
 
@@ -241,7 +321,7 @@ impl TaskLedger for SqliteLedger {
     ) -> Result<(), LedgerError> {
         let (server, task_id) = (server.to_owned(), task_id.to_owned());
         // A terminal status is final: a late, stale read never undoes it.
-        self.run(move |c| {
+        self.run_folded(move |c| {
             c.prepare_cached(
                 "UPDATE tasks SET status = ?1, updated_ms = ?2 WHERE server = ?3 AND task_id = ?4
                  AND status NOT IN ('completed', 'failed', 'cancelled') AND status <> ?1",
@@ -254,7 +334,7 @@ impl TaskLedger for SqliteLedger {
 
     async fn mark_lost(&self, server: &str, task_id: &str, reason: &str, now_ms: i64) -> Result<(), LedgerError> {
         let (server, task_id, reason) = (server.to_owned(), task_id.to_owned(), reason.to_owned());
-        self.run(move |c| {
+        self.run_folded(move |c| {
             c.prepare_cached("UPDATE tasks SET lost = ?1, updated_ms = ?2 WHERE server = ?3 AND task_id = ?4")?
                 .execute(params![reason, now_ms, server, task_id])
                 .map(drop)
@@ -265,7 +345,7 @@ impl TaskLedger for SqliteLedger {
     async fn list(&self, filter: &LedgerFilter) -> Result<Vec<LedgerEntry>, LedgerError> {
         let (server, principal) = (filter.server.clone(), filter.principal.clone());
         let rows = self
-            .run(move |c| {
+            .run_folded(move |c| {
                 let mut q = c.prepare_cached(&format!(
                     "SELECT {COLUMNS} FROM tasks WHERE (?1 IS NULL OR server = ?1) AND (?2 IS NULL OR principal = ?2)
                      ORDER BY created_ms, task_id"
@@ -285,12 +365,12 @@ impl TaskLedger for SqliteLedger {
 
     async fn forget(&self, task_id: &str) -> Result<usize, LedgerError> {
         let task_id = task_id.to_owned();
-        self.run(move |c| c.prepare_cached("DELETE FROM tasks WHERE task_id = ?1")?.execute([&task_id])).await
+        self.run_folded(move |c| c.prepare_cached("DELETE FROM tasks WHERE task_id = ?1")?.execute([&task_id])).await
     }
 
     async fn prune(&self, now_ms: i64, retention: Duration) -> Result<usize, LedgerError> {
         let cutoff = now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
-        self.run(move |c| {
+        self.run_folded(move |c| {
             c.prepare_cached(
                 "DELETE FROM tasks WHERE (updated_ms < ?1 AND (lost IS NOT NULL
                  OR status IN ('completed', 'failed', 'cancelled') OR expires_ms < ?1))
@@ -303,6 +383,11 @@ impl TaskLedger for SqliteLedger {
 }
 
 mod conn;
+mod fold;
+mod journal;
+#[cfg(test)]
+mod journal_tests;
+mod orphans;
 mod record;
 #[cfg(test)]
 mod tests;

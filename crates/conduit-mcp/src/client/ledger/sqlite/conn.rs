@@ -3,14 +3,17 @@
 //! A statement runs on the calling task's thread when nothing else holds
 //! the connection and no other process holds the file's write lock: the
 //! connection's busy timeout is zero there, so it never blocks on another
-//! process, and a record costs one SQLite write, not a trip to another
+//! process, and a read costs one SQLite call, not a trip to another
 //! thread. Otherwise it runs on a blocking thread with the busy timeout
-//! ([`BUSY_TIMEOUT`]), where waiting for the lock harms no one.
+//! ([`BUSY_TIMEOUT`]), where waiting for the lock harms no one. The
+//! ledger's folding thread and its opening run statements on their own
+//! thread ([`Shared::run_blocking`]).
 //!
 //! SQLite's own checkpoints are off on this connection: one would run
 //! inside whichever write crossed the WAL's size and `fsync` there. Instead
-//! every [`CHECKPOINT_EVERY`] statements a passive checkpoint runs on a
-//! second connection on a blocking thread, beside the writes.
+//! every [`CHECKPOINT_EVERY`] statements (records folded count one each) a
+//! passive checkpoint runs on a second connection, on a blocking thread or
+//! on the folding thread after its fold, beside the writes.
 
 use super::super::LedgerError;
 use rusqlite::{Connection, ErrorCode, OpenFlags};
@@ -70,23 +73,55 @@ impl Shared {
         })))
     }
 
+    /// Counts `writes` statements and says whether a checkpoint is due
+    /// now (every [`CHECKPOINT_EVERY`], one at a time): the caller then runs
+    /// [`checkpoint`](Self::checkpoint), which clears the turn.
+    fn checkpoint_due(&self, writes: usize) -> bool {
+        let before = self.0.runs.fetch_add(writes, Ordering::Relaxed);
+        before / CHECKPOINT_EVERY != (before + writes) / CHECKPOINT_EVERY
+            && !self.0.checkpointing.swap(true, Ordering::AcqRel)
+    }
+
+    /// A passive checkpoint on a connection of its own, here (a failure is
+    /// left for the next turn: the WAL keeps everything).
+    fn checkpoint(path: &Path, running: &AtomicBool) {
+        let done = connect(path).and_then(|c| c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())));
+        if let Err(e) = done {
+            tracing::debug!(error = %e, "the task ledger's checkpoint did not run");
+        }
+        running.store(false, Ordering::Release);
+    }
+
     /// Every [`CHECKPOINT_EVERY`] statements, a passive checkpoint on a
-    /// connection of its own, on a blocking thread (one at a time; a
-    /// failure is left for the next turn, the WAL keeps everything).
+    /// blocking thread, beside the writes.
     fn checkpoint_in_turn(&self) {
-        if !self.0.runs.fetch_add(1, Ordering::Relaxed).is_multiple_of(CHECKPOINT_EVERY)
-            || self.0.checkpointing.swap(true, Ordering::AcqRel)
-        {
+        if !self.checkpoint_due(1) {
             return;
         }
         let (path, running) = (self.0.path.clone(), self.0.checkpointing.clone());
-        tokio::task::spawn_blocking(move || {
-            let done = connect(&path).and_then(|c| c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())));
-            if let Err(e) = done {
-                tracing::debug!(error = %e, "the task ledger's checkpoint did not run");
-            }
-            running.store(false, Ordering::Release);
-        });
+        tokio::task::spawn_blocking(move || Self::checkpoint(&path, &running));
+    }
+
+    /// Runs `op` on this thread, waiting for the connection and for
+    /// another process's lock (up to [`BUSY_TIMEOUT`]): for the ledger's
+    /// own thread, for opening, and for a drop outside any runtime.
+    pub(super) fn run_blocking<T>(
+        &self,
+        op: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        let mut c = self.0.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        c.busy_timeout(BUSY_TIMEOUT)?;
+        let done = op(&mut c);
+        c.busy_timeout(Duration::ZERO)?;
+        done
+    }
+
+    /// `writes` statements ran on [`run_blocking`](Self::run_blocking)'s
+    /// thread: the checkpoint runs there too when they make its turn.
+    pub(super) fn wrote(&self, writes: usize) {
+        if writes > 0 && self.checkpoint_due(writes) {
+            Self::checkpoint(&self.0.path, &self.0.checkpointing);
+        }
     }
 
     /// Runs `op`: here when the connection is free and the file's lock

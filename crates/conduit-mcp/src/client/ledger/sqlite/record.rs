@@ -1,18 +1,21 @@
-//! Writing an entry: one statement while the ledger is far from its cap,
-//! the exact cap check in one write transaction near it.
+//! Writing an entry: appended to the journal while the ledger is far from
+//! its cap, the exact cap check in one write transaction near it.
 //!
 //! A record sits between the server's answer and the handle the caller
-//! gets, so its cost is on every create: the common case is a single
-//! autocommit statement (an `INSERT OR REPLACE`, or an `UPDATE` that turns
-//! the call in flight into its task), with no `count(*)` over the table.
-//! The count that decides it is this process's: read from the file at the
-//! first write and again every [`RECOUNT_EVERY`] writes, plus its own
-//! records since. Within [`MARGIN`] entries of the cap every write takes
-//! the exact path, so other processes writing at once can push the file
-//! past the cap by at most what they wrote since this process last counted.
+//! gets, so its cost is on every create: the common case is one line
+//! appended to the journal (one `write(2)`), folded into the file later
+//! with others in one transaction (an `INSERT OR REPLACE`, or an `UPDATE`
+//! that turns the call in flight into its task, each). The count that
+//! decides it is this process's: read from the file at the first write and
+//! again every [`RECOUNT_EVERY`] writes, plus what its folds added since,
+//! plus the records still queued. Within [`MARGIN`] entries of the cap
+//! every write folds the journal and takes the exact path, so other
+//! processes writing at once can push the file past the cap by at most
+//! what they wrote since this process last counted.
 
 use super::super::{LedgerEntry, LedgerError};
 use super::SqliteLedger;
+use super::fold::fold;
 use rusqlite::{Connection, Statement, TransactionBehavior, params};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -37,12 +40,28 @@ const MAKE_ROOM: &str = "DELETE FROM tasks WHERE (server, task_id) IN (SELECT se
      LIMIT ?2)";
 
 /// This process's idea of how many entries the file holds.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Count {
-    /// Entries as last counted plus records since; `usize::MAX` until counted.
+    /// Entries as last counted plus records written since; `usize::MAX`
+    /// until counted.
     entries: AtomicUsize,
     /// Writes since the last count.
     writes: AtomicUsize,
+}
+
+impl Default for Count {
+    fn default() -> Self {
+        Self { entries: AtomicUsize::new(usize::MAX), writes: AtomicUsize::new(0) }
+    }
+}
+
+impl Count {
+    /// A fold wrote entries adding `n` (nothing while uncounted).
+    pub(super) fn added(&self, n: usize) {
+        let _ = self
+            .entries
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| (v != usize::MAX).then(|| v.saturating_add(n)));
+    }
 }
 
 /// What a record did.
@@ -61,17 +80,28 @@ impl SqliteLedger {
         if self.count.writes.fetch_add(1, Ordering::Relaxed).is_multiple_of(RECOUNT_EVERY) {
             self.count.entries.store(usize::MAX, Ordering::Relaxed);
         }
+        // How many records may wait in the journal before the cap must be checked.
         let known = self.count.entries.load(Ordering::Relaxed);
-        let exact = known == usize::MAX || known.saturating_add(MARGIN) >= self.cap;
+        let room = if known == usize::MAX { 0 } else { self.cap.saturating_sub(known.saturating_add(MARGIN)) };
+        if room > 0 && self.folder.journal().append(replaced, e, room) {
+            return Ok(());
+        }
         let (e, replaced, cap) = (e.clone(), replaced.map(str::to_owned), self.cap);
+        let (journal, count) = (self.folder.journal().clone(), self.count.clone());
         let done = self
             .run(move |c| {
-                if exact { record_exactly(c, replaced.as_deref(), &e, cap) } else { record(c, replaced.as_deref(), &e) }
+                fold(c, &journal, &count)?;
+                let known = count.entries.load(Ordering::Relaxed);
+                if known == usize::MAX || known.saturating_add(MARGIN) >= cap {
+                    record_exactly(c, replaced.as_deref(), &e, cap)
+                } else {
+                    apply(c, replaced.as_deref(), &e).map(Recorded::Added)
+                }
             })
             .await?;
         match done {
             Recorded::Added(n) => {
-                self.count.entries.fetch_add(n, Ordering::Relaxed);
+                self.count.added(n);
                 Ok(())
             }
             Recorded::Counted(n) => {
@@ -83,17 +113,18 @@ impl SqliteLedger {
     }
 }
 
-/// One statement: the call turned into its task, or the entry inserted.
-fn record(c: &mut Connection, replaced: Option<&str>, e: &LedgerEntry) -> rusqlite::Result<Recorded> {
+/// One statement (a record written at once, or one of a fold): the call
+/// turned into its task, or the entry inserted; how many entries it added.
+pub(super) fn apply(c: &Connection, replaced: Option<&str>, e: &LedgerEntry) -> rusqlite::Result<usize> {
     if let Some(key) = replaced {
         let mut turn = c.prepare_cached(TURN_CALL)?;
         if write(&mut turn, e, Some(key))? == 1 {
-            return Ok(Recorded::Added(0));
+            return Ok(0);
         }
     }
     let mut insert = c.prepare_cached(INSERT)?;
     write(&mut insert, e, None)?;
-    Ok(Recorded::Added(1))
+    Ok(1)
 }
 
 /// The exact path: the record and the cap in one write transaction.
@@ -130,8 +161,9 @@ fn record_exactly(
     Ok(Recorded::Counted(n))
 }
 
-/// Runs `INSERT` or `TURN_CALL` (with the call's key) for `e`; rows changed.
-fn write(stmt: &mut Statement<'_>, e: &LedgerEntry, call: Option<&str>) -> rusqlite::Result<usize> {
+/// Runs `INSERT` or `TURN_CALL` (with the call's key), or any statement
+/// taking the same columns, for `e`; rows changed.
+pub(super) fn write(stmt: &mut Statement<'_>, e: &LedgerEntry, call: Option<&str>) -> rusqlite::Result<usize> {
     let columns = params![
         e.server,
         e.task_id,

@@ -1,0 +1,126 @@
+//! Folding the journal into the database: [`fold`] (every queued record
+//! in one transaction) and [`Folder`], the ledger's thread that folds in
+//! the background and, when the last handle goes, one last time.
+//!
+//! A fold runs with the connection held from the moment it takes the
+//! queue until it commits, so whatever takes the connection after it (a
+//! read, a status write, the exact cap check, each of which folds first)
+//! sees every record this process made. The thread waits [`FOLD_AFTER`]
+//! once records are queued, so one transaction carries many of them.
+
+use super::conn::Shared;
+use super::journal::{Journal, Op};
+use super::record::{self, Count};
+use rusqlite::{Connection, TransactionBehavior, params};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long the thread lets records gather before it folds them.
+pub(super) const FOLD_AFTER: Duration = Duration::from_millis(10);
+
+/// The highest line of a journal folded, written with the lines it covers.
+pub(super) const MARK: &str = "INSERT OR REPLACE INTO journal_folds (journal, seq) VALUES (?1, ?2)";
+
+/// Folds every record `journal` queues into the database in one
+/// `IMMEDIATE` transaction, with the watermark; how many. On failure they
+/// wait again, in order.
+pub(super) fn fold(c: &mut Connection, journal: &Journal, count: &Count) -> rusqlite::Result<usize> {
+    let ops = journal.take();
+    if ops.is_empty() {
+        return Ok(0);
+    }
+    match apply_all(c, journal.name(), &ops) {
+        Ok(added) => {
+            count.added(added);
+            journal.folded();
+            Ok(ops.len())
+        }
+        Err(e) => {
+            journal.put_back(ops);
+            Err(e)
+        }
+    }
+}
+
+/// `ops` and the watermark in one transaction; how many entries they added.
+fn apply_all(c: &mut Connection, journal: &str, ops: &[Op]) -> rusqlite::Result<usize> {
+    let last = ops.last().map_or(0, |op| i64::try_from(op.seq).unwrap_or(i64::MAX));
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut added = 0;
+    for op in ops {
+        added += record::apply(&tx, op.call.as_deref(), &op.entry)?;
+    }
+    tx.prepare_cached(MARK)?.execute(params![journal, last])?;
+    tx.commit()?;
+    Ok(added)
+}
+
+/// The ledger's folding thread. Dropped with the last handle: it folds
+/// what is queued (best effort: what it cannot fold stays in the file for
+/// the next process) and removes the journal.
+#[derive(Debug)]
+pub(super) struct Folder {
+    journal: Arc<Journal>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Folder {
+    /// Starts the thread folding `journal` into `conn` `after` records
+    /// gather (`None`: only at the end).
+    pub(super) fn start(
+        journal: Arc<Journal>,
+        conn: Shared,
+        count: Arc<Count>,
+        after: Option<Duration>,
+    ) -> std::io::Result<Self> {
+        let j = journal.clone();
+        let thread =
+            std::thread::Builder::new().name("conduit-ledger".into()).spawn(move || run(&j, &conn, &count, after))?;
+        Ok(Self { journal, thread: Mutex::new(Some(thread)) })
+    }
+
+    /// The journal.
+    pub(super) fn journal(&self) -> &Arc<Journal> {
+        &self.journal
+    }
+
+    fn join(&self) {
+        let thread = self.thread.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(t) = thread
+            && t.join().is_err()
+        {
+            tracing::warn!("the task ledger's folding thread panicked");
+        }
+    }
+
+    /// Ends the thread without a fold and lets the journal's lock go, as a
+    /// `kill -9` would.
+    #[cfg(test)]
+    pub(super) fn abandon(&self) {
+        self.journal.abandon();
+        self.join();
+    }
+}
+
+impl Drop for Folder {
+    fn drop(&mut self) {
+        self.journal.stop();
+        self.join();
+        self.journal.remove();
+    }
+}
+
+/// The thread: a fold each time records have gathered, a last one at the end.
+fn run(journal: &Journal, conn: &Shared, count: &Count, after: Option<Duration>) {
+    let fold_now = || match conn.run_blocking(|c| fold(c, journal, count)) {
+        Ok(n) => conn.wrote(n),
+        Err(e) => tracing::warn!(error = %e, "the task ledger could not fold its journal (it will try again)"),
+    };
+    while journal.wait_for_work(after) {
+        fold_now();
+    }
+    if !journal.abandoned() {
+        fold_now();
+    }
+}

@@ -1,0 +1,324 @@
+//! The intent journal: a file of this process's own beside the database,
+//! `DB.pending-PID-RANDOM`, where a record is appended as one JSON line
+//! before it is folded into the database.
+//!
+//! A record costs one `write(2)` to a file opened `O_APPEND`: once it
+//! returns, the line is in the operating system's hands, so a process
+//! killed right after finds it again in the next one (see `orphans`). The
+//! file is created `0600` and held under an exclusive lock for as long as
+//! the ledger lives; a journal whose lock can be taken belongs to a process
+//! that has ended.
+//!
+//! The records not yet folded wait in memory in the order written, beside
+//! the file, under one mutex. A fold takes them all, writes them to the
+//! database with the highest sequence number folded (the watermark, so no
+//! line is ever applied twice), and empties the file when nothing new came
+//! meanwhile. Past [`BOUND`] bytes of file, records stop queueing and are
+//! written to the database at once, until a fold empties it.
+
+use super::super::LedgerEntry;
+use crate::protocol::tasks::TaskStatus;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+/// How large the file may grow before records are written at once (1 MiB).
+pub(super) const BOUND: u64 = 1 << 20;
+
+/// What follows the database's file name in a journal's.
+const INFIX: &str = ".pending-";
+
+/// One record waiting to be folded: the entry, in place of the call in
+/// flight `call` when it answers one.
+#[derive(Debug, Clone)]
+pub(super) struct Op {
+    /// Its place in the journal (from 1).
+    pub(super) seq: u64,
+    /// The call in flight it replaces.
+    pub(super) call: Option<String>,
+    /// The entry.
+    pub(super) entry: LedgerEntry,
+}
+
+/// A line of the file: an [`Op`], with the entry's columns as the
+/// database holds them and nothing more.
+#[derive(Serialize, Deserialize)]
+struct Line<'a> {
+    seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    call: Option<Cow<'a, str>>,
+    server: Cow<'a, str>,
+    task_id: Cow<'a, str>,
+    principal: Cow<'a, str>,
+    version: Cow<'a, str>,
+    tool: Cow<'a, str>,
+    args_digest: Cow<'a, str>,
+    created_ms: i64,
+    expires_ms: Option<i64>,
+    status: Cow<'a, str>,
+    updated_ms: i64,
+    lost: Option<Cow<'a, str>>,
+    resumable: bool,
+    in_flight: bool,
+}
+
+impl<'a> Line<'a> {
+    fn of(seq: u64, call: Option<&'a str>, e: &'a LedgerEntry) -> Self {
+        Self {
+            seq,
+            call: call.map(Cow::Borrowed),
+            server: Cow::Borrowed(&e.server),
+            task_id: Cow::Borrowed(&e.task_id),
+            principal: Cow::Borrowed(&e.principal),
+            version: Cow::Borrowed(&e.version),
+            tool: Cow::Borrowed(&e.tool),
+            args_digest: Cow::Borrowed(&e.args_digest),
+            created_ms: e.created_ms,
+            expires_ms: e.expires_ms,
+            status: Cow::Borrowed(e.status.as_str()),
+            updated_ms: e.updated_ms,
+            lost: e.lost.as_deref().map(Cow::Borrowed),
+            resumable: e.resumable,
+            in_flight: e.in_flight,
+        }
+    }
+
+    /// The op, or `None` for a status this code does not know.
+    fn op(self) -> Option<Op> {
+        let mut e = LedgerEntry::new(
+            self.server,
+            self.principal,
+            self.task_id,
+            self.version,
+            self.tool,
+            self.args_digest,
+            self.created_ms,
+        );
+        e.expires_ms = self.expires_ms;
+        e.status = TaskStatus::parse(&self.status)?;
+        e.updated_ms = self.updated_ms;
+        e.lost = self.lost.map(Cow::into_owned);
+        e.resumable = self.resumable;
+        e.in_flight = self.in_flight;
+        Some(Op { seq: self.seq, call: self.call.map(Cow::into_owned), entry: e })
+    }
+}
+
+/// This process's journal: the file and the records not yet folded.
+#[derive(Debug)]
+pub(super) struct Journal {
+    path: PathBuf,
+    /// The file's name, the watermark's key in the database.
+    name: String,
+    state: Mutex<State>,
+    /// Tells the folding thread that records wait, or that it must stop.
+    wake: Condvar,
+}
+
+#[derive(Debug)]
+struct State {
+    file: File,
+    /// Not yet folded, in the order written.
+    queue: Vec<Op>,
+    next_seq: u64,
+    /// The file's length.
+    bytes: u64,
+    /// The folding thread ends (after a last fold, unless `abandoned`).
+    stopping: bool,
+    /// Left as a killed process leaves it (tests only).
+    abandoned: bool,
+}
+
+impl Journal {
+    /// Creates a journal beside the database `db` and locks it. An opener
+    /// that took the new file for an orphan (it locked it first) has
+    /// removed it: then another name.
+    pub(super) fn create(db: &Path) -> std::io::Result<Self> {
+        loop {
+            let name = format!("{}{INFIX}{}-{:016x}", file_name(db), std::process::id(), rand::random::<u64>());
+            let path = db.with_file_name(&name);
+            let file = create_private(&path)?;
+            file.lock()?;
+            if path.exists() {
+                let state = State { file, queue: Vec::new(), next_seq: 1, bytes: 0, stopping: false, abandoned: false };
+                return Ok(Self { path, name, state: Mutex::new(state), wake: Condvar::new() });
+            }
+        }
+    }
+
+    /// The file's name.
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Appends `e` (in place of the call in flight `call`) with one write
+    /// and queues it, unless `room` records wait already (the cap must be
+    /// checked), the file is past [`BOUND`], or the write failed (the file
+    /// is cut back to its last whole line): then `false`, and the caller
+    /// writes the record to the database itself.
+    pub(super) fn append(&self, call: Option<&str>, e: &LedgerEntry, room: usize) -> bool {
+        let mut st = self.state();
+        if st.queue.len() >= room || st.bytes >= BOUND {
+            return false;
+        }
+        let seq = st.next_seq;
+        let mut line = Vec::with_capacity(512);
+        if serde_json::to_writer(&mut line, &Line::of(seq, call, e)).is_err() {
+            return false;
+        }
+        line.push(b'\n');
+        match (&st.file).write(&line) {
+            Ok(n) if n == line.len() => {}
+            done => {
+                let cut = st.file.set_len(st.bytes);
+                tracing::debug!(wrote = ?done.map_err(|e| e.to_string()), cut = ?cut.err(),
+                    "the task ledger's journal took no whole line; the record goes to the database");
+                return false;
+            }
+        }
+        st.bytes += line.len() as u64;
+        st.next_seq = seq + 1;
+        let first = st.queue.is_empty();
+        st.queue.push(Op { seq, call: call.map(str::to_owned), entry: e.clone() });
+        drop(st);
+        if first {
+            self.wake.notify_one();
+        }
+        true
+    }
+
+    /// Takes every queued record, for a fold (which holds the connection,
+    /// so a reader that takes the connection after it sees them folded).
+    pub(super) fn take(&self) -> Vec<Op> {
+        std::mem::take(&mut self.state().queue)
+    }
+
+    /// The fold of `ops` failed: they wait again, first.
+    pub(super) fn put_back(&self, mut ops: Vec<Op>) {
+        let mut st = self.state();
+        ops.append(&mut st.queue);
+        st.queue = ops;
+    }
+
+    /// The fold committed: the file is emptied when nothing came meanwhile
+    /// (else the watermark tells the lines folded from the others).
+    pub(super) fn folded(&self) {
+        let mut st = self.state();
+        if st.queue.is_empty() && st.bytes > 0 {
+            match st.file.set_len(0) {
+                Ok(()) => st.bytes = 0,
+                Err(e) => tracing::debug!(error = %e, "the task ledger's journal was not emptied"),
+            }
+        }
+    }
+
+    /// Waits until records are queued, then `after` more so a fold takes
+    /// many at once (`None`: until the journal stops); `false` once it stops.
+    pub(super) fn wait_for_work(&self, after: Option<Duration>) -> bool {
+        let mut st = self.state();
+        while (st.queue.is_empty() || after.is_none()) && !st.stopping {
+            st = self.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
+        }
+        let Some(after) = after else { return false };
+        let (st, _) = self.wake.wait_timeout_while(st, after, |s| !s.stopping).unwrap_or_else(PoisonError::into_inner);
+        !st.stopping
+    }
+
+    /// Tells the folding thread to fold what is left and end.
+    pub(super) fn stop(&self) {
+        self.state().stopping = true;
+        self.wake.notify_all();
+    }
+
+    /// Whether the folding thread ends without folding (as if killed).
+    pub(super) fn abandoned(&self) -> bool {
+        self.state().abandoned
+    }
+
+    /// Removes the file when every record is folded (else it stays, for the
+    /// next process to fold once this one's lock is gone).
+    pub(super) fn remove(&self) {
+        let st = self.state();
+        if st.abandoned {
+            return;
+        }
+        if !st.queue.is_empty() {
+            tracing::warn!(left = st.queue.len(), "task ledger records left in the journal for the next process");
+            return;
+        }
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            tracing::debug!(error = %e, "the task ledger's journal was not removed");
+        }
+    }
+
+    /// Stops the folding thread without a fold and lets the lock go, the
+    /// file left as a `kill -9` leaves it.
+    #[cfg(test)]
+    pub(super) fn abandon(&self) {
+        let mut st = self.state();
+        st.abandoned = true;
+        st.stopping = true;
+        let _ = st.file.unlock();
+        drop(st);
+        self.wake.notify_all();
+    }
+
+    /// The file.
+    #[cfg(test)]
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The database's file name, as journals start.
+fn file_name(db: &Path) -> String {
+    db.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The journals beside the database `db` (any process's, this one's too).
+pub(super) fn journals_of(db: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let prefix = format!("{}{INFIX}", file_name(db));
+    let dir = db.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut out = Vec::new();
+    for item in std::fs::read_dir(dir)? {
+        let item = item?;
+        if item.file_name().to_string_lossy().starts_with(&prefix) {
+            out.push(item.path());
+        }
+    }
+    Ok(out)
+}
+
+/// The records of a journal, in order. A line that does not parse (the
+/// last one torn by a crash mid-write) is skipped.
+pub(super) fn read(file: &File) -> std::io::Result<Vec<Op>> {
+    let mut out = Vec::new();
+    for line in BufReader::new(file).split(b'\n') {
+        let line = line?;
+        match serde_json::from_slice::<Line<'_>>(&line).ok().and_then(Line::op) {
+            Some(op) => out.push(op),
+            None if line.is_empty() => {}
+            None => tracing::debug!(bytes = line.len(), "a torn line of a task ledger journal is skipped"),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(unix)]
+fn create_private(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).append(true).create_new(true).mode(0o600).open(path)
+}
+
+#[cfg(not(unix))]
+fn create_private(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new().read(true).append(true).create_new(true).open(path)
+}
