@@ -3,8 +3,7 @@
 //! are then either inserted ([`Answer::into_message`]) or written as the
 //! answer is encoded ([`Answer::to_json_bytes`], which copies nothing).
 
-use crate::protocol::RpcError;
-use crate::protocol::jsonrpc::{Message, RequestId};
+use crate::protocol::jsonrpc::Message;
 use crate::server::Server;
 use crate::server::stamp::{Stamped, StampedResponse, stamp};
 
@@ -42,12 +41,9 @@ impl Answer {
         }
     }
 
-    /// The error it answers with, or itself when it is no error.
-    pub(crate) fn into_error(self) -> Result<(Option<RequestId>, RpcError), Self> {
-        match self.message {
-            Message::Error { id, error } => Ok((id, error)),
-            message => Err(Self { message, ..self }),
-        }
+    /// Whether it is an error response.
+    pub(crate) fn is_error(&self) -> bool {
+        matches!(self.message, Message::Error { .. })
     }
 
     /// The message's JSON text as bytes, stamped as it is written.

@@ -5,7 +5,7 @@ use super::AppState;
 use super::admit::{Admitted, admit};
 use super::headers::McpHeaders;
 use super::legacy_lane::{legacy_request, legacy_response, session_of};
-use super::status::{error_response, json_bytes};
+use super::status::{error_response, json_body, json_bytes};
 use super::stream_auth::StreamCredentials;
 use crate::protocol::jsonrpc::{Incoming, Message, RpcError, parse_incoming};
 use crate::protocol::legacy_session::SESSION_ID_HEADER;
@@ -213,9 +213,13 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     };
     if first.is_response() {
         drop(guard);
-        let mut r = match first.into_error() {
-            Ok((id, error)) => error_response(cfg, id, error),
-            Err(answer) => json_bytes(StatusCode::OK, answer.to_json_bytes(&st.server)),
+        let mut r = if first.is_error() {
+            match first.into_message(&st.server) {
+                Message::Error { id, error } => error_response(cfg, id, error),
+                m => json_body(StatusCode::OK, &m),
+            }
+        } else {
+            json_bytes(StatusCode::OK, first.to_json_bytes(&st.server))
         };
         if let Some(opened) = slot.get()
             && let Ok(v) = HeaderValue::from_str(&opened.id())
