@@ -13,8 +13,10 @@ pub mod fuzzing;
 mod handlers;
 mod route;
 pub(crate) mod seal;
+mod stamp;
 
 pub use builder::{BuildError, CompletionFn, ServerBuilder, ServerOptions};
+pub(crate) use dispatch::Answer;
 pub use dispatch::{HeaderCheck, RequestEnv, SessionSlot};
 pub use extension::{Declaration, Extension, IntoExtension, TaskMaker};
 pub use handlers::resource_not_found;
@@ -23,7 +25,7 @@ use crate::clock::Clock;
 use crate::prompt::Prompt;
 use crate::protocol::jsonrpc::Message;
 use crate::protocol::legacy_session::SERVED_LEGACY_VERSIONS;
-use crate::protocol::meta::{Implementation, SERVER_INFO_KEY};
+use crate::protocol::meta::Implementation;
 use crate::protocol::version::{Era, MODERN_VERSIONS};
 use crate::resource::{Resource, ResourceTemplate};
 use crate::subscriptions::Changes;
@@ -222,30 +224,16 @@ impl Server {
         self.inner.shutdown.cancel();
     }
 
-    /// Stamps a result: `resultType: "complete"` unless its producer set one,
-    /// and `_meta["io.modelcontextprotocol/serverInfo"]` unless turned off.
-    /// Every result of a modern request passes through here, and nothing else stamps them.
-    pub(crate) fn finish_result(&self, mut result: Value) -> Value {
-        if let Value::Object(m) = &mut result {
-            // `contains_key` before `insert`: `entry` would allocate the key even when it is present.
-            if !m.contains_key("resultType") {
-                m.insert("resultType".into(), "complete".into());
-            }
-            if self.inner.options.server_info_meta {
-                let info = self.inner.info_value.clone();
-                match m.get_mut("_meta") {
-                    Some(Value::Object(meta)) => {
-                        meta.insert(SERVER_INFO_KEY.into(), info);
-                    }
-                    Some(_) => {}
-                    None => {
-                        let mut meta = Map::new();
-                        meta.insert(SERVER_INFO_KEY.into(), info);
-                        m.insert("_meta".into(), Value::Object(meta));
-                    }
-                }
-            }
-        }
-        result
+    /// The serverInfo object every modern result carries in its `_meta`, unless turned off.
+    /// Results are stamped (`resultType: "complete"` unless their producer set one, and this)
+    /// by `stamp.rs`, on their way out of the pipeline, and nothing else stamps them.
+    pub(crate) fn server_info_stamp(&self) -> Option<&Value> {
+        self.inner.options.server_info_meta.then_some(&self.inner.info_value)
+    }
+
+    /// Answers one request, its result left unstamped (see [`Answer`]): what the HTTP lane
+    /// encodes straight to bytes.
+    pub(crate) async fn answer(&self, req: crate::protocol::jsonrpc::Request, env: RequestEnv) -> Answer {
+        dispatch::answer(self, req, env).await
     }
 }

@@ -7,11 +7,13 @@
 //! routing-header check and the handler read the same route. Its context is
 //! built once, by `context.rs`, for either era.
 
+mod answer;
 mod context;
 mod env;
 mod legacy_pipeline;
 mod legacy_rounds;
 
+pub(crate) use answer::Answer;
 pub use env::{HeaderCheck, RequestEnv, SessionSlot};
 pub(crate) use legacy_pipeline::handle_legacy_notification;
 
@@ -25,26 +27,34 @@ use crate::protocol::routing::mirrored_name;
 use crate::protocol::version::{Era, EraSignals, MODERN_VERSIONS, decide_era};
 use serde_json::{Map, Value};
 
-/// Answers one request: the pipeline, timed and counted; an internal error is logged (rate-limited).
+/// Answers one request, its result stamped (see [`answer`]).
 pub(crate) async fn handle_request(server: &Server, req: Request, env: RequestEnv) -> Message {
+    answer(server, req, env).await.into_message(server)
+}
+
+/// Answers one request: the pipeline, timed and counted; an internal error is logged
+/// (rate-limited). A modern result leaves unstamped: its stamps are added on the way out.
+pub(crate) async fn answer(server: &Server, req: Request, env: RequestEnv) -> Answer {
     let id = req.id.clone();
     let (method, started) = (crate::metrics::method_label(&req.method), std::time::Instant::now());
     let answer = dispatch(server, req, env).await;
     crate::metrics::request(method, answer.as_ref().err().map(|e| e.code), started.elapsed());
     match answer {
-        Ok(result) => Message::Result { id, result },
+        Ok((result, true)) => Answer::unstamped(Message::Result { id, result }),
+        Ok((result, false)) => Answer::plain(Message::Result { id, result }),
         Err(error) => {
             if error.code == -32603
                 && let Some(suppressed) = crate::log_limit::admit(&error.message)
             {
                 tracing::warn!(code = error.code, message = %error.message, suppressed, "internal error answered");
             }
-            Message::Error { id: Some(id), error }
+            Answer::plain(Message::Error { id: Some(id), error })
         }
     }
 }
 
-async fn dispatch(server: &Server, req: Request, env: RequestEnv) -> Result<Value, RpcError> {
+/// The pipeline: the result, and whether it is a modern one that needs its stamps.
+async fn dispatch(server: &Server, req: Request, env: RequestEnv) -> Result<(Value, bool), RpcError> {
     let Request { id, method, params } = req;
     let mut params = match params {
         Some(Value::Object(m)) => m,
@@ -86,7 +96,8 @@ async fn dispatch(server: &Server, req: Request, env: RequestEnv) -> Result<Valu
         Era::Modern
     };
     if era == Era::Legacy {
-        return legacy_pipeline::dispatch_legacy(server, id, method, params, meta.unwrap_or_default(), env).await;
+        let result = legacy_pipeline::dispatch_legacy(server, id, method, params, meta.unwrap_or_default(), env).await;
+        return result.map(|r| (r, false));
     }
     // 1. _meta present and well-formed.
     let Some(meta) = meta else {
@@ -136,7 +147,7 @@ async fn dispatch(server: &Server, req: Request, env: RequestEnv) -> Result<Valu
     let parts = context::context(server, read, env);
     // 7. The handler.
     let result = crate::server::handlers::handle(server, route, parts, params).await?;
-    Ok(server.finish_result(result))
+    Ok((result, true))
 }
 
 /// The answer to a legacy `initialize` while only the modern era is served:

@@ -5,13 +5,13 @@ use super::AppState;
 use super::admit::{Admitted, admit};
 use super::headers::McpHeaders;
 use super::legacy_lane::{legacy_request, legacy_response, session_of};
-use super::status::{error_response, json_body};
+use super::status::{error_response, json_body, json_bytes};
 use super::stream_auth::StreamCredentials;
 use crate::protocol::jsonrpc::{Incoming, Message, RpcError, parse_incoming};
 use crate::protocol::legacy_session::SESSION_ID_HEADER;
 use crate::protocol::methods::LISTEN;
 use crate::quota::Backlog;
-use crate::server::{RequestEnv, SessionSlot};
+use crate::server::{Answer, RequestEnv, SessionSlot};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -118,7 +118,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     // and then no task is spawned. If a notification comes first, the handler
     // moves to its own task and the answer becomes an SSE stream. Dropping this
     // future (the client went away) drops the handler too.
-    let mut handler = Box::pin(async move { server.handle_request(req, env).await });
+    let mut handler = Box::pin(async move { server.answer(req, env).await });
     // Declared after the handler so that, if this future is dropped, the token
     // fires before the handler is dropped (locals drop in reverse order).
     let guard = (cancel.clone().drop_guard(), slot_held);
@@ -132,9 +132,9 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                 while let Ok(m) = rx.try_recv() {
                     let _ = tx2.send(m);
                 }
-                let _ = tx2.send(msg);
+                let _ = tx2.send(msg.into_message(&st.server));
                 rx = rx2;
-                rx.recv().await
+                rx.recv().await.map(Answer::plain)
             }
             Err(_) => Some(msg),
         },
@@ -145,6 +145,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
             }
             let mut rx_old = std::mem::replace(&mut rx, rx2);
             let idle_cancel = cancel.clone();
+            let stamper = st.server.clone();
             tokio::spawn(async move {
                 // A listen stream that forwards nothing for `idle` is cancelled: its
                 // handler then answers with the closing result, which ends the stream.
@@ -174,7 +175,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                                 quiet.as_mut().reset(tokio::time::Instant::now() + idle_for);
                             }
                             None => {
-                                let _ = tx2.send(handler.await);
+                                let _ = tx2.send(handler.await.into_message(&stamper));
                                 return;
                             }
                         },
@@ -184,7 +185,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                                     let _ = tx2.send(m);
                                 }
                             }
-                            let _ = tx2.send(answer);
+                            let _ = tx2.send(answer.into_message(&stamper));
                             return;
                         }
                         () = &mut quiet, if idle.is_some() => {
@@ -204,7 +205,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
                     }
                 }
             });
-            rx.recv().await
+            rx.recv().await.map(Answer::plain)
         }
     };
     let Some(first) = first else {
@@ -212,9 +213,13 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
     };
     if first.is_response() {
         drop(guard);
-        let mut r = match first {
-            Message::Error { id, error } => error_response(cfg, id, error),
-            m => json_body(StatusCode::OK, &m),
+        let mut r = if first.is_error() {
+            match first.into_message(&st.server) {
+                Message::Error { id, error } => error_response(cfg, id, error),
+                m => json_body(StatusCode::OK, &m),
+            }
+        } else {
+            json_bytes(StatusCode::OK, first.to_json_bytes(&st.server))
         };
         if let Some(opened) = slot.get()
             && let Ok(v) = HeaderValue::from_str(&opened.id())
@@ -224,6 +229,7 @@ pub(super) async fn handle_post(State(st): State<Arc<AppState>>, request: axum::
         return r;
     }
     // Notifications came first: stream them, then the response, then end.
+    let first = first.into_message(&st.server);
     let events = stream::unfold((Some(first), rx, false, Some(guard)), move |(pending, mut rx, done, guard)| {
         let backlog = backlog.clone();
         async move {

@@ -26,7 +26,12 @@ pub fn status_for(error: &RpcError) -> StatusCode {
 
 /// A JSON body with `status`.
 pub(super) fn json_body(status: StatusCode, msg: &Message) -> Response {
-    let mut r = Response::new(Body::from(msg.to_json_bytes()));
+    json_bytes(status, msg.to_json_bytes())
+}
+
+/// A JSON body, already encoded, with `status`.
+pub(super) fn json_bytes(status: StatusCode, json: Vec<u8>) -> Response {
+    let mut r = Response::new(Body::from(json));
     *r.status_mut() = status;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
