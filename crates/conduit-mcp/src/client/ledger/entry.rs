@@ -125,46 +125,56 @@ impl LedgerEntry {
 /// object's keys sorted: the same arguments always give the same digest
 /// (whatever order they were built in), and the digest gives them away to no one.
 pub fn args_digest(args: &Value) -> String {
-    let mut text = String::new();
+    let mut text = Vec::with_capacity(128);
     canonical(args, &mut text);
-    let digest = Sha256::digest(text.as_bytes());
+    let digest = Sha256::digest(&text);
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
+    out.extend(hex(&digest));
     out
 }
 
+/// The lowercase hex digits of `bytes`.
+fn hex(bytes: &[u8]) -> impl Iterator<Item = char> + '_ {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes.iter().flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 0xf)]]).map(char::from)
+}
+
 /// Writes `v` as compact JSON, object keys sorted.
-fn canonical(v: &Value, out: &mut String) {
+fn canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
+            keys.sort_unstable();
+            out.push(b'{');
             for (i, k) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
+                json_scalar(k, out);
+                out.push(b':');
                 canonical(&m[k], out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(a) => {
-            out.push('[');
+            out.push(b'[');
             for (i, x) in a.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 canonical(x, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        other => json_scalar(other, out),
     }
+}
+
+/// Appends `v` as JSON (a string, a number, a boolean or null: writing one
+/// into memory cannot fail).
+fn json_scalar<T: serde::Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) {
+    let _ = serde_json::to_writer(out, v);
 }
 
 #[cfg(test)]
@@ -178,6 +188,11 @@ mod tests {
         assert_eq!(a, args_digest(&serde_json::from_str(r#"{"b":"x","a":1}"#).unwrap()));
         assert_ne!(a, args_digest(&json!({ "a": 2, "b": "x" })));
         assert!(a.starts_with("sha256:") && a.len() == 71, "{a}");
+        // The SHA-256 of the canonical text: keys sorted at every depth, JSON escapes kept.
+        let nested = args_digest(&json!({ "z": [{ "y": true, "x": null }], "a": "q\"" }));
+        let text = r#"{"a":"q\"","z":[{"x":null,"y":true}]}"#;
+        let want: String = Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(nested, format!("sha256:{want}"));
     }
 
     #[test]

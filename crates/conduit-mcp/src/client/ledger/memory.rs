@@ -4,15 +4,56 @@
 use super::{DEFAULT_CAP, LedgerEntry, LedgerError, LedgerFilter, TaskLedger};
 use crate::protocol::tasks::TaskStatus;
 use async_trait::async_trait;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// A ledger in memory, capped like the others (see [`DEFAULT_CAP`]).
 #[derive(Debug)]
 pub struct MemoryLedger {
     cap: usize,
-    /// In the order recorded (a re-record moves an entry to the end).
-    entries: Mutex<Vec<LedgerEntry>>,
+    entries: Mutex<Entries>,
+}
+
+/// The entries by `(server, task id)`, each with when it was last recorded
+/// (a number that only grows: the order among entries otherwise equal), so
+/// recording, reading and updating one costs the same however many there are.
+#[derive(Debug, Default)]
+struct Entries {
+    by_key: HashMap<(String, String), (u64, LedgerEntry)>,
+    recorded: u64,
+}
+
+impl Entries {
+    fn insert(&mut self, entry: &LedgerEntry) {
+        self.recorded += 1;
+        let key = (entry.server.clone(), entry.task_id.clone());
+        self.by_key.insert(key, (self.recorded, entry.clone()));
+    }
+
+    fn get_mut(&mut self, server: &str, task_id: &str) -> Option<&mut LedgerEntry> {
+        // Borrowed lookups of a tuple key need owned parts; they are short.
+        self.by_key.get_mut(&(server.to_owned(), task_id.to_owned())).map(|(_, e)| e)
+    }
+
+    /// Drops entries until at most `cap` remain: the oldest ended ones
+    /// first, then unfinished ones whose TTL ended before `now_ms` (their
+    /// server has forgotten them); `false` when only live unfinished ones
+    /// are left and there are still too many.
+    fn make_room(&mut self, cap: usize, now_ms: i64) -> bool {
+        while self.by_key.len() > cap {
+            let gone = |e: &LedgerEntry| e.has_ended() || e.expires_ms.is_some_and(|x| x < now_ms);
+            let oldest = self
+                .by_key
+                .iter()
+                .filter(|(_, (_, e))| gone(e))
+                .min_by_key(|(_, (n, e))| (e.is_unfinished(), e.updated_ms, *n))
+                .map(|(k, _)| k.clone());
+            let Some(oldest) = oldest else { return false };
+            self.by_key.remove(&oldest);
+        }
+        true
+    }
 }
 
 impl Default for MemoryLedger {
@@ -29,53 +70,41 @@ impl MemoryLedger {
 
     /// An empty ledger holding at most `cap` entries (at least one).
     pub fn with_cap(cap: usize) -> Self {
-        Self { cap: cap.max(1), entries: Mutex::new(Vec::new()) }
+        Self { cap: cap.max(1), entries: Mutex::default() }
+    }
+
+    fn entries(&self) -> MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn with_entry(&self, server: &str, task_id: &str, f: impl FnOnce(&mut LedgerEntry)) {
-        let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(e) = entries.iter_mut().find(|e| e.server == server && e.task_id == task_id) {
+        if let Some(e) = self.entries().get_mut(server, task_id) {
             f(e);
         }
     }
 }
 
-/// Drops entries until at most `cap` remain: the oldest ended ones first,
-/// then unfinished ones whose TTL ended before `now_ms` (their server has
-/// forgotten them); `false` when only live unfinished ones are left and
-/// there are still too many.
-fn make_room(entries: &mut Vec<LedgerEntry>, cap: usize, now_ms: i64) -> bool {
-    while entries.len() > cap {
-        let gone = |e: &LedgerEntry| e.has_ended() || e.expires_ms.is_some_and(|x| x < now_ms);
-        let Some(oldest) =
-            entries.iter().enumerate().filter(|(_, e)| gone(e)).min_by_key(|(_, e)| (e.is_unfinished(), e.updated_ms))
-        else {
-            return false;
-        };
-        entries.remove(oldest.0);
-    }
-    true
-}
-
 #[async_trait]
 impl TaskLedger for MemoryLedger {
     async fn record(&self, entry: &LedgerEntry) -> Result<(), LedgerError> {
-        let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        entries.retain(|e| !(e.server == entry.server && e.task_id == entry.task_id));
-        entries.push(entry.clone());
-        if make_room(&mut entries, self.cap, entry.updated_ms) {
+        let mut entries = self.entries();
+        entries.insert(entry);
+        if entries.make_room(self.cap, entry.updated_ms) {
             Ok(())
         } else {
-            entries.pop();
+            entries.by_key.remove(&(entry.server.clone(), entry.task_id.clone()));
             Err(LedgerError::Full { cap: self.cap })
         }
     }
 
     async fn replace(&self, call_key: &str, entry: &LedgerEntry) -> Result<(), LedgerError> {
-        self.entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .retain(|e| !(e.in_flight && e.server == entry.server && e.task_id == call_key));
+        {
+            let mut entries = self.entries();
+            let key = (entry.server.clone(), call_key.to_owned());
+            if entries.by_key.get(&key).is_some_and(|(_, e)| e.in_flight) {
+                entries.by_key.remove(&key);
+            }
+        }
         self.record(entry).await
     }
 
@@ -105,29 +134,29 @@ impl TaskLedger for MemoryLedger {
     }
 
     async fn list(&self, filter: &LedgerFilter) -> Result<Vec<LedgerEntry>, LedgerError> {
-        let entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut out: Vec<LedgerEntry> = entries.iter().filter(|e| filter.admits(e)).cloned().collect();
-        out.sort_by_key(|e| e.created_ms);
-        Ok(out)
+        let entries = self.entries();
+        let mut out: Vec<&(u64, LedgerEntry)> = entries.by_key.values().filter(|(_, e)| filter.admits(e)).collect();
+        out.sort_by_key(|(n, e)| (e.created_ms, *n));
+        Ok(out.into_iter().map(|(_, e)| e.clone()).collect())
     }
 
     async fn forget(&self, task_id: &str) -> Result<usize, LedgerError> {
-        let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let before = entries.len();
-        entries.retain(|e| e.task_id != task_id);
-        Ok(before - entries.len())
+        let mut entries = self.entries();
+        let before = entries.by_key.len();
+        entries.by_key.retain(|(_, id), _| id != task_id);
+        Ok(before - entries.by_key.len())
     }
 
     async fn prune(&self, now_ms: i64, retention: Duration) -> Result<usize, LedgerError> {
         let cutoff = now_ms.saturating_sub(i64::try_from(retention.as_millis()).unwrap_or(i64::MAX));
-        let mut entries = self.entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let before = entries.len();
-        entries.retain(|e| {
+        let mut entries = self.entries();
+        let before = entries.by_key.len();
+        entries.by_key.retain(|_, (_, e)| {
             let ended = e.updated_ms < cutoff && (e.has_ended() || e.expires_ms.is_some_and(|x| x < cutoff));
             let stale_call = e.in_flight && e.created_ms < cutoff;
             !(ended || stale_call)
         });
-        Ok(before - entries.len())
+        Ok(before - entries.by_key.len())
     }
 }
 
