@@ -48,7 +48,7 @@ const COLUMNS: &str = "server, task_id, principal, version, tool, args_digest, c
 ///   [`replace`](TaskLedger::replace)) append one JSON line to this
 ///   process's journal beside the file, `FILE.pending-PID-RANDOM` (one
 ///   `write(2)`), and return; a thread of the ledger's own folds what
-///   gathered into the file in one transaction about every 10 ms. Every
+///   gathered into the file in one transaction about every 50 ms. Every
 ///   other method folds first, so this process always reads what it
 ///   wrote; **other processes see a record once it is folded** (within
 ///   milliseconds, at the latest when the ledger is dropped).

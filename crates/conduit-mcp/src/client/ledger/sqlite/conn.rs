@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, TryLockError};
 use std::time::Duration;
 
 /// Statements between two background checkpoints.
-const CHECKPOINT_EVERY: usize = 256;
+const CHECKPOINT_EVERY: usize = 1024;
 
 /// How long a write waits for another process's.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

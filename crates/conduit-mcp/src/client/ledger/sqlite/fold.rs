@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long the thread lets records gather before it folds them.
-pub(super) const FOLD_AFTER: Duration = Duration::from_millis(10);
+pub(super) const FOLD_AFTER: Duration = Duration::from_millis(50);
 
 /// The highest line of a journal folded, written with the lines it covers.
 pub(super) const MARK: &str = "INSERT OR REPLACE INTO journal_folds (journal, seq) VALUES (?1, ?2)";
