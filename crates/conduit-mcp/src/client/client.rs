@@ -114,8 +114,8 @@ impl Client {
         };
         // The arguments move into the request; the ledger keeps their digest.
         let version = &self.shared.server.version;
-        let kept = args.clone();
-        let key = r.calling(version, name, &kept).await?;
+        let digest = super::ledger::args_digest(&args);
+        let key = r.calling(version, name, &digest).await?;
         let answer = self.shared.era.call_tool(name, args).await;
         match (&answer, key.as_deref()) {
             (Ok(ToolCall::Task(_)), _) | (_, None) => {}
@@ -126,7 +126,7 @@ impl Client {
         Ok(match answer? {
             ToolCall::Complete(res) => CallOutcome::Complete(res),
             ToolCall::Task(t) => {
-                r.created(key.as_deref(), &t, version, self.spoken(), name, &kept).await?;
+                r.created(key.as_deref(), &t, version, self.spoken(), name, &digest).await?;
                 CallOutcome::Task(TaskHandle::new(self.shared.tracker.clone(), t))
             }
         })

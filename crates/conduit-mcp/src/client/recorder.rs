@@ -4,11 +4,10 @@
 
 use super::credential::Credential;
 use super::error::ClientError;
-use super::ledger::{LedgerEntry, LedgerError, TaskLedger, args_digest, principal};
+use super::ledger::{LedgerEntry, LedgerError, TaskLedger, principal};
 use super::time::parse_rfc3339_ms;
 use crate::protocol::Era;
 use crate::protocol::tasks::{Task, TaskStatus};
-use serde_json::Value;
 use std::sync::Arc;
 
 /// The ledger of one client, and what its entries share.
@@ -69,14 +68,16 @@ impl Recorder {
     }
 
     /// Writes down a `tools/call` about to be sent (when calls in flight are
-    /// recorded): its key, for [`created`](Self::created) or
-    /// [`answered`](Self::answered) to clear. On failure nothing is sent.
-    pub(crate) async fn calling(&self, version: &str, tool: &str, args: &Value) -> Result<Option<String>, ClientError> {
+    /// recorded), its arguments by their digest
+    /// ([`args_digest`](super::ledger::args_digest)): its key, for
+    /// [`created`](Self::created) or [`answered`](Self::answered) to clear.
+    /// On failure nothing is sent.
+    pub(crate) async fn calling(&self, version: &str, tool: &str, digest: &str) -> Result<Option<String>, ClientError> {
         if !self.calls_in_flight {
             return Ok(None);
         }
         let principal = self.principal().await?;
-        let e = LedgerEntry::call_in_flight(&self.server, principal, version, tool, args_digest(args), self.now());
+        let e = LedgerEntry::call_in_flight(&self.server, principal, version, tool, digest, self.now());
         self.ledger.record(&e).await.map_err(|source| ClientError::Ledger { source, task_id: None })?;
         Ok(Some(e.task_id))
     }
@@ -99,8 +100,8 @@ impl Recorder {
     }
 
     /// Records a task `tools/call` just created (in place of the call in
-    /// flight `call_key`, if any). On failure the error names the task, which
-    /// runs on unrecorded.
+    /// flight `call_key`, if any), its arguments by their `digest`. On failure
+    /// the error names the task, which runs on unrecorded.
     pub(crate) async fn created(
         &self,
         call_key: Option<&str>,
@@ -108,7 +109,7 @@ impl Recorder {
         version: &str,
         era: Era,
         tool: &str,
-        args: &Value,
+        digest: &str,
     ) -> Result<(), ClientError> {
         let unrecorded = |source: LedgerError| ClientError::Ledger { source, task_id: Some(task.task_id.clone()) };
         let principal = match self.principal().await {
@@ -119,7 +120,7 @@ impl Recorder {
             }
         };
         let now = self.now();
-        let mut e = LedgerEntry::new(&self.server, principal, &task.task_id, version, tool, args_digest(args), now);
+        let mut e = LedgerEntry::new(&self.server, principal, &task.task_id, version, tool, digest, now);
         e.expires_ms = parse_rfc3339_ms(&task.created_at)
             .zip(task.ttl_ms)
             .map(|(at, ttl)| at.saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)));

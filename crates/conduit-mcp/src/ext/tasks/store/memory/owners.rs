@@ -14,8 +14,13 @@ pub(super) type EndedKey = (u64, Id);
 struct Tally {
     /// Live tasks, counted from the moment a create reserves its slot.
     live: usize,
-    /// Terminal tasks, oldest first, with their bytes.
-    ended: BTreeMap<EndedKey, usize>,
+    /// Terminal tasks, oldest first, with their bytes: by when they ended,
+    /// then (several in one millisecond) in the order they were counted.
+    ended: BTreeMap<(u64, u64, Id), usize>,
+    /// Where each of `ended` was counted, by its [`EndedKey`].
+    counted: HashMap<EndedKey, u64>,
+    /// Terminal tasks counted so far (the next one's place).
+    ends: u64,
     /// The sum of `ended`'s bytes.
     ended_bytes: usize,
 }
@@ -52,9 +57,14 @@ impl Owners {
         if was_live {
             tally.live = tally.live.saturating_sub(1);
         }
-        if tally.ended.insert(key, bytes).is_none() {
-            tally.ended_bytes += bytes;
+        if tally.counted.contains_key(&key) {
+            return;
         }
+        let n = tally.ends;
+        tally.ends += 1;
+        tally.ended.insert((key.0, n, key.1.clone()), bytes);
+        tally.counted.insert(key, n);
+        tally.ended_bytes += bytes;
     }
 
     /// A task of `owner` was removed: live, or terminal at `key`. A terminal
@@ -64,7 +74,8 @@ impl Owners {
             None => self.drop_live(owner),
             Some(key) => {
                 if let Some(tally) = self.0.get_mut(owner)
-                    && let Some(bytes) = tally.ended.remove(&key)
+                    && let Some(n) = tally.counted.remove(&key)
+                    && let Some(bytes) = tally.ended.remove(&(key.0, n, key.1))
                 {
                     tally.ended_bytes -= bytes;
                 }
@@ -75,7 +86,7 @@ impl Owners {
 
     /// The id of `owner`'s oldest terminal task.
     pub(super) fn oldest_ended(&self, owner: &str) -> Option<Id> {
-        self.0.get(owner)?.ended.first_key_value().map(|((_, id), _)| id.clone())
+        self.0.get(owner)?.ended.first_key_value().map(|((_, _, id), _)| id.clone())
     }
 
     /// Takes out of the tally `owner`'s oldest terminal tasks until the rest
@@ -85,7 +96,8 @@ impl Owners {
         let mut out = Vec::new();
         if let Some(tally) = self.0.get_mut(owner) {
             while tally.ended.len() > 1 && bound.exceeded_by(tally.ended.len(), tally.ended_bytes) {
-                let Some(((_, id), bytes)) = tally.ended.pop_first() else { break };
+                let Some(((at, _, id), bytes)) = tally.ended.pop_first() else { break };
+                tally.counted.remove(&(at, id.clone()));
                 tally.ended_bytes -= bytes;
                 out.push(id);
             }
@@ -105,5 +117,27 @@ impl Owners {
         if self.0.get(owner).is_some_and(|t| t.live == 0 && t.ended.is_empty()) {
             self.0.remove(owner);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tasks that end in the same millisecond go in the order they ended,
+    /// whatever their ids; one taken out early is no longer counted.
+    #[test]
+    fn ends_in_one_millisecond_go_in_the_order_they_came() {
+        let mut owners = Owners::default();
+        let ids: Vec<Id> = ["zz", "mm", "aa"].into_iter().map(Id::from).collect();
+        for id in &ids {
+            owners.reserve("alice", None, true);
+            owners.ended("alice", (7, id.clone()), 100, true);
+        }
+        assert_eq!(owners.oldest_ended("alice").as_deref(), Some("zz"));
+        assert_eq!(owners.trim("alice", TerminalBound::new(Some(2), None)), [ids[0].clone()]);
+        owners.gone("alice", Some((7, ids[1].clone())));
+        assert_eq!(owners.oldest_ended("alice").as_deref(), Some("aa"));
+        assert!(owners.trim("alice", TerminalBound::new(None, Some(100))).is_empty(), "100 bytes left, within");
     }
 }
