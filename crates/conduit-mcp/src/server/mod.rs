@@ -16,6 +16,7 @@ pub(crate) mod seal;
 mod stamp;
 
 pub use builder::{BuildError, CompletionFn, ServerBuilder, ServerOptions};
+#[cfg(feature = "http")]
 pub(crate) use dispatch::Answer;
 pub use dispatch::{HeaderCheck, RequestEnv, SessionSlot};
 pub use extension::{Declaration, Extension, IntoExtension, TaskMaker};
@@ -231,6 +232,7 @@ impl Server {
         self.inner.options.server_info_meta.then_some(&self.inner.info_value)
     }
 
+    #[cfg(feature = "http")]
     /// Answers one request, its result left unstamped (see [`Answer`]): what the HTTP lane
     /// encodes straight to bytes.
     pub(crate) async fn answer(&self, req: crate::protocol::jsonrpc::Request, env: RequestEnv) -> Answer {

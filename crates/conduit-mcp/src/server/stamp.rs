@@ -4,8 +4,10 @@
 //! result's tree ([`stamp`]), or written while the result is encoded
 //! ([`Stamped`]), which copies nothing (the HTTP lane's plain JSON answers).
 
+#[cfg(feature = "http")]
 use crate::protocol::jsonrpc::RequestId;
 use crate::protocol::meta::SERVER_INFO_KEY;
+#[cfg(feature = "http")]
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
@@ -41,6 +43,7 @@ pub(crate) fn stamp(mut result: Value, info: Option<&Value>) -> Value {
     result
 }
 
+#[cfg(feature = "http")]
 /// A result encoded as [`stamp`] would leave it, without changing or copying it:
 /// the stamps are written at their place among the members (a map's members
 /// are written in key order).
@@ -51,6 +54,7 @@ pub(crate) struct Stamped<'a> {
     pub(crate) info: Option<&'a Value>,
 }
 
+#[cfg(feature = "http")]
 /// The JSON-RPC response carrying a [`Stamped`] result: the encoding of
 /// [`Message::Result`](crate::protocol::jsonrpc::Message::Result), member for member.
 pub(crate) struct StampedResponse<'a> {
@@ -60,6 +64,7 @@ pub(crate) struct StampedResponse<'a> {
     pub(crate) result: Stamped<'a>,
 }
 
+#[cfg(feature = "http")]
 impl Serialize for StampedResponse<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(3))?;
@@ -70,6 +75,7 @@ impl Serialize for StampedResponse<'_> {
     }
 }
 
+#[cfg(feature = "http")]
 /// The value of a member a result lacks.
 enum Added<'a> {
     /// `"complete"`.
@@ -78,6 +84,7 @@ enum Added<'a> {
     NewMeta(&'a Value),
 }
 
+#[cfg(feature = "http")]
 impl Serialize for Added<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -91,12 +98,14 @@ impl Serialize for Added<'_> {
     }
 }
 
+#[cfg(feature = "http")]
 /// A `_meta` object with serverInfo set (added, or in place of the one it has).
 struct MetaWithInfo<'a> {
     meta: &'a Map<String, Value>,
     info: &'a Value,
 }
 
+#[cfg(feature = "http")]
 impl Serialize for MetaWithInfo<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let has = self.meta.contains_key(SERVER_INFO_KEY);
@@ -120,6 +129,7 @@ impl Serialize for MetaWithInfo<'_> {
     }
 }
 
+#[cfg(feature = "http")]
 impl Serialize for Stamped<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let Value::Object(members) = self.result else {
@@ -148,7 +158,7 @@ impl Serialize for Stamped<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -5,7 +5,9 @@
 
 use crate::protocol::jsonrpc::Message;
 use crate::server::Server;
-use crate::server::stamp::{Stamped, StampedResponse, stamp};
+use crate::server::stamp::stamp;
+#[cfg(feature = "http")]
+use crate::server::stamp::{Stamped, StampedResponse};
 
 /// A response (or, from a transport's queue, any message) on its way out.
 #[derive(Debug)]
@@ -26,6 +28,7 @@ impl Answer {
         Self { message, unstamped: true }
     }
 
+    #[cfg(feature = "http")]
     /// Whether it ends a request (a response).
     pub(crate) fn is_response(&self) -> bool {
         self.message.is_response()
@@ -41,11 +44,13 @@ impl Answer {
         }
     }
 
+    #[cfg(feature = "http")]
     /// Whether it is an error response.
     pub(crate) fn is_error(&self) -> bool {
         matches!(self.message, Message::Error { .. })
     }
 
+    #[cfg(feature = "http")]
     /// The message's JSON text as bytes, stamped as it is written.
     pub(crate) fn to_json_bytes(&self, server: &Server) -> Vec<u8> {
         match &self.message {
