@@ -144,16 +144,18 @@ fn hex(bytes: &[u8]) -> impl Iterator<Item = char> + '_ {
 fn canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
         Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort_unstable();
             out.push(b'{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
+            // serde_json's map keeps its keys sorted unless `preserve_order` is on somewhere in the build.
+            if m.keys().is_sorted() {
+                for (i, (k, x)) in m.iter().enumerate() {
+                    member(i, k, x, out);
                 }
-                json_scalar(k, out);
-                out.push(b':');
-                canonical(&m[k], out);
+            } else {
+                let mut members: Vec<(&String, &Value)> = m.iter().collect();
+                members.sort_unstable_by_key(|&(k, _)| k);
+                for (i, (k, x)) in members.into_iter().enumerate() {
+                    member(i, k, x, out);
+                }
             }
             out.push(b'}');
         }
@@ -169,6 +171,16 @@ fn canonical(v: &Value, out: &mut Vec<u8>) {
         }
         other => json_scalar(other, out),
     }
+}
+
+/// Appends the `i`th member of an object, `k: x`.
+fn member(i: usize, k: &str, x: &Value, out: &mut Vec<u8>) {
+    if i > 0 {
+        out.push(b',');
+    }
+    json_scalar(k, out);
+    out.push(b':');
+    canonical(x, out);
 }
 
 /// Appends `v` as JSON (a string, a number, a boolean or null: writing one

@@ -387,6 +387,7 @@ mod fold;
 mod journal;
 #[cfg(test)]
 mod journal_tests;
+mod line;
 mod orphans;
 mod record;
 #[cfg(test)]

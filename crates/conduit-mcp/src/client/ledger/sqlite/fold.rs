@@ -46,14 +46,60 @@ pub(super) fn fold(c: &mut Connection, journal: &Journal, count: &Count) -> rusq
 /// `ops` and the watermark in one transaction; how many entries they added.
 fn apply_all(c: &mut Connection, journal: &str, ops: &[Op]) -> rusqlite::Result<usize> {
     let last = ops.last().map_or(0, |op| i64::try_from(op.seq).unwrap_or(i64::MAX));
+    let answered = answered_in_batch(ops);
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let mut added = 0;
-    for op in ops {
-        added += record::apply(&tx, op.call.as_deref(), &op.entry)?;
+    {
+        let mut statements = record::Statements::prepare(&tx)?;
+        for (i, op) in ops.iter().enumerate() {
+            match answered.get(i).copied().unwrap_or(Answered::No) {
+                Answered::Later => {}
+                Answered::Earlier => added += statements.apply(None, &op.entry)?,
+                Answered::No => added += statements.apply(op.call.as_deref(), &op.entry)?,
+            }
+        }
     }
     tx.prepare_cached(MARK)?.execute(params![journal, last])?;
     tx.commit()?;
     Ok(added)
+}
+
+/// A record's part in a call in flight answered within one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answered {
+    /// Neither: folded as it was recorded.
+    No,
+    /// A call in flight whose task comes later in the batch: not folded
+    /// (its row would be turned into the task's at once).
+    Later,
+    /// The task answering a call in flight recorded earlier in the batch:
+    /// inserted, as there is no row of the call's to turn.
+    Earlier,
+}
+
+/// Which records of `ops` are a call in flight and its task, both in this
+/// batch (as `conduit-mcp call` records them, a few milliseconds apart):
+/// they fold as one insert of the task instead of an insert and an update.
+/// Only records reach the journal (statuses, losses and forgetting are
+/// written at once, after a fold), so nothing between the two touches the call.
+/// Empty when there are none.
+fn answered_in_batch(ops: &[Op]) -> Vec<Answered> {
+    let mut calls = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        if op.call.is_none() && op.entry.in_flight {
+            calls.insert((op.entry.server.as_str(), op.entry.task_id.as_str()), i);
+        }
+        let Some(key) = op.call.as_deref() else { continue };
+        if let Some(call) = calls.remove(&(op.entry.server.as_str(), key)) {
+            if out.is_empty() {
+                out = vec![Answered::No; ops.len()];
+            }
+            out[call] = Answered::Later;
+            out[i] = Answered::Earlier;
+        }
+    }
+    out
 }
 
 /// The ledger's folding thread. Dropped with the last handle: it folds
@@ -122,5 +168,34 @@ fn run(journal: &Journal, conn: &Shared, count: &Count, after: Option<Duration>)
     }
     if !journal.abandoned() {
         fold_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ledger::LedgerEntry;
+
+    fn op(seq: u64, call: Option<&str>, server: &str, id: &str, in_flight: bool) -> Op {
+        let mut entry = LedgerEntry::new(server, "anonymous", id, "2026-07-28", "t", "sha256:", 1);
+        entry.in_flight = in_flight;
+        Op { seq, call: call.map(str::to_owned), entry }
+    }
+
+    #[test]
+    fn a_call_and_its_task_in_one_batch_fold_as_the_tasks_insert() {
+        use Answered::{Earlier, Later, No};
+        let ops = [
+            op(1, None, "s", "call:a", true),
+            op(2, None, "s", "task-0", false),
+            op(3, None, "other", "call:b", true),
+            op(4, Some("call:a"), "s", "task-1", false),
+            // call:b was made at another server: not this one's call.
+            op(5, Some("call:b"), "s", "task-2", false),
+            // call:c was folded in an earlier batch: its row is turned in place.
+            op(6, Some("call:c"), "s", "task-3", false),
+        ];
+        assert_eq!(answered_in_batch(&ops), [Later, No, No, Earlier, No, No]);
+        assert!(answered_in_batch(&ops[1..3]).is_empty(), "no call answered: nothing allocated");
     }
 }

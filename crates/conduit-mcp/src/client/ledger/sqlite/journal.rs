@@ -17,9 +17,8 @@
 //! written to the database at once, until a fold empties it.
 
 use super::super::LedgerEntry;
-use crate::protocol::tasks::TaskStatus;
-use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
+pub(super) use super::line::Op;
+use super::line::{decode, encode};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -31,82 +30,6 @@ pub(super) const BOUND: u64 = 1 << 20;
 
 /// What follows the database's file name in a journal's.
 const INFIX: &str = ".pending-";
-
-/// One record waiting to be folded: the entry, in place of the call in
-/// flight `call` when it answers one.
-#[derive(Debug, Clone)]
-pub(super) struct Op {
-    /// Its place in the journal (from 1).
-    pub(super) seq: u64,
-    /// The call in flight it replaces.
-    pub(super) call: Option<String>,
-    /// The entry.
-    pub(super) entry: LedgerEntry,
-}
-
-/// A line of the file: an [`Op`], with the entry's columns as the
-/// database holds them and nothing more.
-#[derive(Serialize, Deserialize)]
-struct Line<'a> {
-    seq: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    call: Option<Cow<'a, str>>,
-    server: Cow<'a, str>,
-    task_id: Cow<'a, str>,
-    principal: Cow<'a, str>,
-    version: Cow<'a, str>,
-    tool: Cow<'a, str>,
-    args_digest: Cow<'a, str>,
-    created_ms: i64,
-    expires_ms: Option<i64>,
-    status: Cow<'a, str>,
-    updated_ms: i64,
-    lost: Option<Cow<'a, str>>,
-    resumable: bool,
-    in_flight: bool,
-}
-
-impl<'a> Line<'a> {
-    fn of(seq: u64, call: Option<&'a str>, e: &'a LedgerEntry) -> Self {
-        Self {
-            seq,
-            call: call.map(Cow::Borrowed),
-            server: Cow::Borrowed(&e.server),
-            task_id: Cow::Borrowed(&e.task_id),
-            principal: Cow::Borrowed(&e.principal),
-            version: Cow::Borrowed(&e.version),
-            tool: Cow::Borrowed(&e.tool),
-            args_digest: Cow::Borrowed(&e.args_digest),
-            created_ms: e.created_ms,
-            expires_ms: e.expires_ms,
-            status: Cow::Borrowed(e.status.as_str()),
-            updated_ms: e.updated_ms,
-            lost: e.lost.as_deref().map(Cow::Borrowed),
-            resumable: e.resumable,
-            in_flight: e.in_flight,
-        }
-    }
-
-    /// The op, or `None` for a status this code does not know.
-    fn op(self) -> Option<Op> {
-        let mut e = LedgerEntry::new(
-            self.server,
-            self.principal,
-            self.task_id,
-            self.version,
-            self.tool,
-            self.args_digest,
-            self.created_ms,
-        );
-        e.expires_ms = self.expires_ms;
-        e.status = TaskStatus::parse(&self.status)?;
-        e.updated_ms = self.updated_ms;
-        e.lost = self.lost.map(Cow::into_owned);
-        e.resumable = self.resumable;
-        e.in_flight = self.in_flight;
-        Some(Op { seq: self.seq, call: self.call.map(Cow::into_owned), entry: e })
-    }
-}
 
 /// This process's journal: the file and the records not yet folded.
 #[derive(Debug)]
@@ -127,6 +50,8 @@ struct State {
     next_seq: u64,
     /// The file's length.
     bytes: u64,
+    /// The line being written (kept to save an allocation per record).
+    line: Vec<u8>,
     /// The folding thread ends (after a last fold, unless `abandoned`).
     stopping: bool,
     /// Left as a killed process leaves it (tests only).
@@ -144,7 +69,15 @@ impl Journal {
             let file = create_private(&path)?;
             file.lock()?;
             if path.exists() {
-                let state = State { file, queue: Vec::new(), next_seq: 1, bytes: 0, stopping: false, abandoned: false };
+                let state = State {
+                    file,
+                    queue: Vec::new(),
+                    next_seq: 1,
+                    bytes: 0,
+                    line: Vec::with_capacity(512),
+                    stopping: false,
+                    abandoned: false,
+                };
                 return Ok(Self { path, name, state: Mutex::new(state), wake: Condvar::new() });
             }
         }
@@ -165,18 +98,16 @@ impl Journal {
     /// is cut back to its last whole line): then `false`, and the caller
     /// writes the record to the database itself.
     pub(super) fn append(&self, call: Option<&str>, e: &LedgerEntry, room: usize) -> bool {
-        let mut st = self.state();
+        let mut guard = self.state();
+        let st = &mut *guard;
         if st.queue.len() >= room || st.bytes >= BOUND {
             return false;
         }
         let seq = st.next_seq;
-        let mut line = Vec::with_capacity(512);
-        if serde_json::to_writer(&mut line, &Line::of(seq, call, e)).is_err() {
-            return false;
-        }
-        line.push(b'\n');
-        match (&st.file).write(&line) {
-            Ok(n) if n == line.len() => {}
+        st.line.clear();
+        encode(&mut st.line, seq, call, e);
+        match (&st.file).write(&st.line) {
+            Ok(n) if n == st.line.len() => {}
             done => {
                 let cut = st.file.set_len(st.bytes);
                 tracing::debug!(wrote = ?done.map_err(|e| e.to_string()), cut = ?cut.err(),
@@ -184,11 +115,11 @@ impl Journal {
                 return false;
             }
         }
-        st.bytes += line.len() as u64;
+        st.bytes += st.line.len() as u64;
         st.next_seq = seq + 1;
         let first = st.queue.is_empty();
         st.queue.push(Op { seq, call: call.map(str::to_owned), entry: e.clone() });
-        drop(st);
+        drop(guard);
         if first {
             self.wake.notify_one();
         }
@@ -303,7 +234,7 @@ pub(super) fn read(file: &File) -> std::io::Result<Vec<Op>> {
     let mut out = Vec::new();
     for line in BufReader::new(file).split(b'\n') {
         let line = line?;
-        match serde_json::from_slice::<Line<'_>>(&line).ok().and_then(Line::op) {
+        match decode(&line) {
             Some(op) => out.push(op),
             None if line.is_empty() => {}
             None => tracing::debug!(bytes = line.len(), "a torn line of a task ledger journal is skipped"),

@@ -16,7 +16,7 @@
 use super::super::{LedgerEntry, LedgerError};
 use super::SqliteLedger;
 use super::fold::fold;
-use rusqlite::{Connection, Statement, TransactionBehavior, params};
+use rusqlite::{CachedStatement, Connection, Statement, TransactionBehavior, params};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Writes between two counts of the file.
@@ -116,15 +116,31 @@ impl SqliteLedger {
 /// One statement (a record written at once, or one of a fold): the call
 /// turned into its task, or the entry inserted; how many entries it added.
 pub(super) fn apply(c: &Connection, replaced: Option<&str>, e: &LedgerEntry) -> rusqlite::Result<usize> {
-    if let Some(key) = replaced {
-        let mut turn = c.prepare_cached(TURN_CALL)?;
-        if write(&mut turn, e, Some(key))? == 1 {
+    Statements::prepare(c)?.apply(replaced, e)
+}
+
+/// The two statements a record may run, prepared once for a whole fold.
+pub(super) struct Statements<'c> {
+    insert: CachedStatement<'c>,
+    turn: CachedStatement<'c>,
+}
+
+impl<'c> Statements<'c> {
+    /// From `c`'s statement cache.
+    pub(super) fn prepare(c: &'c Connection) -> rusqlite::Result<Self> {
+        Ok(Self { insert: c.prepare_cached(INSERT)?, turn: c.prepare_cached(TURN_CALL)? })
+    }
+
+    /// See [`apply`].
+    pub(super) fn apply(&mut self, replaced: Option<&str>, e: &LedgerEntry) -> rusqlite::Result<usize> {
+        if let Some(key) = replaced
+            && write(&mut self.turn, e, Some(key))? == 1
+        {
             return Ok(0);
         }
+        write(&mut self.insert, e, None)?;
+        Ok(1)
     }
-    let mut insert = c.prepare_cached(INSERT)?;
-    write(&mut insert, e, None)?;
-    Ok(1)
 }
 
 /// The exact path: the record and the cap in one write transaction.
