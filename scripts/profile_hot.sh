@@ -11,6 +11,8 @@
 #        (default 2000, "W1 W2 W4", "ours echo"; BASE is 300)
 # Needs release builds of bench-server and bench-echo (scripts/bench.sh builds them);
 # OURS=PATH and ECHO=PATH profile other builds (an A/B: copy the "before" binary aside), and
+# OURS_ARGS="..." adds arguments to ours (e.g. "--store sqlite --database-url F --fresh --events",
+# the Events change log on: compare with it off in another OUT),
 # OUT=DIR names where the results go (default target/bench/hot). Writes DIR/SERVER-WORKLOAD.txt:
 # instructions per request in all, then per function, inclusive (callgrind_annotate), largest
 # first; and prints the totals.
@@ -44,7 +46,8 @@ run() {
   local out="$work/$1-$2-$3.cg"
   local cmd=(valgrind --tool=callgrind --callgrind-out-file="$out")
   case $1 in
-    ours) cmd+=("$ours" --listen 127.0.0.1:0) ;;
+    # shellcheck disable=SC2206 # OURS_ARGS is split into words on purpose.
+    ours) cmd+=("$ours" --listen 127.0.0.1:0 ${OURS_ARGS:-}) ;;
     echo) cmd+=("$echo_bin" --listen 127.0.0.1:0 --sizes "$sizes") ;;
   esac
   launch_server "cg-$1-$2-$3" "${cmd[@]}"

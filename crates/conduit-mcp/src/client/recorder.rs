@@ -8,7 +8,7 @@ use super::ledger::{LedgerEntry, LedgerError, TaskLedger, principal};
 use super::time::parse_rfc3339_ms;
 use crate::protocol::Era;
 use crate::protocol::tasks::{Task, TaskStatus};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The ledger of one client, and what its entries share.
 #[derive(Clone)]
@@ -20,6 +20,18 @@ pub(crate) struct Recorder {
     now_ms: Arc<dyn Fn() -> i64 + Send + Sync>,
     /// Whether a `tools/call` is written down before it is sent, too.
     calls_in_flight: bool,
+    /// The principal last named and what it was read from (a JWT's payload
+    /// is decoded once per token, not once per task; a static token is
+    /// fingerprinted once).
+    named: Arc<Mutex<Option<Named>>>,
+}
+
+/// A principal and the OAuth tokens it names (empty for a static token).
+struct Named {
+    issuer: String,
+    client_id: String,
+    access_token: String,
+    principal: String,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -37,7 +49,16 @@ impl Recorder {
         now_ms: Arc<dyn Fn() -> i64 + Send + Sync>,
         calls_in_flight: bool,
     ) -> Self {
-        Self { ledger, server, credential, now_ms, calls_in_flight }
+        let named = match &credential {
+            Credential::Token(t) => Some(Named {
+                issuer: String::new(),
+                client_id: String::new(),
+                access_token: String::new(),
+                principal: principal::of_token(t),
+            }),
+            Credential::None | Credential::OAuth(_) => None,
+        };
+        Self { ledger, server, credential, now_ms, calls_in_flight, named: Arc::new(Mutex::new(named)) }
     }
 
     /// The ledger.
@@ -57,11 +78,25 @@ impl Recorder {
 
     /// Who the client is at the server, as the ledger names it.
     pub(crate) async fn principal(&self) -> Result<String, ClientError> {
+        let named = || self.named.lock().unwrap_or_else(PoisonError::into_inner);
         Ok(match &self.credential {
             Credential::None => principal::ANONYMOUS.to_owned(),
-            Credential::Token(t) => principal::of_token(t),
+            Credential::Token(t) => match &*named() {
+                Some(n) => n.principal.clone(),
+                None => principal::of_token(t),
+            },
             Credential::OAuth(s) => match s.tokens_now().await? {
-                Some(t) => principal::of_oauth(&t.issuer, &t.client_id, &t.access_token),
+                Some(t) => {
+                    if let Some(n) = &*named()
+                        && (n.access_token == t.access_token && n.issuer == t.issuer && n.client_id == t.client_id)
+                    {
+                        return Ok(n.principal.clone());
+                    }
+                    let p = principal::of_oauth(&t.issuer, &t.client_id, &t.access_token);
+                    let (issuer, client_id, access_token) = (t.issuer, t.client_id, t.access_token);
+                    *named() = Some(Named { issuer, client_id, access_token, principal: p.clone() });
+                    p
+                }
                 None => principal::ANONYMOUS.to_owned(),
             },
         })
