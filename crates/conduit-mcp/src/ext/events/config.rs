@@ -21,6 +21,9 @@ pub struct EventsConfig {
     pub next_poll: Duration,
     /// Most occurrences in one poll answer, whatever `maxEvents` asks (default 100).
     pub max_poll_events: usize,
+    /// Most event types on one `events/list` page (default 100); more are
+    /// listed on the pages `nextCursor` leads to.
+    pub list_page_size: usize,
     /// Most bytes of occurrences in one poll answer or one read of a stream (default 1 MiB;
     /// at least one occurrence is always sent).
     pub max_page_bytes: usize,
@@ -77,6 +80,7 @@ impl Default for EventsConfig {
             heartbeat: Duration::from_secs(15),
             next_poll: Duration::from_secs(5),
             max_poll_events: 100,
+            list_page_size: 100,
             max_page_bytes: 1024 * 1024,
             max_argument_bytes: 64 * 1024,
             max_payload_bytes: 256 * 1024,
@@ -120,6 +124,12 @@ impl EventsConfig {
     /// Most occurrences in one poll answer.
     pub fn max_poll_events(mut self, n: usize) -> Self {
         self.max_poll_events = n;
+        self
+    }
+
+    /// Most event types on one `events/list` page.
+    pub fn list_page_size(mut self, n: usize) -> Self {
+        self.list_page_size = n;
         self
     }
 
@@ -181,6 +191,7 @@ impl EventsConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
             ("max_poll_events", self.max_poll_events),
+            ("list_page_size", self.list_page_size),
             ("max_page_bytes", self.max_page_bytes),
             ("max_argument_bytes", self.max_argument_bytes),
             ("max_payload_bytes", self.max_payload_bytes),
