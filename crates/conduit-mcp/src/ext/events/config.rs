@@ -29,7 +29,10 @@ pub struct EventsConfig {
     pub max_page_bytes: usize,
     /// Most bytes of a subscription's `arguments`, as JSON (default 64 KiB).
     pub max_argument_bytes: usize,
-    /// Most bytes of one published payload (default 256 KiB, the webhook body's bound).
+    /// Most bytes of one occurrence as delivered: its payload with the
+    /// `eventId`, name, timestamp and cursor around it, which is a webhook's
+    /// whole body (default 256 KiB, the body's bound in events.md §3.1 H9).
+    /// `EventPublisher::publish` refuses a payload that would pass it.
     pub max_payload_bytes: usize,
     /// Most occurrences an event type keeps for replay (default 10 000; for
     /// `task.status_changed`, the changes of the Tasks handle's log).
@@ -145,7 +148,8 @@ impl EventsConfig {
         self
     }
 
-    /// Most bytes of one published payload.
+    /// Most bytes of one occurrence as delivered (see
+    /// [`max_payload_bytes`](Self::max_payload_bytes)).
     pub fn max_payload_bytes(mut self, bytes: usize) -> Self {
         self.max_payload_bytes = bytes;
         self

@@ -4,6 +4,7 @@
 //! and the [`EventPublisher`] the application calls when something happens.
 //! Occurrences are kept in memory, bounded, for replay.
 
+use super::cursor::CURSOR_CHARS;
 use super::source::{Filter, Page, Source};
 use crate::clock::{Clock, format_rfc3339_ms};
 use crate::protocol::RpcError;
@@ -115,14 +116,21 @@ pub enum PublishError {
     /// The payload does not serialise to a JSON object.
     #[error("an event payload must serialise to a JSON object")]
     NotAnObject,
-    /// The payload is larger than `EventsConfig::max_payload_bytes`.
-    #[error("the event payload is {len} bytes, more than the {max} allowed")]
+    /// The occurrence as delivered (the payload with its `eventId`, name,
+    /// timestamp and cursor: a webhook body) would be larger than
+    /// `EventsConfig::max_payload_bytes`.
+    #[error("the event would be delivered as {len} bytes, more than the {max} allowed")]
     TooLarge {
-        /// Its size as JSON.
+        /// The size of the occurrence as delivered, as JSON.
         len: usize,
         /// The bound.
         max: usize,
     },
+}
+
+/// The `eventId` made for the occurrence at `seq` of a log of `epoch`.
+fn made_id(epoch: u64, seq: u64) -> String {
+    format!("{epoch:016x}-{seq}")
 }
 
 /// One published occurrence, as kept for replay.
@@ -180,16 +188,36 @@ impl<E: TypedEvent> TypedSource<E> {
         }
     }
 
+    /// The bytes of the occurrence as a webhook body carries it (the
+    /// longest one it can be): its payload of `data_len` bytes with the
+    /// `eventId` (a made one counted at its longest), the name, the
+    /// timestamp of `at_ms` and a cursor around it.
+    fn body_len(&self, data_len: usize, at_ms: u64, event_id: Option<&str>) -> usize {
+        let made;
+        let id = match event_id {
+            Some(id) => id,
+            None => {
+                made = made_id(self.epoch, u64::MAX);
+                &made
+            }
+        };
+        let mut around = EventOccurrence::new(id, E::NAME, format_rfc3339_ms(at_ms), Value::Object(Map::new()));
+        around.cursor = Some("c".repeat(CURSOR_CHARS));
+        // `{}` stands in for the payload in `around`.
+        crate::bounds::json_len(&around) - 2 + data_len
+    }
+
     fn publish(&self, payload: E::Payload, audience: Audience, event_id: Option<String>) -> Result<u64, PublishError> {
         let data = serde_json::to_value(&payload).map_err(|_| PublishError::NotAnObject)?;
         if !data.is_object() {
             return Err(PublishError::NotAnObject);
         }
         let len = crate::bounds::json_len(&data);
-        if len > self.max_payload_bytes {
-            return Err(PublishError::TooLarge { len, max: self.max_payload_bytes });
-        }
         let at_ms = self.clock.now_ms();
+        let body = self.body_len(len, at_ms, event_id.as_deref());
+        if body > self.max_payload_bytes {
+            return Err(PublishError::TooLarge { len: body, max: self.max_payload_bytes });
+        }
         let weight = 2 * len + 64 + event_id.as_ref().map_or(0, String::len);
         Ok(self.log.append(at_ms, weight, Published { payload, data, audience, event_id }))
     }
@@ -229,7 +257,7 @@ impl<E: TypedEvent> Source for TypedSource<E> {
             .into_iter()
             .map(|e| {
                 let p = &e.item;
-                let id = p.event_id.clone().unwrap_or_else(|| format!("{:016x}-{}", self.epoch, e.seq));
+                let id = p.event_id.clone().unwrap_or_else(|| made_id(self.epoch, e.seq));
                 (e.seq, EventOccurrence::new(id, E::NAME, format_rfc3339_ms(e.at_ms), p.data.clone()))
             })
             .collect();

@@ -160,8 +160,9 @@ async fn max_age_floors_the_start_and_says_so() {
     assert_eq!(null["truncated"], false);
 }
 
-// delivery-body-size: a payload over `EventsConfig::max_payload_bytes` (256 KiB by default) is
-// refused at `publish` and never reaches a subscriber; one just under the bound is delivered whole.
+// delivery-body-size: an occurrence over `EventsConfig::max_payload_bytes` (256 KiB by default, the
+// payload with its envelope) is refused at `publish` and never reaches a subscriber; one under the
+// bound is delivered whole (the webhook body at the bound exactly: `webhook/delivery.rs`).
 #[tokio::test]
 async fn a_payload_over_256_kib_is_refused_at_publish_and_never_delivered() {
     use conduit_mcp::ext::events::PublishError;
@@ -170,7 +171,7 @@ async fn a_payload_over_256_kib_is_refused_at_publish_and_never_delivered() {
     let start = f.poll(Some("alice"), json!({ "name": "incident.created" })).await;
     let refused = f.incidents.publish(incident(&"x".repeat(BOUND), Severity::P1), alice()).unwrap_err();
     assert!(matches!(refused, PublishError::TooLarge { len, max: BOUND } if len > BOUND), "{refused:?}");
-    let fits = "y".repeat(BOUND - 64);
+    let fits = "y".repeat(BOUND - 512);
     f.incidents.publish(incident(&fits, Severity::P1), alice()).unwrap();
     let got = f.poll(Some("alice"), json!({ "name": "incident.created", "cursor": start["cursor"] })).await;
     assert_eq!(ids(&got), [fits], "only the payload within the bound was kept");
