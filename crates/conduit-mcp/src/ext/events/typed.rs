@@ -6,10 +6,11 @@
 
 use super::cursor::CURSOR_CHARS;
 use super::source::{Filter, Page, Source};
+use super::typed_log::{Published, TypedFilter, TypedLog};
 use crate::clock::{Clock, format_rfc3339_ms};
 use crate::protocol::RpcError;
 use crate::protocol::events::{DeliveryMode, EventDescriptor, EventOccurrence};
-use crate::seq_log::{ReadFrom, SeqLog};
+use crate::seq_log::ReadFrom;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -133,19 +134,14 @@ fn made_id(epoch: u64, seq: u64) -> String {
     format!("{epoch:016x}-{seq}")
 }
 
-/// One published occurrence, as kept for replay.
-struct Published<P> {
-    payload: P,
-    data: Value,
-    audience: Audience,
-    event_id: Option<String>,
-}
-
-/// The log of one typed event type: the [`Source`] the extension reads.
+/// One typed event type: the [`Source`] the extension reads, over its
+/// name's [`TypedLog`] (shared with the generations before it while each
+/// change was additive).
 pub(crate) struct TypedSource<E: TypedEvent> {
     descriptor: EventDescriptor,
-    log: SeqLog<Published<E::Payload>>,
-    epoch: u64,
+    log: Arc<TypedLog>,
+    /// Its index among the log's generations.
+    generation: usize,
     clock: Arc<dyn Clock>,
     max_payload_bytes: usize,
     _event: PhantomData<fn() -> E>,
@@ -161,31 +157,24 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     v
 }
 
+/// How `events/list` shows `E`; `webhooks`: whether the handle delivers
+/// webhooks (else the mode is not offered).
+pub(crate) fn descriptor_of<E: TypedEvent>(webhooks: bool) -> EventDescriptor {
+    let mut delivery = E::delivery();
+    delivery.retain(|m| webhooks || *m != DeliveryMode::Webhook);
+    EventDescriptor::new(E::NAME, E::DESCRIPTION, delivery, schema_of::<E::Arguments>(), schema_of::<E::Payload>())
+}
+
 impl<E: TypedEvent> TypedSource<E> {
-    /// `webhooks`: whether the handle delivers webhooks (else the mode is not offered).
+    /// `E`, described by `descriptor`, publishing into `log` as its newest generation.
     pub(crate) fn new(
+        descriptor: EventDescriptor,
+        log: Arc<TypedLog>,
         clock: Arc<dyn Clock>,
-        retained: (usize, usize),
         max_payload_bytes: usize,
-        webhooks: bool,
     ) -> Self {
-        let mut delivery = E::delivery();
-        delivery.retain(|m| webhooks || *m != DeliveryMode::Webhook);
-        let descriptor = EventDescriptor::new(
-            E::NAME,
-            E::DESCRIPTION,
-            delivery,
-            schema_of::<E::Arguments>(),
-            schema_of::<E::Payload>(),
-        );
-        Self {
-            descriptor,
-            log: SeqLog::new(retained.0, retained.1),
-            epoch: rand::random(),
-            clock,
-            max_payload_bytes,
-            _event: PhantomData,
-        }
+        let generation = log.generation_of::<E>();
+        Self { descriptor, log, generation, clock, max_payload_bytes, _event: PhantomData }
     }
 
     /// The bytes of the occurrence as a webhook body carries it (the
@@ -197,7 +186,7 @@ impl<E: TypedEvent> TypedSource<E> {
         let id = match event_id {
             Some(id) => id,
             None => {
-                made = made_id(self.epoch, u64::MAX);
+                made = made_id(self.log.epoch(), u64::MAX);
                 &made
             }
         };
@@ -219,7 +208,8 @@ impl<E: TypedEvent> TypedSource<E> {
             return Err(PublishError::TooLarge { len: body, max: self.max_payload_bytes });
         }
         let weight = 2 * len + 64 + event_id.as_ref().map_or(0, String::len);
-        Ok(self.log.append(at_ms, weight, Published { payload, data, audience, event_id }))
+        let published = Published { payload: Box::new(payload), generation: self.generation, data, audience, event_id };
+        Ok(self.log.log().append(at_ms, weight, published))
     }
 }
 
@@ -230,38 +220,44 @@ impl<E: TypedEvent> Source for TypedSource<E> {
     }
 
     fn epoch(&self) -> u64 {
-        self.epoch
+        self.log.epoch()
     }
 
     fn filter(&self, arguments: Map<String, Value>) -> Result<Filter, RpcError> {
-        let args: E::Arguments = serde_json::from_value(Value::Object(arguments))
+        // This generation's reading decides what is refused; the others' are kept as they parse.
+        serde_json::from_value::<E::Arguments>(Value::Object(arguments.clone()))
             .map_err(|e| RpcError::invalid_params(format!("invalid arguments for event {}: {e}", E::NAME)))?;
-        Ok(Box::new(args))
+        Ok(Box::new(self.log.filter(arguments)))
     }
 
     async fn head(&self) -> Result<u64, RpcError> {
-        Ok(self.log.head())
+        Ok(self.log.log().head())
     }
 
     fn watch(&self) -> watch::Receiver<u64> {
-        self.log.watch()
+        self.log.log().watch()
     }
 
     async fn read(&self, owner: Option<&str>, filter: &Filter, from: ReadFrom) -> Result<Page, RpcError> {
-        let Some(args) = filter.downcast_ref::<E::Arguments>() else {
+        let Some(filter) = filter.downcast_ref::<TypedFilter>() else {
             return Err(RpcError::internal("a filter of another event type"));
         };
-        let read = self.log.read(from, |p| p.audience.admits(owner) && E::matches(args, &p.payload));
+        let read = self.log.read(owner, filter, from);
+        let epoch = self.log.epoch();
         let events = read
             .entries
             .into_iter()
             .map(|e| {
                 let p = &e.item;
-                let id = p.event_id.clone().unwrap_or_else(|| made_id(self.epoch, e.seq));
+                let id = p.event_id.clone().unwrap_or_else(|| made_id(epoch, e.seq));
                 (e.seq, EventOccurrence::new(id, E::NAME, format_rfc3339_ms(e.at_ms), p.data.clone()))
             })
             .collect();
         Ok(Page { events, through: read.through, truncated: read.truncated, more: read.more, settling: false })
+    }
+
+    fn typed_log(&self) -> Option<Arc<TypedLog>> {
+        Some(self.log.clone())
     }
 }
 

@@ -4,6 +4,7 @@
 //! signature checked with `protocol::webhook_signature`.
 
 mod delivery;
+mod evolution;
 mod log_bounds;
 mod python;
 mod store_double;
