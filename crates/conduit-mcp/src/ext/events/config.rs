@@ -21,12 +21,18 @@ pub struct EventsConfig {
     pub next_poll: Duration,
     /// Most occurrences in one poll answer, whatever `maxEvents` asks (default 100).
     pub max_poll_events: usize,
+    /// Most event types on one `events/list` page (default 100); more are
+    /// listed on the pages `nextCursor` leads to.
+    pub list_page_size: usize,
     /// Most bytes of occurrences in one poll answer or one read of a stream (default 1 MiB;
     /// at least one occurrence is always sent).
     pub max_page_bytes: usize,
     /// Most bytes of a subscription's `arguments`, as JSON (default 64 KiB).
     pub max_argument_bytes: usize,
-    /// Most bytes of one published payload (default 256 KiB, the webhook body's bound).
+    /// Most bytes of one occurrence as delivered: its payload with the
+    /// `eventId`, name, timestamp and cursor around it, which is a webhook's
+    /// whole body (default 256 KiB, the body's bound in events.md §3.1 H9).
+    /// `EventPublisher::publish` refuses a payload that would pass it.
     pub max_payload_bytes: usize,
     /// Most occurrences an event type keeps for replay (default 10 000; for
     /// `task.status_changed`, the changes of the Tasks handle's log).
@@ -77,6 +83,7 @@ impl Default for EventsConfig {
             heartbeat: Duration::from_secs(15),
             next_poll: Duration::from_secs(5),
             max_poll_events: 100,
+            list_page_size: 100,
             max_page_bytes: 1024 * 1024,
             max_argument_bytes: 64 * 1024,
             max_payload_bytes: 256 * 1024,
@@ -123,6 +130,12 @@ impl EventsConfig {
         self
     }
 
+    /// Most event types on one `events/list` page.
+    pub fn list_page_size(mut self, n: usize) -> Self {
+        self.list_page_size = n;
+        self
+    }
+
     /// Most bytes of occurrences in one poll answer or stream read.
     pub fn max_page_bytes(mut self, bytes: usize) -> Self {
         self.max_page_bytes = bytes;
@@ -135,7 +148,8 @@ impl EventsConfig {
         self
     }
 
-    /// Most bytes of one published payload.
+    /// Most bytes of one occurrence as delivered (see
+    /// [`max_payload_bytes`](Self::max_payload_bytes)).
     pub fn max_payload_bytes(mut self, bytes: usize) -> Self {
         self.max_payload_bytes = bytes;
         self
@@ -181,6 +195,7 @@ impl EventsConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let positive = [
             ("max_poll_events", self.max_poll_events),
+            ("list_page_size", self.list_page_size),
             ("max_page_bytes", self.max_page_bytes),
             ("max_argument_bytes", self.max_argument_bytes),
             ("max_payload_bytes", self.max_payload_bytes),

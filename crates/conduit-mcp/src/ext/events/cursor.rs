@@ -16,6 +16,12 @@ const TAG: usize = 16;
 /// The format byte that starts every cursor's payload.
 const FORMAT: u8 = 1;
 
+/// Bytes of a cursor before encoding: the format, the epoch, the position, the tag.
+const SEALED: usize = 1 + 16 + TAG;
+
+/// Characters of every cursor this seal makes (base64url of [`SEALED`] bytes, unpadded).
+pub(crate) const CURSOR_CHARS: usize = (SEALED * 4).div_ceil(3);
+
 /// The longest cursor accepted, in characters.
 const MAX_CURSOR: usize = 128;
 
@@ -73,7 +79,7 @@ impl CursorSeal {
 
     /// The cursor of `at` in event type `name`, for `owner`.
     pub(crate) fn seal(&self, owner: Option<&str>, name: &str, at: Position) -> String {
-        let mut bytes = Vec::with_capacity(1 + 16 + TAG);
+        let mut bytes = Vec::with_capacity(SEALED);
         bytes.push(FORMAT);
         bytes.extend_from_slice(&at.epoch.to_be_bytes());
         bytes.extend_from_slice(&at.seq.to_be_bytes());
@@ -88,7 +94,7 @@ impl CursorSeal {
             return Err(BadCursor);
         }
         let bytes = B64.decode(cursor).map_err(|_| BadCursor)?;
-        if bytes.len() != 1 + 16 + TAG || bytes[0] != FORMAT {
+        if bytes.len() != SEALED || bytes[0] != FORMAT {
             return Err(BadCursor);
         }
         let (payload, tag) = bytes.split_at(1 + 16);
@@ -112,6 +118,7 @@ mod tests {
         let at = Position { epoch: 7, seq: 42 };
         let c = seal.seal(Some("alice"), "task.status_changed", at);
         assert_eq!(seal.open(&c, Some("alice"), "task.status_changed"), Ok(at));
+        assert_eq!(c.len(), CURSOR_CHARS, "every cursor is as long: the webhook body bound counts on it");
         assert_eq!(seal.open(&c, Some("bob"), "task.status_changed"), Err(BadCursor));
         assert_eq!(seal.open(&c, None, "task.status_changed"), Err(BadCursor));
         assert_eq!(seal.open(&c, Some("alice"), "other"), Err(BadCursor));

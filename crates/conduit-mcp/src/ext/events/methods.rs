@@ -12,9 +12,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::ops::Bound;
 
-/// Event types per `events/list` page.
-const LIST_PAGE: usize = 100;
-
 /// The params as `T`, or `-32602` naming what is wrong.
 pub(crate) fn params<T: DeserializeOwned>(method: &str, params: Map<String, Value>) -> Result<T, RpcError> {
     serde_json::from_value(Value::Object(params)).map_err(|e| RpcError::invalid_params(format!("{method}: {e}")))
@@ -39,7 +36,8 @@ impl Events {
         let types = self.inner.types.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let lower = after.as_ref().map_or(Bound::Unbounded, |a| Bound::Excluded(a.clone()));
         let mut page = types.range((lower, Bound::Unbounded));
-        let events: Vec<_> = page.by_ref().take(LIST_PAGE).map(|(_, r)| r.source.descriptor().clone()).collect();
+        let events: Vec<_> =
+            page.by_ref().take(self.inner.config.list_page_size).map(|(_, r)| r.source.descriptor().clone()).collect();
         let next_cursor = match (page.next(), events.last()) {
             (Some(_), Some(last)) => Some(B64.encode(last.name.as_bytes())),
             _ => None,

@@ -3,6 +3,7 @@
 mod config;
 pub(crate) mod config_toml;
 mod cursor;
+mod evolution;
 mod extension;
 mod methods;
 mod resolve;
@@ -12,6 +13,7 @@ mod stream_outlet;
 mod subscribe;
 mod task_status;
 mod typed;
+mod typed_log;
 pub mod webhook;
 
 pub use config::EventsConfig;
@@ -26,12 +28,14 @@ use crate::quota::ClientKey;
 use crate::quota::Counts;
 use crate::subscriptions::Subscription;
 use cursor::CursorSeal;
+use evolution::Change;
 use serde_json::Map;
 use source::Source;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use typed_log::TypedLog;
 
 /// The event types a server offers, and what its polls and streams share.
 ///
@@ -125,29 +129,43 @@ impl Events {
         self.inner.types.read().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect()
     }
 
-    /// Offers the event type `E` (replacing one of the same name) and returns
-    /// its publisher.
+    /// Offers the event type `E` and returns its publisher.
+    ///
+    /// Offered again under a name already offered, `E` replaces that type.
+    /// When the change is additive (the same `inputSchema`, a `payloadSchema`
+    /// that only adds optional properties: the rule is in the guide) it
+    /// continues the same log: cursors, live streams and webhook
+    /// subscriptions carry on, and the earlier publishers still publish to
+    /// them. Otherwise it starts a new log, and live streams end with
+    /// `Unsupported` (`data: {feature, reason: "schema_changed"}`).
     pub fn typed<E: TypedEvent>(&self) -> EventPublisher<E> {
         let c = &self.inner.config;
-        let source = Arc::new(typed::TypedSource::<E>::new(
-            self.inner.clock.clone(),
-            (c.retained_events, c.retained_bytes),
-            c.max_payload_bytes,
-            c.delivers_webhooks(),
-        ));
-        self.add(source.clone());
-        EventPublisher { source }
+        let descriptor = typed::descriptor_of::<E>(c.delivers_webhooks());
+        let (clock, max_payload) = (self.inner.clock.clone(), c.max_payload_bytes);
+        let retained = (c.retained_events, c.retained_bytes);
+        let mut made = None;
+        self.offer(E::NAME, |before| {
+            let log = before
+                .filter(|b| evolution::compare(b.source.descriptor(), &descriptor) == Change::Additive)
+                .and_then(|b| b.source.typed_log())
+                .unwrap_or_else(|| Arc::new(TypedLog::new(retained)));
+            let source = Arc::new(typed::TypedSource::<E>::new(descriptor, log, clock, max_payload));
+            made = Some(source.clone());
+            source
+        });
+        EventPublisher { source: made.expect("offer calls make") }
     }
 
     /// Offers `task.status_changed` over `tasks` (both eras' tasks), which
     /// keeps its change log in memory from now on, as bounded as an
     /// application's event type ([`EventsConfig::retained`]). Delivered by
     /// poll, push, and webhook when [`EventsConfig::webhooks()`] is set.
+    /// Offered again over the same `tasks`, its live streams carry on.
     pub fn task_status(&self, tasks: &Tasks) {
         let c = &self.inner.config;
         let retained = (c.retained_events, c.retained_bytes);
         let source = task_status::TaskStatusSource::new(tasks, retained, c.delivers_webhooks());
-        self.add(Arc::new(source));
+        self.offer(TASK_STATUS_CHANGED, |_| Arc::new(source));
     }
 
     /// Stops offering event type `name`: its live streams end with
@@ -155,17 +173,22 @@ impl Events {
     pub fn remove(&self, name: &str) -> bool {
         let removed = self.inner.types.write().unwrap_or_else(PoisonError::into_inner).remove(name).is_some();
         if removed {
-            self.changed();
+            self.changed(true);
         }
         removed
     }
 
-    fn add(&self, source: Arc<dyn Source>) {
+    /// Offers under `name` the source `make` builds, told what it replaces
+    /// (both under the lock, so two offers of one name take turns).
+    fn offer(&self, name: &str, make: impl FnOnce(Option<&Arc<Registered>>) -> Arc<dyn Source>) {
+        let mut types = self.inner.types.write().unwrap_or_else(PoisonError::into_inner);
+        let before = types.get(name).cloned();
+        let source = make(before.as_ref());
+        let listed = before.is_none_or(|b| b.source.descriptor() != source.descriptor());
         let validator = jsonschema::validator_for(&source.descriptor().input_schema).ok();
-        let name = source.descriptor().name.clone();
-        let reg = Arc::new(Registered { source, validator });
-        self.inner.types.write().unwrap_or_else(PoisonError::into_inner).insert(name, reg);
-        self.changed();
+        types.insert(name.to_owned(), Arc::new(Registered { source, validator }));
+        drop(types);
+        self.changed(listed);
     }
 
     /// The type `name`, if offered.
@@ -173,9 +196,13 @@ impl Events {
         self.inner.types.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
     }
 
-    /// Tells live streams and `eventsListChanged` listeners that the types changed.
-    fn changed(&self) {
+    /// Tells live streams that the types changed, and `eventsListChanged`
+    /// listeners too when what `events/list` shows did (`listed`).
+    fn changed(&self, listed: bool) {
         self.inner.catalog.send_modify(|v| *v += 1);
+        if !listed {
+            return;
+        }
         let mut listeners = self.inner.listeners.lock().unwrap_or_else(PoisonError::into_inner);
         listeners.retain(|s| !s.is_closed() && s.send(EVENTS_LIST_CHANGED, Map::new()));
     }

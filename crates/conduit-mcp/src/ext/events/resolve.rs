@@ -2,9 +2,11 @@
 //! type (`NotFound`), its delivery mode (`Unsupported`), the arguments
 //! (`-32602` past the byte bound or against the schema), and where reading
 //! starts (a cursor opened for this principal and type, `-32602` otherwise).
-//! Checked in that order; nothing is held or changed before all pass.
+//! Checked in that order; nothing is held or changed before all pass. And
+//! what a live subscription carries on with when its type is offered again.
 
 use super::cursor::Position;
+use super::evolution::{Change, compare};
 use super::source::Filter;
 use super::{Events, Registered};
 use crate::protocol::RpcError;
@@ -30,6 +32,8 @@ pub(crate) struct Start {
 pub(crate) struct Resolved {
     pub(crate) name: String,
     pub(crate) registered: Arc<Registered>,
+    /// The arguments as asked (a later generation of the type reads them again).
+    pub(crate) arguments: Map<String, Value>,
     pub(crate) filter: Filter,
     pub(crate) start: Start,
 }
@@ -91,7 +95,8 @@ impl Events {
     pub(crate) async fn resolve(&self, owner: Option<&str>, asked: Asked<'_>) -> Result<Resolved, RpcError> {
         let registered = self.offering(asked.name, asked.mode)?;
         self.check_arguments(&registered, &asked.arguments)?;
-        let filter = registered.source.filter(asked.arguments)?;
+        let arguments = asked.arguments;
+        let filter = registered.source.filter(arguments.clone())?;
         let source = &registered.source;
         // The head first: a durable log learns its epoch when first read.
         let head = source.head().await?;
@@ -109,7 +114,46 @@ impl Events {
                 }
             }
         };
-        Ok(Resolved { name: asked.name.to_owned(), registered, filter, start })
+        Ok(Resolved { name: asked.name.to_owned(), registered, arguments, filter, start })
+    }
+
+    /// What follows `r` once the types changed: nothing new (`None`, still
+    /// the type offered), or the type offered again under its name that `r`
+    /// carries on with (its registration and `r`'s arguments as its filter).
+    /// Otherwise the error that ends `r`: `NotFound` (`kind: "event"`) for a
+    /// type gone or offered again over another log, `Unsupported` with
+    /// `reason: "schema_changed"` for a change that is not additive, or
+    /// naming `mode` when it is no longer offered.
+    pub(crate) fn successor(
+        &self,
+        r: &Resolved,
+        mode: DeliveryMode,
+    ) -> Result<Option<(Arc<Registered>, Filter)>, RpcError> {
+        let now = self.get(&r.name).ok_or_else(|| self.not_found())?;
+        if Arc::ptr_eq(&now, &r.registered) {
+            return Ok(None);
+        }
+        self.carries_on(&r.registered, &now, mode)?;
+        let filter = now.source.filter(r.arguments.clone())?;
+        Ok(Some((now, filter)))
+    }
+
+    /// Whether a subscription by `mode` to `before` carries on with `now`,
+    /// offered under its name since (see [`successor`](Self::successor)).
+    pub(crate) fn carries_on(&self, before: &Registered, now: &Registered, mode: DeliveryMode) -> Result<(), RpcError> {
+        let (before, now) = (before.source.as_ref(), now.source.as_ref());
+        if let Change::Breaking(feature) = compare(before.descriptor(), now.descriptor()) {
+            let data = json!({ "feature": feature, "reason": "schema_changed" });
+            return Err(self.error(EventErrorKind::Unsupported, data));
+        }
+        if before.epoch() != now.epoch() {
+            return Err(self.not_found());
+        }
+        if !now.descriptor().offers(mode) {
+            let data = json!({ "feature": "deliveryMode", "value": mode.as_str() });
+            return Err(self.error(EventErrorKind::Unsupported, data));
+        }
+        Ok(())
     }
 
     /// The cursor of position `seq` in `r`'s type, for `owner`.

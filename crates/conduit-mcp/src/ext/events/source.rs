@@ -3,12 +3,14 @@
 //! each occurrence matched against the subscriber. Both the application's
 //! typed events and the built-in `task.status_changed` are sources.
 
+use super::typed_log::TypedLog;
 use crate::protocol::RpcError;
 use crate::protocol::events::{EventDescriptor, EventOccurrence};
 use crate::seq_log::ReadFrom;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
 use std::any::Any;
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// A subscription's arguments as its source reads them.
@@ -59,6 +61,13 @@ pub(crate) trait Source: Send + Sync + 'static {
     async fn ended(&self, owner: Option<&str>, filter: &Filter) -> Result<bool, RpcError> {
         let _ = (owner, filter);
         Ok(false)
+    }
+
+    /// The log an application's typed events are kept in, which a later
+    /// generation of the type continues when it changed additively (none
+    /// for other sources).
+    fn typed_log(&self) -> Option<Arc<TypedLog>> {
+        None
     }
 
     /// Whether `event` is the last a subscription with `filter` can ever see

@@ -3,7 +3,9 @@
 //! gap), then each occurrence as `notifications/events/event` with the cursor
 //! after it, a `notifications/events/heartbeat` with the position checked up
 //! to whenever the stream is quiet for the configured interval, and
-//! `notifications/events/terminated` if the type stops being offered. After an
+//! `notifications/events/terminated` if the type stops being offered, or is
+//! offered again with a change that is not additive (`evolution.rs`; after an
+//! additive one the stream goes on, through the new type). After an
 //! occurrence its source says is the subscription's last (one task's terminal
 //! status) the stream closes with its result, no `terminated` (events.md P9); so
 //! does a stream of such a subscription that ended before it began (after its
@@ -28,7 +30,6 @@ use crate::quota::Full;
 use crate::seq_log::ReadFrom;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The first wait before a settling log (changes committed, positions not yet
@@ -85,17 +86,17 @@ impl Events {
             limit: c.max_stream_backlog_bytes,
             grace: c.slow_reader_grace,
         };
-        match self.pump(ctx, &r, &outlet).await {
+        match self.pump(ctx, r, &outlet).await {
             End::Gone => Err(RpcError::internal("event stream cancelled")),
             End::Closed => Ok(json!({ "_meta": { SUBSCRIPTION_ID_KEY: id.to_value() } })),
         }
     }
 
     /// Delivers until the stream ends.
-    async fn pump(&self, ctx: &Ctx, r: &Resolved, out: &StreamOutlet<'_>) -> End {
+    async fn pump(&self, ctx: &Ctx, mut r: Resolved, out: &StreamOutlet<'_>) -> End {
         let owner = ctx.owner();
         let c = &self.inner.config;
-        let source = &r.registered.source;
+        let mut source = r.registered.source.clone();
         let mut head = source.watch();
         let mut catalog = self.inner.catalog.subscribe();
         let mut at = r.start.after;
@@ -127,7 +128,7 @@ impl Events {
                 // Where delivery (re)starts: before the first occurrence sent, else where the read ended.
                 let start = page.events.first().map_or(page.through, |(seq, _)| seq - 1);
                 let truncated = pending_truncated || page.truncated;
-                let active = ActiveParams { cursor: Some(self.cursor(owner, r, start)), truncated };
+                let active = ActiveParams { cursor: Some(self.cursor(owner, &r, start)), truncated };
                 if let Some(end) = self.ended(out, out.send(EVENTS_ACTIVE, as_map(&active)).await) {
                     return end;
                 }
@@ -136,7 +137,7 @@ impl Events {
             }
             let sent_any = !page.events.is_empty();
             for (seq, mut event) in page.events {
-                event.cursor = Some(self.cursor(owner, r, seq));
+                event.cursor = Some(self.cursor(owner, &r, seq));
                 let last = source.is_last(&r.filter, &event);
                 if let Some(end) = self.ended(out, out.send(EVENTS_EVENT, as_map(&event)).await) {
                     return end;
@@ -169,9 +170,19 @@ impl Events {
                     () = ctx.cancellation().cancelled() => return End::Gone,
                     () = self.inner.shutdown.cancelled() => return End::Closed,
                     changed = catalog.changed() => {
-                        if changed.is_err() || !self.still_offered(r) {
-                            let error = self.error(EventErrorKind::NotFound, json!({ "kind": "event" }));
-                            return Self::terminate(out, error);
+                        if changed.is_err() {
+                            return Self::terminate(out, self.not_found());
+                        }
+                        match self.successor(&r, DeliveryMode::Push) {
+                            Ok(None) => {}
+                            // Offered again additively: the same log, read through the new type.
+                            Ok(Some((now, filter))) => {
+                                (r.registered, r.filter) = (now, filter);
+                                source = r.registered.source.clone();
+                                head = source.watch();
+                                break;
+                            }
+                            Err(error) => return Self::terminate(out, error),
                         }
                     }
                     moved = head.changed() => {
@@ -182,7 +193,7 @@ impl Events {
                     }
                     () = &mut settled, if page.settling => break,
                     _ = heartbeat.tick() => {
-                        let beat = HeartbeatParams { cursor: Some(self.cursor(owner, r, at)) };
+                        let beat = HeartbeatParams { cursor: Some(self.cursor(owner, &r, at)) };
                         if let Some(end) = self.ended(out, out.send(EVENTS_HEARTBEAT, as_map(&beat)).await) {
                             return end;
                         }
@@ -212,10 +223,5 @@ impl Events {
             Sent::Queued => End::Closed,
             Sent::Gone | Sent::Full => End::Gone,
         }
-    }
-
-    /// Whether the stream's type is still the one offered under its name.
-    fn still_offered(&self, r: &Resolved) -> bool {
-        self.get(&r.name).is_some_and(|now| Arc::ptr_eq(&now, &r.registered))
     }
 }

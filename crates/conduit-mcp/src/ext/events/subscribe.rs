@@ -93,7 +93,7 @@ impl Events {
         signing: SigningSecret,
     ) -> Result<Value, RpcError> {
         self.check_arguments(registered, &p.arguments)?;
-        registered.source.filter(p.arguments.clone())?;
+        let filter = registered.source.filter(p.arguments.clone())?;
         let source = &registered.source;
         let head = source.head().await?;
         let (start, truncated) = match p.cursor.as_deref() {
@@ -102,7 +102,11 @@ impl Events {
                 let at = self.inner.seal.open(c, Some(principal.as_str()), &p.name).map_err(|_| {
                     RpcError::invalid_params("cursor was not issued for this event type to this caller")
                 })?;
-                if at.epoch == source.epoch() { (at.seq, false) } else { (head, true) }
+                if at.epoch == source.epoch() {
+                    self.servable_from(source.as_ref(), &principal, &filter, at.seq).await?
+                } else {
+                    (head, true)
+                }
             }
         };
         let key = SubscriptionKey {
@@ -192,6 +196,28 @@ impl Events {
             return Err(self.error(EventErrorKind::CallbackEndpointError, json!({ "reason": failure.as_str() })));
         }
         c.store.set_verified(principal, url, self.now_ms()).await.map_err(store_error)
+    }
+
+    /// Where a subscription asked to start after `after` can start, and
+    /// whether that is later (`truncated`: the log no longer holds what
+    /// followed `after`). Delivery then starts there, so the response says
+    /// `truncated` and no `gap` envelope follows for the same loss.
+    #[cfg(feature = "webhooks")]
+    async fn servable_from(
+        &self,
+        source: &dyn super::source::Source,
+        principal: &str,
+        filter: &super::source::Filter,
+        after: u64,
+    ) -> Result<(u64, bool), RpcError> {
+        let probe = crate::seq_log::ReadFrom { after, floor_ms: None, max_entries: 1, max_bytes: 1 };
+        let page = source.read(Some(principal), filter, probe).await?;
+        if !page.truncated {
+            return Ok((after, false));
+        }
+        // Just before the first occurrence it can still send, else where the read got to.
+        let start = page.events.first().map_or(page.through, |(seq, _)| seq - 1);
+        Ok((start, true))
     }
 
     pub(crate) async fn unsubscribe(&self, ctx: &Ctx, p: UnsubscribeEventsParams) -> Result<Value, RpcError> {

@@ -4,11 +4,13 @@
 //! and the [`EventPublisher`] the application calls when something happens.
 //! Occurrences are kept in memory, bounded, for replay.
 
+use super::cursor::CURSOR_CHARS;
 use super::source::{Filter, Page, Source};
+use super::typed_log::{Published, TypedFilter, TypedLog};
 use crate::clock::{Clock, format_rfc3339_ms};
 use crate::protocol::RpcError;
 use crate::protocol::events::{DeliveryMode, EventDescriptor, EventOccurrence};
-use crate::seq_log::{ReadFrom, SeqLog};
+use crate::seq_log::ReadFrom;
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -115,29 +117,31 @@ pub enum PublishError {
     /// The payload does not serialise to a JSON object.
     #[error("an event payload must serialise to a JSON object")]
     NotAnObject,
-    /// The payload is larger than `EventsConfig::max_payload_bytes`.
-    #[error("the event payload is {len} bytes, more than the {max} allowed")]
+    /// The occurrence as delivered (the payload with its `eventId`, name,
+    /// timestamp and cursor: a webhook body) would be larger than
+    /// `EventsConfig::max_payload_bytes`.
+    #[error("the event would be delivered as {len} bytes, more than the {max} allowed")]
     TooLarge {
-        /// Its size as JSON.
+        /// The size of the occurrence as delivered, as JSON.
         len: usize,
         /// The bound.
         max: usize,
     },
 }
 
-/// One published occurrence, as kept for replay.
-struct Published<P> {
-    payload: P,
-    data: Value,
-    audience: Audience,
-    event_id: Option<String>,
+/// The `eventId` made for the occurrence at `seq` of a log of `epoch`.
+fn made_id(epoch: u64, seq: u64) -> String {
+    format!("{epoch:016x}-{seq}")
 }
 
-/// The log of one typed event type: the [`Source`] the extension reads.
+/// One typed event type: the [`Source`] the extension reads, over its
+/// name's [`TypedLog`] (shared with the generations before it while each
+/// change was additive).
 pub(crate) struct TypedSource<E: TypedEvent> {
     descriptor: EventDescriptor,
-    log: SeqLog<Published<E::Payload>>,
-    epoch: u64,
+    log: Arc<TypedLog>,
+    /// Its index among the log's generations.
+    generation: usize,
     clock: Arc<dyn Clock>,
     max_payload_bytes: usize,
     _event: PhantomData<fn() -> E>,
@@ -153,31 +157,43 @@ pub(crate) fn schema_of<T: JsonSchema>() -> Value {
     v
 }
 
+/// How `events/list` shows `E`; `webhooks`: whether the handle delivers
+/// webhooks (else the mode is not offered).
+pub(crate) fn descriptor_of<E: TypedEvent>(webhooks: bool) -> EventDescriptor {
+    let mut delivery = E::delivery();
+    delivery.retain(|m| webhooks || *m != DeliveryMode::Webhook);
+    EventDescriptor::new(E::NAME, E::DESCRIPTION, delivery, schema_of::<E::Arguments>(), schema_of::<E::Payload>())
+}
+
 impl<E: TypedEvent> TypedSource<E> {
-    /// `webhooks`: whether the handle delivers webhooks (else the mode is not offered).
+    /// `E`, described by `descriptor`, publishing into `log` as its newest generation.
     pub(crate) fn new(
+        descriptor: EventDescriptor,
+        log: Arc<TypedLog>,
         clock: Arc<dyn Clock>,
-        retained: (usize, usize),
         max_payload_bytes: usize,
-        webhooks: bool,
     ) -> Self {
-        let mut delivery = E::delivery();
-        delivery.retain(|m| webhooks || *m != DeliveryMode::Webhook);
-        let descriptor = EventDescriptor::new(
-            E::NAME,
-            E::DESCRIPTION,
-            delivery,
-            schema_of::<E::Arguments>(),
-            schema_of::<E::Payload>(),
-        );
-        Self {
-            descriptor,
-            log: SeqLog::new(retained.0, retained.1),
-            epoch: rand::random(),
-            clock,
-            max_payload_bytes,
-            _event: PhantomData,
-        }
+        let generation = log.generation_of::<E>();
+        Self { descriptor, log, generation, clock, max_payload_bytes, _event: PhantomData }
+    }
+
+    /// The bytes of the occurrence as a webhook body carries it (the
+    /// longest one it can be): its payload of `data_len` bytes with the
+    /// `eventId` (a made one counted at its longest), the name, the
+    /// timestamp of `at_ms` and a cursor around it.
+    fn body_len(&self, data_len: usize, at_ms: u64, event_id: Option<&str>) -> usize {
+        let made;
+        let id = match event_id {
+            Some(id) => id,
+            None => {
+                made = made_id(self.log.epoch(), u64::MAX);
+                &made
+            }
+        };
+        let mut around = EventOccurrence::new(id, E::NAME, format_rfc3339_ms(at_ms), Value::Object(Map::new()));
+        around.cursor = Some("c".repeat(CURSOR_CHARS));
+        // `{}` stands in for the payload in `around`.
+        crate::bounds::json_len(&around) - 2 + data_len
     }
 
     fn publish(&self, payload: E::Payload, audience: Audience, event_id: Option<String>) -> Result<u64, PublishError> {
@@ -186,12 +202,14 @@ impl<E: TypedEvent> TypedSource<E> {
             return Err(PublishError::NotAnObject);
         }
         let len = crate::bounds::json_len(&data);
-        if len > self.max_payload_bytes {
-            return Err(PublishError::TooLarge { len, max: self.max_payload_bytes });
-        }
         let at_ms = self.clock.now_ms();
+        let body = self.body_len(len, at_ms, event_id.as_deref());
+        if body > self.max_payload_bytes {
+            return Err(PublishError::TooLarge { len: body, max: self.max_payload_bytes });
+        }
         let weight = 2 * len + 64 + event_id.as_ref().map_or(0, String::len);
-        Ok(self.log.append(at_ms, weight, Published { payload, data, audience, event_id }))
+        let published = Published { payload: Box::new(payload), generation: self.generation, data, audience, event_id };
+        Ok(self.log.log().append(at_ms, weight, published))
     }
 }
 
@@ -202,38 +220,44 @@ impl<E: TypedEvent> Source for TypedSource<E> {
     }
 
     fn epoch(&self) -> u64 {
-        self.epoch
+        self.log.epoch()
     }
 
     fn filter(&self, arguments: Map<String, Value>) -> Result<Filter, RpcError> {
-        let args: E::Arguments = serde_json::from_value(Value::Object(arguments))
+        // This generation's reading decides what is refused; the others' are kept as they parse.
+        serde_json::from_value::<E::Arguments>(Value::Object(arguments.clone()))
             .map_err(|e| RpcError::invalid_params(format!("invalid arguments for event {}: {e}", E::NAME)))?;
-        Ok(Box::new(args))
+        Ok(Box::new(self.log.filter(arguments)))
     }
 
     async fn head(&self) -> Result<u64, RpcError> {
-        Ok(self.log.head())
+        Ok(self.log.log().head())
     }
 
     fn watch(&self) -> watch::Receiver<u64> {
-        self.log.watch()
+        self.log.log().watch()
     }
 
     async fn read(&self, owner: Option<&str>, filter: &Filter, from: ReadFrom) -> Result<Page, RpcError> {
-        let Some(args) = filter.downcast_ref::<E::Arguments>() else {
+        let Some(filter) = filter.downcast_ref::<TypedFilter>() else {
             return Err(RpcError::internal("a filter of another event type"));
         };
-        let read = self.log.read(from, |p| p.audience.admits(owner) && E::matches(args, &p.payload));
+        let read = self.log.read(owner, filter, from);
+        let epoch = self.log.epoch();
         let events = read
             .entries
             .into_iter()
             .map(|e| {
                 let p = &e.item;
-                let id = p.event_id.clone().unwrap_or_else(|| format!("{:016x}-{}", self.epoch, e.seq));
+                let id = p.event_id.clone().unwrap_or_else(|| made_id(epoch, e.seq));
                 (e.seq, EventOccurrence::new(id, E::NAME, format_rfc3339_ms(e.at_ms), p.data.clone()))
             })
             .collect();
         Ok(Page { events, through: read.through, truncated: read.truncated, more: read.more, settling: false })
+    }
+
+    fn typed_log(&self) -> Option<Arc<TypedLog>> {
+        Some(self.log.clone())
     }
 }
 

@@ -131,3 +131,63 @@ async fn webhook_methods_check_their_input_then_refuse_without_webhook_egress() 
     assert_eq!(e["data"]["kind"], "subscription");
     error_of(&f.send_as(None, &ereq(8, "events/unsubscribe", unsub)).await, 8, -32012);
 }
+
+/// Every page of `events/list` as `who` sees it, following `nextCursor`: the names of each page.
+async fn list_pages(f: &Fixture) -> Vec<Vec<String>> {
+    let mut pages = Vec::new();
+    let mut cursor = None;
+    loop {
+        let params = cursor.map_or_else(|| json!({}), |c: Value| json!({ "cursor": c }));
+        let r = f.send_as(Some("alice"), &ereq(1, "events/list", params)).await;
+        let result = r.assert_ok(&json!(1));
+        assert_def("JSONRPCResultResponse", &r.body);
+        let names = result["events"].as_array().expect("events").iter();
+        pages.push(names.map(|d| d["name"].as_str().expect("a name").to_owned()).collect());
+        match result.get("nextCursor") {
+            None => return pages,
+            Some(next) => {
+                assert!(next.is_string(), "{result}");
+                cursor = Some(next.clone());
+            }
+        }
+        assert!(pages.len() <= 10, "the pages end");
+    }
+}
+
+// list-pagination
+#[tokio::test]
+async fn events_list_pages_follow_next_cursor_and_list_each_type_once() {
+    assert_eq!(EventsConfig::new().list_page_size, 100, "a hundred types a page by default");
+    let all = ["incident.created", "push.only", "task.status_changed"];
+    // Two a page: a full page with nextCursor, then the last one without.
+    let f = fixture_with(EventsConfig::new().list_page_size(2), HttpConfig::default()).await;
+    assert_eq!(list_pages(&f).await, [&all[..2], &all[2..]]);
+    // One a page: three pages, each type once, in order.
+    let f = fixture_with(EventsConfig::new().list_page_size(1), HttpConfig::default()).await;
+    let pages = list_pages(&f).await;
+    assert_eq!(pages, all.map(|n| vec![n.to_owned()]));
+    // A page that holds exactly what is left says no nextCursor.
+    let f = fixture_with(EventsConfig::new().list_page_size(3), HttpConfig::default()).await;
+    assert_eq!(list_pages(&f).await, [all]);
+    // A type added between pages is listed once, on the page its name falls on.
+    let f = fixture_with(EventsConfig::new().list_page_size(2), HttpConfig::default()).await;
+    let r = f.send_as(Some("alice"), &ereq(1, "events/list", json!({}))).await;
+    let next = r.assert_ok(&json!(1))["nextCursor"].clone();
+    f.events.typed::<Zebra>();
+    let r = f.send_as(Some("alice"), &ereq(2, "events/list", json!({ "cursor": next }))).await;
+    let rest: Vec<&str> =
+        r.body["result"]["events"].as_array().unwrap().iter().map(|d| d["name"].as_str().unwrap()).collect();
+    assert_eq!(rest, ["task.status_changed", "zebra.seen"]);
+    // Zero types a page is refused.
+    assert!(Events::new(EventsConfig::new().list_page_size(0)).is_err());
+}
+
+/// A type whose name sorts last.
+struct Zebra;
+
+impl TypedEvent for Zebra {
+    type Arguments = serde_json::Map<String, Value>;
+    type Payload = serde_json::Map<String, Value>;
+    const NAME: &'static str = "zebra.seen";
+    const DESCRIPTION: &'static str = "Fires when a zebra is seen";
+}

@@ -6,6 +6,7 @@
 mod discovery;
 #[cfg(feature = "webhooks")]
 mod egress;
+mod evolution;
 mod poll;
 mod slow_reader;
 mod stream;

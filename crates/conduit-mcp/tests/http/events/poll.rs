@@ -160,8 +160,9 @@ async fn max_age_floors_the_start_and_says_so() {
     assert_eq!(null["truncated"], false);
 }
 
-// delivery-body-size: a payload over `EventsConfig::max_payload_bytes` (256 KiB by default) is
-// refused at `publish` and never reaches a subscriber; one just under the bound is delivered whole.
+// delivery-body-size: an occurrence over `EventsConfig::max_payload_bytes` (256 KiB by default, the
+// payload with its envelope) is refused at `publish` and never reaches a subscriber; one under the
+// bound is delivered whole (the webhook body at the bound exactly: `webhook/delivery.rs`).
 #[tokio::test]
 async fn a_payload_over_256_kib_is_refused_at_publish_and_never_delivered() {
     use conduit_mcp::ext::events::PublishError;
@@ -170,8 +171,28 @@ async fn a_payload_over_256_kib_is_refused_at_publish_and_never_delivered() {
     let start = f.poll(Some("alice"), json!({ "name": "incident.created" })).await;
     let refused = f.incidents.publish(incident(&"x".repeat(BOUND), Severity::P1), alice()).unwrap_err();
     assert!(matches!(refused, PublishError::TooLarge { len, max: BOUND } if len > BOUND), "{refused:?}");
-    let fits = "y".repeat(BOUND - 64);
+    let fits = "y".repeat(BOUND - 512);
     f.incidents.publish(incident(&fits, Severity::P1), alice()).unwrap();
     let got = f.poll(Some("alice"), json!({ "name": "incident.created", "cursor": start["cursor"] })).await;
     assert_eq!(ids(&got), [fits], "only the payload within the bound was kept");
+}
+
+// occurrence-event-id-from-upstream: an application's own id is the eventId, on a poll and on a stream
+#[tokio::test]
+async fn an_upstream_id_given_at_publish_is_the_event_id_in_every_mode() {
+    let f = fixture().await;
+    let start = f.poll(Some("alice"), json!({ "name": "incident.created" })).await;
+    let mut s = f.open_as("alice", 3, json!({ "name": "incident.created", "cursor": start["cursor"] })).await;
+    assert_eq!(next_non_heartbeat(&mut s).await["method"], "notifications/events/active");
+    f.incidents.publish_with_id("pagerduty:Q2X9", incident("a", Severity::P1), alice()).unwrap();
+    f.incidents.publish(incident("b", Severity::P1), alice()).unwrap();
+    let got = f.poll(Some("alice"), json!({ "name": "incident.created", "cursor": start["cursor"] })).await;
+    assert_eq!(ids(&got), ["a", "b"]);
+    assert_eq!(got["events"][0]["eventId"], "pagerduty:Q2X9", "{got}");
+    let made = got["events"][1]["eventId"].as_str().expect("an id");
+    assert!(!made.is_empty() && made != "pagerduty:Q2X9", "one without an upstream id gets one made");
+    for want in [json!("pagerduty:Q2X9"), json!(made)] {
+        let ev = next_non_heartbeat(&mut s).await;
+        assert_eq!(ev["params"]["eventId"], want, "the same id pushed: {ev}");
+    }
 }

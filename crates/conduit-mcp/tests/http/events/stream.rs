@@ -163,3 +163,55 @@ async fn removing_a_type_terminates_its_streams_and_tells_list_changed_listeners
     assert_eq!(changed["method"], "notifications/events/list_changed");
     assert_eq!(sub_id(&changed), &json!(5));
 }
+
+// stream-heartbeat-interval (the bound; the interval kept on the wire is shown above)
+#[test]
+fn the_heartbeat_defaults_to_15_seconds_and_is_refused_past_30() {
+    assert_eq!(EventsConfig::new().heartbeat, Duration::from_secs(15));
+    assert!(Events::new(EventsConfig::new()).is_ok());
+    assert!(Events::new(EventsConfig::new().heartbeat(Duration::from_secs(30))).is_ok(), "30 s is the most");
+    for refused in [Duration::from_millis(30_001), Duration::from_secs(60), Duration::ZERO] {
+        let e = Events::new(EventsConfig::new().heartbeat(refused)).expect_err("refused");
+        let text = e.to_string();
+        assert!(text.contains("heartbeat") && text.contains("30 seconds"), "{text}");
+    }
+}
+
+// stream-gap-resends-active
+#[tokio::test]
+async fn a_gap_in_a_live_stream_resends_active_truncated_with_a_fresh_cursor() {
+    // Two occurrences kept. The test's runtime has one thread: nothing the server does runs
+    // between two publishes below, so the stream cannot read b before c and d evict it.
+    let f = fixture_with(EventsConfig::new().retained(2, 1 << 20), HttpConfig::default()).await;
+    let mut s = f.open_as("alice", 8, json!({ "name": "incident.created" })).await;
+    let first = next_non_heartbeat(&mut s).await;
+    assert_eq!(
+        (&first["method"], &first["params"]["truncated"]),
+        (&json!("notifications/events/active"), &json!(false))
+    );
+    f.incidents.publish(incident("a", Severity::P1), alice()).unwrap();
+    let a = next_non_heartbeat(&mut s).await;
+    assert_eq!(a["params"]["data"]["incidentId"], "a", "{a}");
+    // The stream has read through a; b goes before it reads again.
+    for id in ["b", "c", "d"] {
+        f.incidents.publish(incident(id, Severity::P1), alice()).unwrap();
+    }
+    let again = next_non_heartbeat(&mut s).await;
+    assert_eq!(again["method"], "notifications/events/active", "the gap is announced first: {again}");
+    assert_eq!(again["params"]["truncated"], true);
+    assert_eq!(sub_id(&again), &json!(8));
+    let fresh = again["params"]["cursor"].as_str().expect("a fresh cursor");
+    assert_ne!(fresh, a["params"]["cursor"].as_str().unwrap(), "not the cursor before the gap");
+    for want in ["c", "d"] {
+        let ev = next_non_heartbeat(&mut s).await;
+        assert_eq!(
+            (&ev["method"], &ev["params"]["data"]["incidentId"]),
+            (&json!("notifications/events/event"), &json!(want))
+        );
+    }
+    // The fresh cursor is where delivery went on: a poll from it sees c and d, not truncated.
+    let from = f.poll(Some("alice"), json!({ "name": "incident.created", "cursor": fresh })).await;
+    assert_eq!(from["truncated"], false, "{from}");
+    let got: Vec<&Value> = from["events"].as_array().unwrap().iter().map(|e| &e["data"]["incidentId"]).collect();
+    assert_eq!(got, [&json!("c"), &json!("d")]);
+}

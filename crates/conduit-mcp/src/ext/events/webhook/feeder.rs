@@ -8,7 +8,9 @@
 //! [`feed`](super::WebhookStore::feed), which moves `fed_through` only if no
 //! other node did first. A gap in the log adds a `gap` envelope; the last
 //! occurrence a task-scoped subscription can see adds a `terminated`
-//! envelope; a type no longer offered adds one too.
+//! envelope; a type no longer offered adds one too, and so does a type
+//! offered again, since it was last fed on this node, with a change that is
+//! not additive (`Unsupported`, `reason: "schema_changed"`).
 
 use super::envelope::{envelope_id, gap, terminated};
 use super::record::{OutboxEntry, WebhookSubscription};
@@ -17,7 +19,7 @@ use super::store::TERMINATED_ID_PREFIX;
 use crate::ext::events::Events;
 use crate::ext::events::cursor::Position;
 use crate::protocol::RpcError;
-use crate::protocol::events::EventErrorKind;
+use crate::protocol::events::{DeliveryMode, EventErrorKind};
 use crate::seq_log::ReadFrom;
 use futures_util::future::select_all;
 use serde_json::{Value, json};
@@ -108,6 +110,15 @@ impl Events {
             hooks.work_wake.notify_one();
             return Ok(());
         };
+        if let Some(before) = hooks.fed_from(&sub.id).filter(|b| !Arc::ptr_eq(b, &registered)) {
+            // Offered again since it was last fed here: it goes on only after an additive change.
+            if let Err(error) = self.carries_on(&before, &registered, DeliveryMode::Webhook) {
+                store.enqueue(ending(error)).await?;
+                hooks.work_wake.notify_one();
+                return Ok(());
+            }
+        }
+        hooks.feeding_from(&sub.id, &registered);
         let source = &registered.source;
         let arguments = match &key.arguments {
             Value::Object(m) => m.clone(),

@@ -1,13 +1,14 @@
 //! [`Webhooks`]: webhook delivery as one [`Events`] handle runs it — the
 //! configuration, what wakes the feeder and the worker, the subscriptions
 //! seen on the last walk of the store (where the worker finds a claimed
-//! entry's callback and secrets), and this node's failure streaks. The
+//! entry's callback and secrets), the type each was last fed from, and this
+//! node's failure streaks. The
 //! feeder and the worker are two tasks started with the server and ended by
 //! its shutdown.
 
 use super::config::WebhookConfig;
 use super::record::WebhookSubscription;
-use crate::ext::events::Events;
+use crate::ext::events::{Events, Registered};
 use crate::task::StoreError;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -36,6 +37,9 @@ pub(crate) struct Webhooks {
     known: Mutex<HashMap<String, WebhookSubscription>>,
     /// Failure streaks by subscription id.
     pub(crate) failing: Mutex<HashMap<String, Streak>>,
+    /// The event type each subscription was last fed from on this node (a
+    /// type offered again then is followed only if it changed additively).
+    fed_from: Mutex<HashMap<String, Arc<Registered>>>,
 }
 
 impl Webhooks {
@@ -46,6 +50,7 @@ impl Webhooks {
             work_wake: Notify::new(),
             known: Mutex::default(),
             failing: Mutex::default(),
+            fed_from: Mutex::default(),
         }
     }
 
@@ -63,6 +68,17 @@ impl Webhooks {
     pub(crate) fn forget(&self, id: &str) {
         self.known.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
         self.failing.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        self.fed_from.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+    }
+
+    /// The type subscription `id` was last fed from on this node.
+    pub(crate) fn fed_from(&self, id: &str) -> Option<Arc<Registered>> {
+        self.fed_from.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+
+    /// Notes that subscription `id` is fed from `registered`.
+    pub(crate) fn feeding_from(&self, id: &str, registered: &Arc<Registered>) {
+        self.fed_from.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_owned(), registered.clone());
     }
 
     /// Every subscription live at `now_ms`, walked page by page; also what
@@ -78,7 +94,8 @@ impl Webhooks {
                 break;
             }
         }
-        let map = all.iter().map(|s| (s.id.clone(), s.clone())).collect();
+        let map: HashMap<String, WebhookSubscription> = all.iter().map(|s| (s.id.clone(), s.clone())).collect();
+        self.fed_from.lock().unwrap_or_else(PoisonError::into_inner).retain(|id, _| map.contains_key(id));
         *self.known.lock().unwrap_or_else(PoisonError::into_inner) = map;
         Ok(all)
     }

@@ -4,6 +4,8 @@
 //! signature checked with `protocol::webhook_signature`.
 
 mod delivery;
+mod evolution;
+mod log_bounds;
 mod python;
 mod store_double;
 mod subscribe;
@@ -124,6 +126,27 @@ impl Receiver {
     }
 }
 
+/// An application's event type offered by every mode, webhooks included.
+pub struct AlertRaised;
+
+impl TypedEvent for AlertRaised {
+    type Arguments = serde_json::Map<String, Value>;
+    type Payload = serde_json::Map<String, Value>;
+    const NAME: &'static str = "alert.raised";
+    const DESCRIPTION: &'static str = "Fires when an alert is raised";
+
+    fn delivery() -> Vec<DeliveryMode> {
+        vec![DeliveryMode::Poll, DeliveryMode::Push, DeliveryMode::Webhook]
+    }
+}
+
+/// An `alert.raised` payload saying `text`.
+pub fn alert(text: &str) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("text".into(), text.into());
+    m
+}
+
 /// A fixture with webhooks to a loopback receiver.
 pub struct Hooks {
     pub f: Fixture,
@@ -138,6 +161,11 @@ pub fn secret(b: u8) -> WebhookSecret {
 
 /// Starts the receiver and a server delivering to it, `edit` applied to the webhook config.
 pub async fn hooks_with(edit: impl FnOnce(WebhookConfig) -> WebhookConfig) -> Hooks {
+    hooks_over(EventsConfig::new(), edit).await
+}
+
+/// As [`hooks_with`], on `events` (its webhook config set here).
+pub async fn hooks_over(events: EventsConfig, edit: impl FnOnce(WebhookConfig) -> WebhookConfig) -> Hooks {
     let receiver = Receiver::start().await;
     let store = Arc::new(DoubleStore::default());
     // The real egress, plain http and loopback allowed at the receiver's origin only.
@@ -147,7 +175,7 @@ pub async fn hooks_with(edit: impl FnOnce(WebhookConfig) -> WebhookConfig) -> Ho
     let config = WebhookConfig::new(store.clone(), egress)
         .allow_origin(receiver.origin.clone())
         .recheck(Duration::from_millis(20));
-    let f = fixture_with(EventsConfig::new().webhooks(edit(config)), HttpConfig::default()).await;
+    let f = fixture_with(events.webhooks(edit(config)), HttpConfig::default()).await;
     Hooks { f, store, receiver }
 }
 
