@@ -47,11 +47,13 @@ const COLUMNS: &str = "server, task_id, principal, version, tool, args_digest, c
 /// - **Cheap to record:** [`record`](TaskLedger::record) (and
 ///   [`replace`](TaskLedger::replace)) append one JSON line to this
 ///   process's journal beside the file, `FILE.pending-PID-RANDOM` (one
-///   `write(2)`), and return; a thread of the ledger's own folds what
-///   gathered into the file in one transaction about every 50 ms. Every
-///   other method folds first, so this process always reads what it
-///   wrote; **other processes see a record once it is folded** (within
-///   milliseconds, at the latest when the ledger is dropped).
+///   `pwrite(2)`), and return; a thread of the ledger's own folds what
+///   gathered into the file in one transaction once a burst of records
+///   ends (20 ms without one), at 512 KiB of journal, or a second after
+///   the first record waiting. Every other method folds first, so this
+///   process always reads what it wrote; **other processes see a record
+///   once it is folded** (within a second, at the latest when the ledger
+///   is dropped).
 /// - **Crash-safe:** a line written is in the OS's hands, so a process
 ///   killed right after `record` returns loses nothing: the next
 ///   [`open`](Self::open) (of any process) folds the journals whose process
@@ -61,7 +63,8 @@ const COLUMNS: &str = "server, task_id, principal, version, tool, args_digest, c
 ///   neither the journal nor a commit is synced on its own (a power cut may
 ///   undo the last few); the WAL is synced at each checkpoint.
 /// - **Bounded:** past 1 MiB of journal (the folds falling behind), records
-///   go to the file at once until a fold empties it. Dropping the last
+///   go to the file at once until a fold lets the journal start over.
+///   Dropping the last
 ///   clone folds what is left and removes the journal.
 /// - **Shared:** several processes may write at once; a writer waits for
 ///   the lock up to the busy timeout (5 s), and every write takes the lock
@@ -91,12 +94,12 @@ impl SqliteLedger {
     /// missing. A file that is not a ledger is [`LedgerError::Unreadable`]
     /// and is left exactly as it was.
     pub async fn open(path: impl AsRef<Path>) -> Result<Self, LedgerError> {
-        Self::open_folding(path.as_ref(), Some(fold::FOLD_AFTER)).await
+        Self::open_folding(path.as_ref(), Some(fold::PACE)).await
     }
 
-    /// [`open`](Self::open), its thread folding the journal `fold_after`
-    /// once records gather (`None`: only reads and the drop fold).
-    async fn open_folding(path: &Path, fold_after: Option<Duration>) -> Result<Self, LedgerError> {
+    /// [`open`](Self::open), its thread folding the journal at `pace`
+    /// (`None`: only reads and the drop fold).
+    async fn open_folding(path: &Path, pace: Option<fold::Pace>) -> Result<Self, LedgerError> {
         let path = path.to_path_buf();
         prepare_file(&path)?;
         let conn = Shared::open(&path).await?;
@@ -110,7 +113,7 @@ impl SqliteLedger {
         .map_err(|e| LedgerError::io(path.display(), std::io::Error::other(e)))?
         .map_err(|e| LedgerError::io(path.display(), e))?;
         let count = Arc::new(record::Count::default());
-        let folder = Folder::start(Arc::new(journal), conn.clone(), count.clone(), fold_after)
+        let folder = Folder::start(Arc::new(journal), conn.clone(), count.clone(), pace)
             .map_err(|e| LedgerError::io(path.display(), e))?;
         Ok(Self { path, conn, cap: DEFAULT_CAP, count, folder: Arc::new(folder) })
     }

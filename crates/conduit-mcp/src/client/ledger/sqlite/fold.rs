@@ -5,8 +5,9 @@
 //! A fold runs with the connection held from the moment it takes the
 //! queue until it commits, so whatever takes the connection after it (a
 //! read, a status write, the exact cap check, each of which folds first)
-//! sees every record this process made. The thread waits [`FOLD_AFTER`]
-//! once records are queued, so one transaction carries many of them.
+//! sees every record this process made. The thread waits for a burst of
+//! records to end (see [`Pace`]), so one transaction carries many of them
+//! and the fold's work comes after the burst, not during it.
 
 use super::conn::Shared;
 use super::journal::{Journal, Op};
@@ -16,8 +17,25 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How long the thread lets records gather before it folds them.
-pub(super) const FOLD_AFTER: Duration = Duration::from_millis(50);
+/// When the folding thread folds: once records stop coming for `quiet`,
+/// or once the journal holds `bytes`, or `longest` after the first record
+/// waiting, whichever comes first. A burst of creates (an agent starting a
+/// thousand tasks) is written to the journal only, and folded when it ends:
+/// the fold's work then is not on the creates' path.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Pace {
+    /// How long no new record means the burst is over.
+    pub(super) quiet: Duration,
+    /// The journal's size that folds at once (well below its bound).
+    pub(super) bytes: u64,
+    /// How long a record waits at most: another process sees it by then.
+    pub(super) longest: Duration,
+}
+
+/// The ledger's pace: 20 ms of quiet, 512 KiB of journal (about 1 500
+/// records), or one second.
+pub(super) const PACE: Pace =
+    Pace { quiet: Duration::from_millis(20), bytes: 512 << 10, longest: Duration::from_secs(1) };
 
 /// The highest line of a journal folded, written with the lines it covers.
 pub(super) const MARK: &str = "INSERT OR REPLACE INTO journal_folds (journal, seq) VALUES (?1, ?2)";
@@ -112,17 +130,17 @@ pub(super) struct Folder {
 }
 
 impl Folder {
-    /// Starts the thread folding `journal` into `conn` `after` records
-    /// gather (`None`: only at the end).
+    /// Starts the thread folding `journal` into `conn` at `pace` (`None`:
+    /// only at the end).
     pub(super) fn start(
         journal: Arc<Journal>,
         conn: Shared,
         count: Arc<Count>,
-        after: Option<Duration>,
+        pace: Option<Pace>,
     ) -> std::io::Result<Self> {
         let j = journal.clone();
         let thread =
-            std::thread::Builder::new().name("conduit-ledger".into()).spawn(move || run(&j, &conn, &count, after))?;
+            std::thread::Builder::new().name("conduit-ledger".into()).spawn(move || run(&j, &conn, &count, pace))?;
         Ok(Self { journal, thread: Mutex::new(Some(thread)) })
     }
 
@@ -158,12 +176,12 @@ impl Drop for Folder {
 }
 
 /// The thread: a fold each time records have gathered, a last one at the end.
-fn run(journal: &Journal, conn: &Shared, count: &Count, after: Option<Duration>) {
+fn run(journal: &Journal, conn: &Shared, count: &Count, pace: Option<Pace>) {
     let fold_now = || match conn.run_blocking(|c| fold(c, journal, count)) {
         Ok(n) => conn.wrote(n),
         Err(e) => tracing::warn!(error = %e, "the task ledger could not fold its journal (it will try again)"),
     };
-    while journal.wait_for_work(after) {
+    while journal.wait_for_work(pace.as_ref()) {
         fold_now();
     }
     if !journal.abandoned() {

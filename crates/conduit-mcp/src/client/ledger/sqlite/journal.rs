@@ -2,7 +2,7 @@
 //! `DB.pending-PID-RANDOM`, where a record is appended as one JSON line
 //! before it is folded into the database.
 //!
-//! A record costs one `write(2)` to a file opened `O_APPEND`: once it
+//! A record costs one `pwrite(2)` right after the previous line: once it
 //! returns, the line is in the operating system's hands, so a process
 //! killed right after finds it again in the next one (see `orphans`). The
 //! file is created `0600` and held under an exclusive lock for as long as
@@ -12,18 +12,25 @@
 //! The records not yet folded wait in memory in the order written, beside
 //! the file, under one mutex. A fold takes them all, writes them to the
 //! database with the highest sequence number folded (the watermark, so no
-//! line is ever applied twice), and empties the file when nothing new came
-//! meanwhile. Past [`BOUND`] bytes of file, records stop queueing and are
-//! written to the database at once, until a fold empties it.
+//! line is ever applied twice), and when nothing new came meanwhile the
+//! next line is written at the start of the file again, over the lines just
+//! folded. The file is never truncated while the ledger lives: once it has
+//! grown, writing over the pages it has changes neither its size nor its
+//! blocks, only the page cache. What follows the newest lines
+//! was folded already: a whole old line is below the watermark and a cut
+//! one does not parse, so a reader skips both. Past [`BOUND`] bytes of file,
+//! records stop queueing and are written to the database at once, until a
+//! fold lets the file start over.
 
 use super::super::LedgerEntry;
+use super::fold::{PACE, Pace};
 pub(super) use super::line::Op;
 use super::line::{decode, encode};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::Instant;
 
 /// How large the file may grow before records are written at once (1 MiB).
 pub(super) const BOUND: u64 = 1 << 20;
@@ -48,7 +55,8 @@ struct State {
     /// Not yet folded, in the order written.
     queue: Vec<Op>,
     next_seq: u64,
-    /// The file's length.
+    /// Where the next line goes: the end of the lines written since the
+    /// file last started over.
     bytes: u64,
     /// The line being written (kept to save an allocation per record).
     line: Vec<u8>,
@@ -106,7 +114,7 @@ impl Journal {
         let seq = st.next_seq;
         st.line.clear();
         encode(&mut st.line, seq, call, e);
-        match (&st.file).write(&st.line) {
+        match write_at(&st.file, &st.line, st.bytes) {
             Ok(n) if n == st.line.len() => {}
             done => {
                 let cut = st.file.set_len(st.bytes);
@@ -115,9 +123,12 @@ impl Journal {
                 return false;
             }
         }
+        let before = st.bytes;
         st.bytes += st.line.len() as u64;
         st.next_seq = seq + 1;
-        let first = st.queue.is_empty();
+        // The first record wakes the folding thread, and so does the one that
+        // brings the journal to the size that folds at once.
+        let first = st.queue.is_empty() || (before < PACE.bytes && st.bytes >= PACE.bytes);
         st.queue.push(Op { seq, call: call.map(str::to_owned), entry: e.clone() });
         drop(guard);
         if first {
@@ -139,28 +150,40 @@ impl Journal {
         st.queue = ops;
     }
 
-    /// The fold committed: the file is emptied when nothing came meanwhile
-    /// (else the watermark tells the lines folded from the others).
+    /// The fold committed: when nothing came meanwhile the next line goes
+    /// at the start of the file, over folded ones (else the watermark tells
+    /// the lines folded from the others).
     pub(super) fn folded(&self) {
         let mut st = self.state();
-        if st.queue.is_empty() && st.bytes > 0 {
-            match st.file.set_len(0) {
-                Ok(()) => st.bytes = 0,
-                Err(e) => tracing::debug!(error = %e, "the task ledger's journal was not emptied"),
-            }
+        if st.queue.is_empty() {
+            st.bytes = 0;
         }
     }
 
-    /// Waits until records are queued, then `after` more so a fold takes
-    /// many at once (`None`: until the journal stops); `false` once it stops.
-    pub(super) fn wait_for_work(&self, after: Option<Duration>) -> bool {
+    /// Waits until records are queued, then until `pace` says to fold them
+    /// (`None`: until the journal stops); `false` once it stops.
+    pub(super) fn wait_for_work(&self, pace: Option<&Pace>) -> bool {
         let mut st = self.state();
-        while (st.queue.is_empty() || after.is_none()) && !st.stopping {
+        while (st.queue.is_empty() || pace.is_none()) && !st.stopping {
             st = self.wake.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
-        let Some(after) = after else { return false };
-        let (st, _) = self.wake.wait_timeout_while(st, after, |s| !s.stopping).unwrap_or_else(PoisonError::into_inner);
-        !st.stopping
+        let Some(pace) = pace else { return false };
+        let first = Instant::now();
+        loop {
+            if st.stopping {
+                return false;
+            }
+            let waited = first.elapsed();
+            if st.bytes >= pace.bytes || waited >= pace.longest {
+                return true;
+            }
+            let seen = st.next_seq;
+            let quiet = pace.quiet.min(pace.longest - waited);
+            st = self.wake.wait_timeout(st, quiet).unwrap_or_else(PoisonError::into_inner).0;
+            if st.next_seq == seen && !st.stopping && st.bytes < pace.bytes {
+                return true;
+            }
+        }
     }
 
     /// Tells the folding thread to fold what is left and end.
@@ -246,10 +269,22 @@ pub(super) fn read(file: &File) -> std::io::Result<Vec<Op>> {
 #[cfg(unix)]
 fn create_private(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new().read(true).append(true).create_new(true).mode(0o600).open(path)
+    std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(path)
 }
 
 #[cfg(not(unix))]
 fn create_private(path: &Path) -> std::io::Result<File> {
-    std::fs::OpenOptions::new().read(true).append(true).create_new(true).open(path)
+    std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(path)
+}
+
+/// One positioned write of `buf` at `offset`; how many bytes it took.
+#[cfg(unix)]
+fn write_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::write_at(file, buf, offset)
+}
+
+/// One positioned write of `buf` at `offset`; how many bytes it took.
+#[cfg(windows)]
+fn write_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_write(file, buf, offset)
 }

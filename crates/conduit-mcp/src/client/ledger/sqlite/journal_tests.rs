@@ -220,3 +220,35 @@ async fn processes_writing_at_once_lose_nothing() {
     assert!(journals(&path).is_empty());
     let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
+
+#[tokio::test]
+async fn a_journal_written_over_after_a_fold_replays_only_its_new_lines() {
+    let path = temp("rewound");
+    let l = SqliteLedger::open_unfolded(&path).await.unwrap();
+    // The first record is written at once (it counts the file); these two wait.
+    l.record(&entry("t-first", 1)).await.unwrap();
+    let mut long = entry("t-long", 2);
+    long.tool = "a-tool-with-a-long-name-so-that-its-line-outlasts-the-next".into();
+    l.record(&long).await.unwrap();
+    l.record(&entry("t-gone", 3)).await.unwrap();
+    // A read folds them; then t-gone is forgotten, and one more record goes
+    // at the start of the journal, over t-long's line.
+    assert_eq!(ids(&l).await, ["t-first", "t-gone", "t-long"]);
+    assert_eq!(l.forget("t-gone").await.unwrap(), 1);
+    l.record(&entry("t-new", 4)).await.unwrap();
+    let journal = l.journal_path();
+    l.abandon();
+
+    let text = std::fs::read(&journal).unwrap();
+    let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 3, "the new line, the cut rest of t-long's, t-gone's whole");
+    assert!(String::from_utf8_lossy(lines[0]).contains("t-new"));
+    assert!(String::from_utf8_lossy(lines[2]).contains("t-gone"), "a whole line folded before");
+
+    // The next open folds t-new only: t-gone's old line is under the
+    // watermark, and the cut one does not parse.
+    let next = SqliteLedger::open(&path).await.unwrap();
+    assert_eq!(ids(&next).await, ["t-first", "t-long", "t-new"]);
+    drop(next);
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
