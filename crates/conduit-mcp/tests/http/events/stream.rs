@@ -133,6 +133,31 @@ async fn streams_are_capped_per_client_and_a_closed_stream_gives_its_slot_back()
     assert_eq!(sub_id(&reopened), &json!(4));
 }
 
+// stream-exempt-from-concurrency-cap
+#[tokio::test]
+async fn event_streams_and_listen_streams_never_count_against_each_others_caps() {
+    let http = HttpConfig::default().max_listen_streams(1).max_listen_streams_per_client(1);
+    let f = fixture_with(EventsConfig::new().max_streams(1, 10), http).await;
+    let t = "Bearer alice-token".to_owned();
+    let listen = |id: u64| ereq(id, "subscriptions/listen", json!({ "notifications": { "eventsListChanged": true } }));
+    let resp = guard("listen", f.h.post_with(&listen(1), |hd| set(hd, "authorization", &t)).send()).await.unwrap();
+    let mut held = SseStream::new(resp);
+    assert_eq!(held.next().await.unwrap()["method"], "notifications/subscriptions/acknowledged");
+    // The one listen stream the server allows is open: an event stream opens all the same.
+    let mut events = f.open_as("alice", 2, json!({ "name": "incident.created" })).await;
+    assert_eq!(events.headers["content-type"], "text/event-stream");
+    next_non_heartbeat(&mut events).await;
+    // The event streams' own cap (1, now full) still holds.
+    let r = f.send_as(Some("alice"), &ereq(3, "events/stream", json!({ "name": "incident.created" }))).await;
+    assert_eq!(error_of(&r, 3, -32013)["data"], json!({ "limit": "streams", "max": 1 }));
+    // While the listen cap refuses a second listen stream.
+    let second = guard("listen", f.h.post_with(&listen(4), |hd| set(hd, "authorization", &t)).send()).await.unwrap();
+    assert_eq!(second.status(), 429, "the listen cap is full");
+    // Requests of every other kind pass while both streams are open.
+    f.poll(Some("alice"), json!({ "name": "incident.created" })).await;
+    drop((held, events));
+}
+
 // removal-terminates-subscriptions, removal-error-not-found, stream-terminated-ends-subscription,
 // stream-final-result-shape, stream-final-result-timing, list-changed-notification, capability-list-changed-flag
 #[tokio::test]
