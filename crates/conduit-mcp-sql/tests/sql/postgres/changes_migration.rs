@@ -3,9 +3,11 @@
 //! creation time, its trigger reading the stored json): every position keeps
 //! its change, a cursor resumes where it was, a change committed before the
 //! migration and numbered after it follows the others, and the migrated
-//! changes still go with their task. Needs `DATABASE_URL`.
+//! changes still go with their task. Needs `DATABASE_URL`. Positions wait
+//! for every older transaction on the server, so the test waits for each.
 
 use crate::support;
+use crate::support::numbered::head_reaches;
 use conduit_mcp::clock::{Clock, ManualClock};
 use conduit_mcp::ext::tasks::{ChangeQuery, CreateCaps, TaskChangeFeed, TaskRecord, TaskStore, new_task_id};
 use conduit_mcp::protocol::tasks::TaskStatus;
@@ -93,7 +95,7 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
     tx.commit().await.expect("commit schema 41");
     // The log's functions name its tables unqualified, as the store's connections do.
     let path = format!("SET search_path = \"{schema}\"");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(path)).execute(&mut conn).await.expect("search path");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(path.as_str())).execute(&mut conn).await.expect("search path");
 
     let short = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(1_000));
     let legacy = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(600_000));
@@ -107,8 +109,16 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
          UPDATE \"{schema}\".conduit_legacy_task_count SET n = n + 1 WHERE id = 1"
     );
     sqlx::raw_sql(sqlx::AssertSqlSafe(counted)).execute(&mut conn).await.expect("count");
+    // Numbered (on a connection of its own, as a reader would) once no older transaction runs.
     let numbered = format!("SELECT \"{schema}\".conduit_task_changes_sequence()");
-    let head: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(numbered)).fetch_one(&mut conn).await.expect("number");
+    let head = head_reaches("schema 41", 3, || async {
+        let mut reader = PgConnection::connect(&url).await.expect("connect");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(path.as_str())).execute(&mut reader).await.expect("search path");
+        let n: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(numbered.as_str())).fetch_one(&mut reader).await.expect("number");
+        n.unsigned_abs()
+    })
+    .await;
     assert_eq!(head, 3);
     // Committed at 41, numbered only at 42.
     let mut done = short.clone();
@@ -119,7 +129,8 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
 
     let store = PostgresStore::with_schema(&url, &schema, Arc::new(clock.clone())).await.expect("migrate to 42");
     let feed = store.change_feed().expect("PostgreSQL keeps a change log");
-    assert_eq!(feed.head().await.unwrap(), 4, "the pending change is numbered after the others");
+    let head = || async { feed.head().await.expect("head") };
+    assert_eq!(head_reaches("at 42", 4, head).await, 4, "the pending change is numbered after the others");
     let alice = vec![
         (1, short.task_id.clone(), TaskStatus::Working),
         (2, legacy.task_id.clone(), TaskStatus::Working),
@@ -131,7 +142,7 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
 
     let new = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(600_000));
     let new = store.create(new, CreateCaps::default()).await.expect("create at 42");
-    assert_eq!(feed.head().await.unwrap(), 5);
+    assert_eq!(head_reaches("a create at 42", 5, head).await, 5);
     assert_eq!(changes(feed.as_ref(), 4, "alice").await, vec![(5, new.task_id.clone(), TaskStatus::Working)]);
 
     // A task migrated with its changes still takes them along when it goes.
@@ -139,6 +150,6 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
     assert_eq!(store.cleanup(0).await.expect("cleanup"), 1);
     let left = changes(feed.as_ref(), 0, "alice").await;
     assert_eq!(left, vec![(2, legacy.task_id.clone(), TaskStatus::Working), (5, new.task_id, TaskStatus::Working)]);
-    assert_eq!(feed.head().await.unwrap(), 5, "positions are never reused");
+    assert_eq!(head().await, 5, "positions are never reused");
     store.close().await;
 }

@@ -6,6 +6,7 @@
 //! change with the same `eventId`. Needs `DATABASE_URL`.
 
 use crate::support;
+use crate::support::numbered::head_reaches;
 use crate::support::served::{
     self, Served, events_request as request, post_as_alice as post, result_as_alice as result,
 };
@@ -52,6 +53,9 @@ async fn positions_follow_commit_order_across_concurrent_transactions() {
     assert_ne!(feed.epoch(), 0);
 
     let before = store.create(record("bob"), CreateCaps::default()).await.expect("create");
+    // Numbered once no older transaction on the server (another test's) runs.
+    let head = || async { feed.head().await.expect("head") };
+    head_reaches("the first create", start + 1, head).await;
     // A create (of alice: a principal's creates take turns) whose transaction stays open...
     let (inside_tx, inside) = oneshot::channel();
     let (go, go_rx) = oneshot::channel();
@@ -76,6 +80,7 @@ async fn positions_follow_commit_order_across_concurrent_transactions() {
     assert!(seen.settling, "two committed changes wait for a position");
     go.send(()).expect("release");
     held.await.expect("joined").expect("the held create commits");
+    head_reaches("the three commits", mid + 3, head).await;
     // Then all three, the open one first (its transaction is older): a reader at `mid` misses nothing.
     let alice = feed.read(ChangeQuery::new(mid, "alice", &ALL, 10)).await.expect("read");
     let bob = feed.read(ChangeQuery::new(mid, "bob", &ALL, 10)).await.expect("read");
