@@ -105,14 +105,21 @@ impl SqliteLedger {
         let conn = Shared::open(&path).await?;
         Self::init(&conn, &path).await?;
         let (at, shared) = (path.clone(), conn.clone());
+        let count = Arc::new(record::Count::default());
+        let counting = count.clone();
         let journal = tokio::task::spawn_blocking(move || {
             orphans::fold_all(&shared, &at);
+            // Counted now, so that the first records go to the journal too
+            // (uncounted, a record takes the exact path).
+            match shared.run_blocking(|c| record::entries(c)) {
+                Ok(n) => counting.counted(n),
+                Err(e) => tracing::debug!(error = %e, "the task ledger's entries were not counted at opening"),
+            }
             Journal::create(&at)
         })
         .await
         .map_err(|e| LedgerError::io(path.display(), std::io::Error::other(e)))?
         .map_err(|e| LedgerError::io(path.display(), e))?;
-        let count = Arc::new(record::Count::default());
         let folder = Folder::start(Arc::new(journal), conn.clone(), count.clone(), pace)
             .map_err(|e| LedgerError::io(path.display(), e))?;
         Ok(Self { path, conn, cap: DEFAULT_CAP, count, folder: Arc::new(folder) })

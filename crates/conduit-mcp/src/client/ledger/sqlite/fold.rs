@@ -41,16 +41,17 @@ pub(super) const PACE: Pace =
 pub(super) const MARK: &str = "INSERT OR REPLACE INTO journal_folds (journal, seq) VALUES (?1, ?2)";
 
 /// Folds every record `journal` queues into the database in one
-/// `IMMEDIATE` transaction, with the watermark; how many. On failure they
-/// wait again, in order.
+/// `IMMEDIATE` transaction, with the watermark, and counts the entries
+/// there for `count` (other processes' included); how many records. On
+/// failure they wait again, in order.
 pub(super) fn fold(c: &mut Connection, journal: &Journal, count: &Count) -> rusqlite::Result<usize> {
     let ops = journal.take();
     if ops.is_empty() {
         return Ok(0);
     }
     match apply_all(c, journal.name(), &ops) {
-        Ok(added) => {
-            count.added(added);
+        Ok(entries) => {
+            count.counted(entries);
             journal.folded();
             Ok(ops.len())
         }
@@ -61,25 +62,30 @@ pub(super) fn fold(c: &mut Connection, journal: &Journal, count: &Count) -> rusq
     }
 }
 
-/// `ops` and the watermark in one transaction; how many entries they added.
+/// `ops` and the watermark in one transaction; how many entries the file
+/// holds with them.
 fn apply_all(c: &mut Connection, journal: &str, ops: &[Op]) -> rusqlite::Result<usize> {
     let last = ops.last().map_or(0, |op| i64::try_from(op.seq).unwrap_or(i64::MAX));
     let answered = answered_in_batch(ops);
     let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let mut added = 0;
     {
         let mut statements = record::Statements::prepare(&tx)?;
         for (i, op) in ops.iter().enumerate() {
             match answered.get(i).copied().unwrap_or(Answered::No) {
                 Answered::Later => {}
-                Answered::Earlier => added += statements.apply(None, &op.entry)?,
-                Answered::No => added += statements.apply(op.call.as_deref(), &op.entry)?,
+                Answered::Earlier => {
+                    statements.apply(None, &op.entry)?;
+                }
+                Answered::No => {
+                    statements.apply(op.call.as_deref(), &op.entry)?;
+                }
             }
         }
     }
     tx.prepare_cached(MARK)?.execute(params![journal, last])?;
+    let entries = record::entries(&tx)?;
     tx.commit()?;
-    Ok(added)
+    Ok(entries)
 }
 
 /// A record's part in a call in flight answered within one batch.

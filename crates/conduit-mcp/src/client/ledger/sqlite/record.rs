@@ -6,12 +6,12 @@
 //! appended to the journal (one `write(2)`), folded into the file later
 //! with others in one transaction (an `INSERT OR REPLACE`, or an `UPDATE`
 //! that turns the call in flight into its task, each). The count that
-//! decides it is this process's: read from the file at the first write and
-//! again every [`RECOUNT_EVERY`] writes, plus what its folds added since,
+//! decides it is this process's: read from the file when the ledger opens
+//! and again in every fold's transaction (so never on a create's path),
 //! plus the records still queued. Within [`MARGIN`] entries of the cap
 //! every write folds the journal and takes the exact path, so other
 //! processes writing at once can push the file past the cap by at most
-//! what they wrote since this process last counted.
+//! what they wrote since this process last folded.
 
 use super::super::{LedgerEntry, LedgerError};
 use super::SqliteLedger;
@@ -19,8 +19,6 @@ use super::fold::fold;
 use rusqlite::{CachedStatement, Connection, Statement, TransactionBehavior, params};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Writes between two counts of the file.
-const RECOUNT_EVERY: usize = 256;
 /// How near the cap the exact path starts.
 const MARGIN: usize = 256;
 
@@ -42,21 +40,30 @@ const MAKE_ROOM: &str = "DELETE FROM tasks WHERE (server, task_id) IN (SELECT se
 /// This process's idea of how many entries the file holds.
 #[derive(Debug)]
 pub(super) struct Count {
-    /// Entries as last counted plus records written since; `usize::MAX`
-    /// until counted.
+    /// Entries as last counted plus records written at once since;
+    /// `usize::MAX` until counted.
     entries: AtomicUsize,
-    /// Writes since the last count.
-    writes: AtomicUsize,
 }
 
 impl Default for Count {
     fn default() -> Self {
-        Self { entries: AtomicUsize::new(usize::MAX), writes: AtomicUsize::new(0) }
+        Self { entries: AtomicUsize::new(usize::MAX) }
     }
 }
 
 impl Count {
-    /// A fold wrote entries adding `n` (nothing while uncounted).
+    /// The file held `n` entries when a transaction of this process's counted them.
+    pub(super) fn counted(&self, n: usize) {
+        self.entries.store(n, Ordering::Relaxed);
+    }
+
+    /// Entries as last counted (`usize::MAX`: not yet).
+    #[cfg(test)]
+    pub(super) fn entries(&self) -> usize {
+        self.entries.load(Ordering::Relaxed)
+    }
+
+    /// A record written at once added `n` entries (nothing while uncounted).
     pub(super) fn added(&self, n: usize) {
         let _ = self
             .entries
@@ -77,9 +84,6 @@ enum Recorded {
 impl SqliteLedger {
     /// Records `e` (in place of the call in flight `replaced`, if any).
     pub(super) async fn record_in_place_of(&self, replaced: Option<&str>, e: &LedgerEntry) -> Result<(), LedgerError> {
-        if self.count.writes.fetch_add(1, Ordering::Relaxed).is_multiple_of(RECOUNT_EVERY) {
-            self.count.entries.store(usize::MAX, Ordering::Relaxed);
-        }
         // How many records may wait in the journal before the cap must be checked.
         let known = self.count.entries.load(Ordering::Relaxed);
         let room = if known == usize::MAX { 0 } else { self.cap.saturating_sub(known.saturating_add(MARGIN)) };
@@ -105,7 +109,7 @@ impl SqliteLedger {
                 Ok(())
             }
             Recorded::Counted(n) => {
-                self.count.entries.store(n, Ordering::Relaxed);
+                self.count.counted(n);
                 Ok(())
             }
             Recorded::Full => Err(LedgerError::Full { cap: self.cap }),
@@ -159,15 +163,11 @@ fn record_exactly(
         let mut insert = tx.prepare_cached(INSERT)?;
         write(&mut insert, e, None)?;
     }
-    let count = |tx: &rusqlite::Transaction<'_>| -> rusqlite::Result<usize> {
-        let n: i64 = tx.query_row("SELECT count(*) FROM tasks", [], |r| r.get(0))?;
-        Ok(usize::try_from(n).unwrap_or(0))
-    };
-    let mut n = count(&tx)?;
+    let mut n = entries(&tx)?;
     if n > cap {
         let excess = i64::try_from(n - cap).unwrap_or(i64::MAX);
         tx.prepare_cached(MAKE_ROOM)?.execute(params![e.updated_ms, excess])?;
-        n = count(&tx)?;
+        n = entries(&tx)?;
         if n > cap {
             // Nothing is written: the transaction rolls back when dropped.
             return Ok(Recorded::Full);
@@ -175,6 +175,12 @@ fn record_exactly(
     }
     tx.commit()?;
     Ok(Recorded::Counted(n))
+}
+
+/// How many entries the file holds, as `c`'s transaction sees it.
+pub(super) fn entries(c: &Connection) -> rusqlite::Result<usize> {
+    let n: i64 = c.query_row("SELECT count(*) FROM tasks", [], |r| r.get(0))?;
+    Ok(usize::try_from(n).unwrap_or(0))
 }
 
 /// Runs `INSERT` or `TURN_CALL` (with the call's key), or any statement

@@ -142,3 +142,27 @@ async fn files_that_are_not_a_ledger_are_refused_and_left_alone() {
         let _ = std::fs::remove_dir_all(p.parent().unwrap());
     }
 }
+
+#[tokio::test]
+async fn the_count_behind_the_cap_is_read_at_opening_and_by_each_fold_with_other_writers_entries() {
+    let path = temp("count");
+    let first = SqliteLedger::open(&path).await.unwrap();
+    for i in 0..3 {
+        first.record(&entry(&format!("first-{i}"), i)).await.unwrap();
+    }
+    drop(first);
+    // Folded by reads only, so that nothing counts behind the test's back.
+    let a = SqliteLedger::open_unfolded(&path).await.unwrap();
+    assert_eq!(a.count.entries(), 3, "counted at opening, before any record");
+    let b = SqliteLedger::open(&path).await.unwrap();
+    for i in 0..5 {
+        b.record(&entry(&format!("b-{i}"), i)).await.unwrap();
+    }
+    assert_eq!(b.list(&LedgerFilter::all()).await.unwrap().len(), 8, "b folded");
+    a.record(&entry("a-0", 9)).await.unwrap();
+    assert_eq!(a.count.entries(), 3, "a record only queues: nothing is counted on its path");
+    assert_eq!(a.list(&LedgerFilter::all()).await.unwrap().len(), 9);
+    assert_eq!(a.count.entries(), 9, "a's fold counted b's entries too");
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
