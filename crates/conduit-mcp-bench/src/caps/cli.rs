@@ -1,6 +1,6 @@
 //! `conduit-mcp-bench caps`: its options and what it writes.
 
-use super::{Options, Part, Sizes, Stores, check, render, run};
+use super::{LedgerMode, Options, Part, Sizes, Stores, check, render, run};
 use crate::follow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -23,6 +23,10 @@ pub struct CapsArgs {
     /// Rounds (default 3; 1 with --smoke).
     #[arg(long)]
     rounds: Option<usize>,
+    /// The ledgers the ledger part measures, comma-separated (none, memory,
+    /// sqlite, sqlite+calls; default all: a subset is for profiling one).
+    #[arg(long, value_delimiter = ',')]
+    ledgers: Vec<LedgerMode>,
     /// Tasks the client creates per ledger measurement (default 1000; 20 with --smoke).
     #[arg(long)]
     tasks: Option<usize>,
@@ -84,6 +88,7 @@ pub fn main(a: CapsArgs) -> Result<(), String> {
         sizes,
         stores: Stores { sqlite: a.sqlite_path.display().to_string(), database_url, pg_schema: a.pg_schema },
         ledger_file: a.ledger_path,
+        ledgers: if a.ledgers.is_empty() { LedgerMode::ALL.to_vec() } else { a.ledgers },
     };
     for dir in [opts.ledger_file.parent(), a.out.parent(), a.sqlite_path.parent()].into_iter().flatten() {
         if !dir.as_os_str().is_empty() {

@@ -11,21 +11,18 @@
 //!   round trip to A's admin route).
 
 use super::Sizes;
-use super::server::{Node, request_with};
+use super::server::{Node, call, request_with};
 use crate::client::Conn;
 use crate::load::{self, Load};
 use crate::ours::StoreKind;
 use crate::stats::quantile;
-use crate::wire::{self, Call};
+use crate::wire;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The static token both nodes take (`--bearer-token`): an event reaches its task's owner only.
 const TOKEN: &str = "bench-events-token";
-
-/// `_meta` declaring the Tasks and Events extensions.
-const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"conduit-mcp-bench","version":"0.1.0"},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/events":{}}}}"#;
 
 /// Where the SQL stores are.
 #[derive(Debug, Clone)]
@@ -152,11 +149,6 @@ pub async fn w4(
     })
 }
 
-fn call(method: &'static str, name: &str, id: u64, params: &str) -> Call {
-    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params},"_meta":{META}}}}}"#);
-    Call { method, name: Some(name.to_owned()), body }
-}
-
 /// One round of the cross-node latency: `z.latency_tasks` tasks.
 pub async fn cross_node(server: &Path, s: &Stores, z: &Sizes, round: usize) -> Result<CrossNode, String> {
     let auth = [format!("--bearer-token={TOKEN}"), "--events".to_owned()];
@@ -183,30 +175,10 @@ pub async fn cross_node(server: &Path, s: &Stores, z: &Sizes, round: usize) -> R
     }
 
     let n = z.latency_tasks;
-    let (host, h) = (a.host(), header.clone());
-    let create: load::Builder = Arc::new(move |i, out| {
-        let args = format!(r#""name":"slow_compute","arguments":{{"seconds":{},"label":"e{i}"}}"#, wire::TASK_SECONDS);
-        request_with(out, &host, &call("tools/call", "slow_compute", i, &args), &[&h]);
-    });
-    let setup = Load {
-        addr: a.addr,
-        conns: n.clamp(1, 8),
-        duration: None,
-        max_requests: Some(n as u64),
-        expect: b"\"taskId\"",
-        collect_ids: true,
-    };
-    let created = load::run(&setup, create).await.map_err(|e| e.to_string())?;
-    if created.ids.len() != n {
-        return Err(format!(
-            "node A created {} of {n} tasks: {}",
-            created.ids.len(),
-            created.first_error.unwrap_or_default()
-        ));
-    }
+    let created = a.create_tasks(n, "e", &header).await?;
     let mut admin = Conn::connect(a.addr).await.map_err(|e| e.to_string())?;
     let mut latencies_us = Vec::with_capacity(n);
-    for id in &created.ids {
+    for id in &created {
         let t0 = Instant::now();
         a.complete(&mut admin, &[id.as_str()]).await?;
         let want = format!("\"taskId\":\"{id}\"");

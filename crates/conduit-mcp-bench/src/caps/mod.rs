@@ -130,6 +130,8 @@ pub struct Options {
     pub stores: Stores,
     /// The SQLite ledger's file.
     pub ledger_file: PathBuf,
+    /// The ledgers the ledger part measures, in order.
+    pub ledgers: Vec<LedgerMode>,
 }
 
 /// Everything one run measured.
@@ -161,7 +163,7 @@ pub async fn run(o: &Options, log: impl Fn(&str)) -> Result<Results, String> {
     if o.parts.contains(&Part::Ledger) {
         for round in 0..z.rounds {
             // Each round starts with another mode, so none always runs first.
-            for mode in LedgerMode::ALL.into_iter().cycle().skip(round).take(LedgerMode::ALL.len()) {
+            for &mode in o.ledgers.iter().cycle().skip(round).take(o.ledgers.len()) {
                 let s = ledger::run_one(&o.server, mode, z.ledger_tasks, round, &o.ledger_file).await?;
                 log(&s.line());
                 r.ledger.push(s);

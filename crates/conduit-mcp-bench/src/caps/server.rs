@@ -1,14 +1,27 @@
 //! A `bench-server` child with the flags a capability benchmark needs, killed
 //! when dropped, and the requests those benchmarks send it by hand: the admin
-//! route that completes tasks, and requests carrying an `Authorization` header.
+//! route that completes tasks, requests carrying an `Authorization` header,
+//! and a batch of task creates.
 
 use crate::child::Listening;
 use crate::client::Conn;
+use crate::load::{self, Load};
 use crate::wire;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The `_meta` of a 2026-07-28 request declaring Tasks and Events.
+const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"conduit-mcp-bench","version":"0.1.0"},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/events":{}}}}"#;
+
+/// A 2026-07-28 request of `method` (id `id`, `params` without their
+/// braces, `_meta` added) naming `name` in its `Mcp-Name` header.
+pub(super) fn call(method: &'static str, name: &str, id: u64, params: &str) -> wire::Call {
+    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params},"_meta":{META}}}}}"#);
+    wire::Call { method, name: Some(name.to_owned()), body }
+}
 
 /// A running bench server.
 pub(super) struct Node {
@@ -34,6 +47,32 @@ impl Node {
     /// Its `Host` header value.
     pub(super) fn host(&self) -> String {
         self.addr.to_string()
+    }
+
+    /// Creates `n` `slow_compute` tasks (labelled `{tag}0`, `{tag}1`, …) on up
+    /// to 8 connections, each request carrying the header line `header`;
+    /// their ids, all `n` of them or an error.
+    pub(super) async fn create_tasks(&self, n: usize, tag: &'static str, header: &str) -> Result<Vec<String>, String> {
+        let (host, h) = (self.host(), header.to_owned());
+        let create: load::Builder = Arc::new(move |i, out| {
+            let args =
+                format!(r#""name":"slow_compute","arguments":{{"seconds":{},"label":"{tag}{i}"}}"#, wire::TASK_SECONDS);
+            request_with(out, &host, &call("tools/call", "slow_compute", i, &args), &[&h]);
+        });
+        let setup = Load {
+            addr: self.addr,
+            conns: n.clamp(1, 8),
+            duration: None,
+            max_requests: Some(n as u64),
+            expect: b"\"taskId\"",
+            collect_ids: true,
+        };
+        let created = load::run(&setup, create).await.map_err(|e| e.to_string())?;
+        if created.ids.len() != n {
+            let why = created.first_error.unwrap_or_default();
+            return Err(format!("{} created {} of {n} tasks: {why}", self.addr, created.ids.len()));
+        }
+        Ok(created.ids)
     }
 
     /// Asks the server to complete `ids` at once (it answers before completing them).

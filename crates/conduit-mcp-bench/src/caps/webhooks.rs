@@ -14,12 +14,10 @@
 
 use super::Sizes;
 use super::receiver::Receiver;
-use super::server::{Node, request_with};
+use super::server::{Node, call, request_with};
 use crate::client::Conn;
-use crate::load::{self, Load};
 use crate::wire;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The static token of the bench's principal.
@@ -76,12 +74,6 @@ impl WebhookSample {
     }
 }
 
-fn call(method: &'static str, id: u64, params: &str) -> wire::Call {
-    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/events":{}}}}"#;
-    let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params},"_meta":{meta}}}}}"#);
-    wire::Call { method, name: Some("task.status_changed".to_owned()), body }
-}
-
 /// One round.
 pub async fn round(server: &Path, z: &Sizes, round: usize) -> Result<WebhookSample, String> {
     let receiver = Receiver::start().await?;
@@ -97,25 +89,7 @@ pub async fn round(server: &Path, z: &Sizes, round: usize) -> Result<WebhookSamp
     let header = format!("Authorization: Bearer {TOKEN}");
     let (n, subs) = (z.webhook_tasks, z.webhook_subscriptions);
 
-    let (host, h) = (node.host(), header.clone());
-    let create: load::Builder = Arc::new(move |i, out| {
-        let args = format!(r#""name":"slow_compute","arguments":{{"seconds":{},"label":"h{i}"}}"#, wire::TASK_SECONDS);
-        let mut c = call("tools/call", i, &args);
-        c.name = Some("slow_compute".to_owned());
-        request_with(out, &host, &c, &[&h]);
-    });
-    let setup = Load {
-        addr: node.addr,
-        conns: n.clamp(1, 8),
-        duration: None,
-        max_requests: Some(n as u64),
-        expect: b"\"taskId\"",
-        collect_ids: true,
-    };
-    let created = load::run(&setup, create).await.map_err(|e| e.to_string())?;
-    if created.ids.len() != n {
-        return Err(format!("created {} of {n} tasks: {}", created.ids.len(), created.first_error.unwrap_or_default()));
-    }
+    let created = node.create_tasks(n, "h", &header).await?;
     // Subscribed after the creates: each subscription starts now, so only the completions follow.
     let mut conn = Conn::connect(node.addr).await.map_err(|e| e.to_string())?;
     for i in 0..subs {
@@ -124,13 +98,18 @@ pub async fn round(server: &Path, z: &Sizes, round: usize) -> Result<WebhookSamp
             receiver.url(&format!("/h/{i}"))
         );
         let mut req = Vec::new();
-        request_with(&mut req, &node.host(), &call("events/subscribe", i as u64 + 1, &params), &[&header]);
+        request_with(
+            &mut req,
+            &node.host(),
+            &call("events/subscribe", "task.status_changed", i as u64 + 1, &params),
+            &[&header],
+        );
         let status = conn.roundtrip(&req).await.map_err(|e| e.to_string())?;
         if status != 200 || wire::find(conn.body(), b"\"result\"").is_none() {
             return Err(format!("events/subscribe answered {status}: {}", String::from_utf8_lossy(conn.body())));
         }
     }
-    let ids: Vec<&str> = created.ids.iter().map(String::as_str).collect();
+    let ids: Vec<&str> = created.iter().map(String::as_str).collect();
     let t0 = Instant::now();
     node.complete(&mut conn, &ids).await?;
     let all = receiver.until_terminal(n * subs, LIMIT).await;

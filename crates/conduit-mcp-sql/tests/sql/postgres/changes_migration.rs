@@ -7,10 +7,10 @@
 //! for every older transaction on the server, so the test waits for each.
 
 use crate::support;
+use crate::support::migrated_log::{AtSchema41, check_migrated};
 use crate::support::numbered::head_reaches;
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{ChangeQuery, CreateCaps, TaskChangeFeed, TaskRecord, TaskStore, new_task_id};
-use conduit_mcp::protocol::tasks::TaskStatus;
+use conduit_mcp::ext::tasks::TaskRecord;
 use conduit_mcp_sql::PostgresStore;
 use sqlx::Connection;
 use sqlx::postgres::PgConnection;
@@ -30,9 +30,6 @@ const SCHEMA_41: [(i64, &str); 11] = [
     (40, include_str!("../../../migrations/postgres/0040_dpop_jti.sql")),
     (41, include_str!("../../../migrations/postgres/0041_webhooks.sql")),
 ];
-
-const ALL: [TaskStatus; 5] =
-    [TaskStatus::Working, TaskStatus::InputRequired, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled];
 
 /// Writes `r` into `table` of `schema` as a schema-41 store would (its triggers log the change).
 async fn put(conn: &mut PgConnection, schema: &str, table: &str, r: &TaskRecord) {
@@ -57,11 +54,6 @@ async fn put(conn: &mut PgConnection, schema: &str, table: &str, r: &TaskRecord)
         q = q.bind(r.owner.clone().map(|o| format!("+{o}")));
     }
     q.execute(conn).await.expect("write a task at schema 41");
-}
-
-async fn changes(feed: &dyn TaskChangeFeed, after: u64, owner: &str) -> Vec<(u64, String, TaskStatus)> {
-    let page = feed.read(ChangeQuery::new(after, owner, &ALL, 100)).await.expect("read");
-    page.changes.into_iter().map(|c| (c.seq, c.task_id, c.status)).collect()
 }
 
 #[tokio::test]
@@ -97,12 +89,10 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
     let path = format!("SET search_path = \"{schema}\"");
     sqlx::raw_sql(sqlx::AssertSqlSafe(path.as_str())).execute(&mut conn).await.expect("search path");
 
-    let short = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(1_000));
-    let legacy = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(600_000));
-    let bobs = TaskRecord::new(new_task_id(), Some("bob".into()), now, Some(600_000));
-    put(&mut conn, &schema, "conduit_tasks", &short).await;
-    put(&mut conn, &schema, "conduit_legacy_tasks", &legacy).await;
-    put(&mut conn, &schema, "conduit_tasks", &bobs).await;
+    let t = AtSchema41::new(now);
+    put(&mut conn, &schema, "conduit_tasks", &t.short).await;
+    put(&mut conn, &schema, "conduit_legacy_tasks", &t.legacy).await;
+    put(&mut conn, &schema, "conduit_tasks", &t.bobs).await;
     // The counters a schema-41 store keeps beside its inserts.
     let counted = format!(
         "UPDATE \"{schema}\".conduit_task_shards SET n = n + 2 WHERE id = 0; \
@@ -121,35 +111,10 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
     .await;
     assert_eq!(head, 3);
     // Committed at 41, numbered only at 42.
-    let mut done = short.clone();
-    done.status = TaskStatus::Completed;
-    done.version += 1;
-    put(&mut conn, &schema, "conduit_tasks", &done).await;
+    put(&mut conn, &schema, "conduit_tasks", &t.done()).await;
     conn.close().await.expect("close");
 
     let store = PostgresStore::with_schema(&url, &schema, Arc::new(clock.clone())).await.expect("migrate to 42");
-    let feed = store.change_feed().expect("PostgreSQL keeps a change log");
-    let head = || async { feed.head().await.expect("head") };
-    assert_eq!(head_reaches("at 42", 4, head).await, 4, "the pending change is numbered after the others");
-    let alice = vec![
-        (1, short.task_id.clone(), TaskStatus::Working),
-        (2, legacy.task_id.clone(), TaskStatus::Working),
-        (4, short.task_id.clone(), TaskStatus::Completed),
-    ];
-    assert_eq!(changes(feed.as_ref(), 0, "alice").await, alice, "every position names its change still");
-    assert_eq!(changes(feed.as_ref(), 2, "alice").await, alice[2..], "a cursor at 2 resumes after 2");
-    assert_eq!(changes(feed.as_ref(), 0, "bob").await, vec![(3, bobs.task_id.clone(), TaskStatus::Working)]);
-
-    let new = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(600_000));
-    let new = store.create(new, CreateCaps::default()).await.expect("create at 42");
-    assert_eq!(head_reaches("a create at 42", 5, head).await, 5);
-    assert_eq!(changes(feed.as_ref(), 4, "alice").await, vec![(5, new.task_id.clone(), TaskStatus::Working)]);
-
-    // A task migrated with its changes still takes them along when it goes.
-    clock.advance(2_000);
-    assert_eq!(store.cleanup(0).await.expect("cleanup"), 1);
-    let left = changes(feed.as_ref(), 0, "alice").await;
-    assert_eq!(left, vec![(2, legacy.task_id.clone(), TaskStatus::Working), (5, new.task_id, TaskStatus::Working)]);
-    assert_eq!(head().await, 5, "positions are never reused");
+    check_migrated(&store, &clock, &t).await;
     store.close().await;
 }

@@ -4,9 +4,9 @@
 //! migrated changes still go with their task.
 
 use crate::support::TempDb;
+use crate::support::migrated_log::{AtSchema41, check_migrated};
 use conduit_mcp::clock::{Clock, ManualClock};
-use conduit_mcp::ext::tasks::{ChangeQuery, CreateCaps, TaskChangeFeed, TaskRecord, TaskStore, new_task_id};
-use conduit_mcp::protocol::tasks::TaskStatus;
+use conduit_mcp::ext::tasks::TaskRecord;
 use conduit_mcp_sql::SqliteStore;
 use sqlx::Connection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
@@ -24,9 +24,6 @@ const SCHEMA_41: [(i64, &str); 9] = [
     (40, include_str!("../../../migrations/sqlite/0040_dpop_jti.sql")),
     (41, include_str!("../../../migrations/sqlite/0041_webhooks.sql")),
 ];
-
-const ALL: [TaskStatus; 5] =
-    [TaskStatus::Working, TaskStatus::InputRequired, TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled];
 
 /// Writes `r` into `table` as a schema-41 store would (its triggers log the change).
 async fn put(conn: &mut SqliteConnection, table: &str, r: &TaskRecord) {
@@ -53,11 +50,6 @@ async fn put(conn: &mut SqliteConnection, table: &str, r: &TaskRecord) {
     q.execute(conn).await.expect("write a task at schema 41");
 }
 
-async fn changes(feed: &dyn TaskChangeFeed, after: u64, owner: &str) -> Vec<(u64, String, TaskStatus)> {
-    let page = feed.read(ChangeQuery::new(after, owner, &ALL, 100)).await.expect("read");
-    page.changes.into_iter().map(|c| (c.seq, c.task_id, c.status)).collect()
-}
-
 #[tokio::test]
 async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the_migration() {
     let db = TempDb::new("changes-41");
@@ -81,38 +73,13 @@ async fn a_change_log_at_schema_41_keeps_its_positions_and_its_tasks_through_the
             .expect("record it");
     }
     sqlx::raw_sql("UPDATE conduit_task_change_log SET enabled = 1").execute(&mut conn).await.expect("log on");
-    let short = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(1_000));
-    let legacy = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(600_000));
-    let bobs = TaskRecord::new(new_task_id(), Some("bob".into()), now, Some(600_000));
-    put(&mut conn, "conduit_tasks", &short).await;
-    put(&mut conn, "conduit_legacy_tasks", &legacy).await;
-    put(&mut conn, "conduit_tasks", &bobs).await;
-    let mut done = short.clone();
-    done.status = TaskStatus::Completed;
-    done.version += 1;
-    put(&mut conn, "conduit_tasks", &done).await;
+    let t = AtSchema41::new(now);
+    put(&mut conn, "conduit_tasks", &t.short).await;
+    put(&mut conn, "conduit_legacy_tasks", &t.legacy).await;
+    put(&mut conn, "conduit_tasks", &t.bobs).await;
+    put(&mut conn, "conduit_tasks", &t.done()).await;
     conn.close().await.expect("close");
 
     let store = SqliteStore::open(db.path(), Arc::new(clock.clone())).await.expect("migrate to 42");
-    let feed = store.change_feed().expect("SQLite keeps a change log");
-    assert_eq!(feed.head().await.unwrap(), 4, "the head is where schema 41 left it");
-    let alice = vec![
-        (1, short.task_id.clone(), TaskStatus::Working),
-        (2, legacy.task_id.clone(), TaskStatus::Working),
-        (4, short.task_id.clone(), TaskStatus::Completed),
-    ];
-    assert_eq!(changes(feed.as_ref(), 0, "alice").await, alice, "every position names its change still");
-    assert_eq!(changes(feed.as_ref(), 2, "alice").await, alice[2..], "a cursor at 2 resumes after 2");
-    assert_eq!(changes(feed.as_ref(), 0, "bob").await, vec![(3, bobs.task_id.clone(), TaskStatus::Working)]);
-
-    let new = TaskRecord::new(new_task_id(), Some("alice".into()), now, Some(600_000));
-    let new = store.create(new, CreateCaps::default()).await.expect("create at 42");
-    assert_eq!(changes(feed.as_ref(), 4, "alice").await, vec![(5, new.task_id.clone(), TaskStatus::Working)]);
-
-    // A task migrated with its changes still takes them along when it goes.
-    clock.advance(2_000);
-    assert_eq!(store.cleanup(0).await.expect("cleanup"), 1);
-    let left = changes(feed.as_ref(), 0, "alice").await;
-    assert_eq!(left, vec![(2, legacy.task_id.clone(), TaskStatus::Working), (5, new.task_id, TaskStatus::Working)]);
-    assert_eq!(feed.head().await.unwrap(), 5, "positions are never reused");
+    check_migrated(&store, &clock, &t).await;
 }

@@ -121,6 +121,7 @@ pub fn assert_legacy_schema(def: &str, value: &serde_json::Value) {
 }
 pub mod in_use;
 pub mod legacy_session;
+pub mod migrated_log;
 pub mod numbered;
 pub mod served;
 pub mod stall;
