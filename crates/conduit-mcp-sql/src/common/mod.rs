@@ -14,6 +14,7 @@ mod schema;
 mod session;
 mod store;
 mod table;
+pub(crate) mod webhook_tx;
 pub(crate) mod webhooks;
 
 pub(crate) use changes::{change_rows, signed};

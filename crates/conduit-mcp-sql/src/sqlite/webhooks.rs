@@ -4,6 +4,7 @@
 //! other writer between them, and a claim takes each entry once.
 
 use super::{SqlQuery, SqliteStore, backend, broken};
+use crate::common::webhook_tx as tx;
 use crate::common::webhooks::{self as sql, ENTRY_COLUMNS};
 use crate::pool::bounded;
 use async_trait::async_trait;
@@ -12,11 +13,14 @@ use conduit_mcp::ext::events::webhook::{
     WebhookCaps, WebhookStore, WebhookSubscription,
 };
 use conduit_mcp::task::StoreError;
-use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use sqlx::sqlite::{Sqlite, SqliteConnection, SqliteRow};
 use sqlx::{AssertSqlSafe, Connection};
 use std::sync::LazyLock;
 
 const ENGINE: &str = "sqlite";
+
+/// The engine the shared transaction bodies run on.
+type DB = Sqlite;
 
 static WATERMARK_SQL: LazyLock<String> = LazyLock::new(|| sql::watermark_sql("max", "min"));
 static CLAIM_SQL: LazyLock<String> = LazyLock::new(|| {
@@ -53,12 +57,6 @@ fn decode_sub(row: &SqliteRow) -> Result<WebhookSubscription, StoreError> {
     sql::decode_subscription(ENGINE, row)
 }
 
-/// How an upsert's transaction ended.
-enum Upsert {
-    Done(Upserted),
-    Full(&'static str, usize),
-}
-
 impl SqliteWebhookStore {
     async fn rows<'q>(
         &self,
@@ -89,53 +87,21 @@ impl SqliteWebhookStore {
     }
 }
 
-/// Whether the subscription is stored (the transaction holds the write lock already).
-async fn lock_sub(conn: &mut SqliteConnection, id: &str) -> Result<bool, sqlx::Error> {
-    let q = sqlx::query_scalar::<_, i32>("SELECT 1 FROM conduit_webhook_subscriptions WHERE id = $1");
-    Ok(q.bind(id).fetch_optional(conn).await?.is_some())
-}
+/// `$1` = id: a row when the subscription is stored (the transaction holds the write lock already).
+const LOCK_SUB_SQL: &str = "SELECT 1 FROM conduit_webhook_subscriptions WHERE id = $1";
 
 #[async_trait]
 impl WebhookStore for SqliteWebhookStore {
     async fn upsert(&self, sub: WebhookSubscription, caps: WebhookCaps, now_ms: u64) -> Result<Upserted, UpsertError> {
+        let serialize = None;
+        let existing = "SELECT refresh_before_ms FROM conduit_webhook_subscriptions WHERE id = $1";
         let now = sql::int(now_ms);
         let done = self
             .in_tx("upsert a webhook subscription", |conn| {
-                Box::pin(async move {
-                    let q = "SELECT refresh_before_ms FROM conduit_webhook_subscriptions WHERE id = $1";
-                    let existing: Option<Option<i64>> =
-                        sqlx::query_scalar(q).bind(sub.id.as_str()).fetch_optional(&mut *conn).await?;
-                    let (count, bytes): (i64, i64) = sqlx::query_as(sql::USAGE_SQL)
-                        .bind(sub.key.principal.as_str())
-                        .bind(sub.id.as_str())
-                        .bind(now)
-                        .fetch_one(&mut *conn)
-                        .await?;
-                    let (count, bytes) = (usize::try_from(count).unwrap_or(0), usize::try_from(bytes).unwrap_or(0));
-                    if count + 1 > caps.max_per_principal {
-                        return Ok(Upsert::Full("subscriptions", caps.max_per_principal));
-                    }
-                    if bytes + sub.held_bytes() > caps.max_bytes_per_principal {
-                        return Ok(Upsert::Full("subscriptionBytes", caps.max_bytes_per_principal));
-                    }
-                    let live = existing.map(|until| until.is_none_or(|t| t > now));
-                    if live == Some(true) {
-                        sql::bind_subscription(sqlx::query(sql::REFRESH_SQL), &sub).execute(&mut *conn).await?;
-                        return Ok(Upsert::Done(Upserted::Refreshed));
-                    }
-                    if live == Some(false) {
-                        sqlx::query(sql::DELETE_OUTBOX_SQL).bind(sub.id.as_str()).execute(&mut *conn).await?;
-                        sqlx::query(sql::DELETE_SUB_SQL).bind(sub.id.as_str()).execute(&mut *conn).await?;
-                    }
-                    sql::bind_subscription(sqlx::query(sql::INSERT_SQL), &sub).execute(&mut *conn).await?;
-                    Ok(Upsert::Done(Upserted::Created))
-                })
+                Box::pin(async move { tx::upsert::<DB>(conn, serialize, existing, &sub, caps, now).await })
             })
             .await?;
-        match done {
-            Upsert::Done(u) => Ok(u),
-            Upsert::Full(limit, max) => Err(UpsertError::Full { limit, max }),
-        }
+        done.answer()
     }
 
     async fn get(&self, principal: &str, id: &str, now_ms: u64) -> Result<Option<WebhookSubscription>, StoreError> {
@@ -148,14 +114,7 @@ impl WebhookStore for SqliteWebhookStore {
     async fn remove(&self, principal: &str, id: &str, now_ms: u64) -> Result<bool, StoreError> {
         let (id, principal) = (id.to_owned(), principal.to_owned());
         self.in_tx("remove a webhook subscription", |conn| {
-            Box::pin(async move {
-                let removed: Option<Option<i64>> =
-                    sqlx::query_scalar(sql::REMOVE_SQL).bind(&id).bind(&principal).fetch_optional(&mut *conn).await?;
-                if removed.is_some() {
-                    sqlx::query(sql::DELETE_OUTBOX_SQL).bind(&id).execute(&mut *conn).await?;
-                }
-                Ok(removed.is_some_and(|until| until.is_none_or(|t| t > sql::int(now_ms))))
-            })
+            Box::pin(async move { tx::remove::<DB>(conn, &id, &principal, sql::int(now_ms)).await })
         })
         .await
     }
@@ -198,20 +157,10 @@ impl WebhookStore for SqliteWebhookStore {
         entries: Vec<OutboxEntry>,
     ) -> Result<bool, StoreError> {
         let id = subscription_id.to_owned();
+        let (from, to) = (sql::int(from), sql::int(to));
         self.in_tx("feed a webhook outbox", |conn| {
             Box::pin(async move {
-                if !lock_sub(&mut *conn, &id).await? {
-                    return Ok(false);
-                }
-                let q = sqlx::query(sql::FEED_SQL).bind(&id).bind(sql::int(from)).bind(sql::int(to));
-                if q.execute(&mut *conn).await?.rows_affected() == 0 {
-                    return Ok(false);
-                }
-                for e in entries.iter().filter(|e| e.subscription_id == id) {
-                    sql::bind_entry(sqlx::query(sql::ENQUEUE_SQL), e).execute(&mut *conn).await?;
-                }
-                sqlx::query(AssertSqlSafe(WATERMARK_SQL.as_str())).bind(&id).execute(&mut *conn).await?;
-                Ok(true)
+                tx::feed::<DB>(conn, LOCK_SUB_SQL, WATERMARK_SQL.as_str(), &id, from, to, &entries).await
             })
         })
         .await
@@ -239,32 +188,9 @@ impl WebhookStore for SqliteWebhookStore {
         now_ms: u64,
     ) -> Result<bool, StoreError> {
         let (node, sub, id) = (node.to_owned(), subscription_id.to_owned(), id.to_owned());
+        let (lock, watermark, now) = (LOCK_SUB_SQL, WATERMARK_SQL.as_str(), sql::int(now_ms));
         self.in_tx("settle a webhook message", |conn| {
-            Box::pin(async move {
-                if !lock_sub(&mut *conn, &sub).await? {
-                    return Ok(false);
-                }
-                let q = match outcome {
-                    Settlement::RetryAt(at, _) => {
-                        sqlx::query(sql::SETTLE_RETRY_SQL).bind(&sub).bind(&id).bind(&node).bind(sql::int(at))
-                    }
-                    _ => sqlx::query(sql::SETTLE_DELETE_SQL).bind(&sub).bind(&id).bind(&node),
-                };
-                if q.execute(&mut *conn).await?.rows_affected() == 0 {
-                    return Ok(false);
-                }
-                let state = match outcome {
-                    Settlement::Delivered => sqlx::query(sql::DELIVERED_SQL).bind(&sub),
-                    Settlement::Dropped(f) | Settlement::RetryAt(_, f) => {
-                        sqlx::query(sql::FAILED_SQL).bind(&sub).bind(sql::int(now_ms)).bind(f.as_str())
-                    }
-                };
-                state.execute(&mut *conn).await?;
-                if !matches!(outcome, Settlement::RetryAt(..)) {
-                    sqlx::query(AssertSqlSafe(WATERMARK_SQL.as_str())).bind(&sub).execute(&mut *conn).await?;
-                }
-                Ok(true)
-            })
+            Box::pin(async move { tx::settle::<DB>(conn, lock, watermark, &node, &sub, &id, outcome, now).await })
         })
         .await
     }
