@@ -90,19 +90,25 @@ impl PostgresWebhookStore {
     }
 }
 
-/// `$1` = id: locks the subscription's row, a row when it is stored.
-const LOCK_SUB_SQL: &str = "SELECT 1 FROM conduit_webhook_subscriptions WHERE id = $1 FOR UPDATE";
+/// The shared transaction bodies with this engine's statements.
+fn tx() -> tx::Tx<DB> {
+    tx::Tx {
+        // One upsert per principal at a time, on every node: the caps hold.
+        serialize: Some("SELECT pg_advisory_xact_lock(hashtextextended('conduit_webhook:' || $1, 0))"),
+        existing: "SELECT refresh_before_ms FROM conduit_webhook_subscriptions WHERE id = $1 FOR UPDATE",
+        lock: "SELECT 1 FROM conduit_webhook_subscriptions WHERE id = $1 FOR UPDATE",
+        watermark: WATERMARK_SQL.as_str(),
+        engine: std::marker::PhantomData,
+    }
+}
 
 #[async_trait]
 impl WebhookStore for PostgresWebhookStore {
     async fn upsert(&self, sub: WebhookSubscription, caps: WebhookCaps, now_ms: u64) -> Result<Upserted, UpsertError> {
-        // One upsert per principal at a time, on every node: the caps hold.
-        let serialize = Some("SELECT pg_advisory_xact_lock(hashtextextended('conduit_webhook:' || $1, 0))");
-        let existing = "SELECT refresh_before_ms FROM conduit_webhook_subscriptions WHERE id = $1 FOR UPDATE";
         let now = sql::int(now_ms);
         let done = self
             .in_tx("upsert a webhook subscription", |conn| {
-                Box::pin(async move { tx::upsert::<DB>(conn, serialize, existing, &sub, caps, now).await })
+                Box::pin(async move { tx().upsert(conn, &sub, caps, now).await })
             })
             .await?;
         done.answer()
@@ -118,7 +124,7 @@ impl WebhookStore for PostgresWebhookStore {
     async fn remove(&self, principal: &str, id: &str, now_ms: u64) -> Result<bool, StoreError> {
         let (id, principal) = (id.to_owned(), principal.to_owned());
         self.in_tx("remove a webhook subscription", |conn| {
-            Box::pin(async move { tx::remove::<DB>(conn, &id, &principal, sql::int(now_ms)).await })
+            Box::pin(async move { tx().remove(conn, &id, &principal, sql::int(now_ms)).await })
         })
         .await
     }
@@ -163,9 +169,7 @@ impl WebhookStore for PostgresWebhookStore {
         let id = subscription_id.to_owned();
         let (from, to) = (sql::int(from), sql::int(to));
         self.in_tx("feed a webhook outbox", |conn| {
-            Box::pin(async move {
-                tx::feed::<DB>(conn, LOCK_SUB_SQL, WATERMARK_SQL.as_str(), &id, from, to, &entries).await
-            })
+            Box::pin(async move { tx().feed(conn, &id, from, to, &entries).await })
         })
         .await
     }
@@ -192,9 +196,9 @@ impl WebhookStore for PostgresWebhookStore {
         now_ms: u64,
     ) -> Result<bool, StoreError> {
         let (node, sub, id) = (node.to_owned(), subscription_id.to_owned(), id.to_owned());
-        let (lock, watermark, now) = (LOCK_SUB_SQL, WATERMARK_SQL.as_str(), sql::int(now_ms));
+        let (tx, now) = (tx(), sql::int(now_ms));
         self.in_tx("settle a webhook message", |conn| {
-            Box::pin(async move { tx::settle::<DB>(conn, lock, watermark, &node, &sub, &id, outcome, now).await })
+            Box::pin(async move { tx.settle(conn, &node, &sub, &id, outcome, now).await })
         })
         .await
     }
