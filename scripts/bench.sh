@@ -27,6 +27,8 @@
 #              HTTPS POST loop to the same receiver (issue 29). Then scripts/bench_wrk.sh: W1 and
 #              W2 under wrk against the fixture, the bench server, rmcp and the echo.
 #              Then scripts/bench_auth.sh: W1 with OAuth validation on against off.
+#              Then scripts/bench_alloc.sh: the bench server on the system allocator
+#              against mimalloc (the `conduit-mcp` binary's).
 #   --smoke    the CI pass: debug builds, every workload for 0.25 s on tiny sizes, one
 #              round, ours on memory and SQLite, and on PostgreSQL when DATABASE_URL
 #              is set; writes target/bench/smoke.md and fails if anything errored;
@@ -124,6 +126,10 @@ if [[ "$mode" == full ]]; then
   echo "== W1 with OAuth validation on and off"
   scripts/bench_auth.sh
   { echo; cat target/bench/auth.md; } >>docs/benchmarks.md
+  # The bench server on the system allocator against mimalloc, the reference server's (issue 32).
+  echo "== the allocator"
+  scripts/bench_alloc.sh
+  { echo; cat target/bench/alloc.md; } >>docs/benchmarks.md
   # The client benchmark's section, after the generated report (which would not keep it).
   { echo; cat target/bench/follow.md; } >>docs/benchmarks.md
   { echo; cat target/bench/caps.md; } >>docs/benchmarks.md

@@ -15,7 +15,15 @@
 #   reference `conduit-mcp serve --store postgres:URL` with its defaults but a row cap
 #             of 10 000 000 (schema conduit_bench_ref; creates are its `job` tool),
 #             driven by our generator and by wrk (one thread, 50 connections).
-#   two nodes two bench servers on one schema, creating at once (sum of both).
+#   two nodes two bench servers on one schema, creating at once: the sum of both rates, and
+#             the server CPU per create (both nodes' user + system time ÷ their creates)
+#             against one node's (issue 32: at most 1.1×; throughput cannot show it on
+#             two shared cores), and against one node paced to the rate each of the two had
+#             (a server's CPU per request grows as its rate falls: fewer rows share a batch,
+#             more wake-ups; this control separates that from what a second node adds).
+#   ceiling   the same bench server on its memory store, same generator: everything a
+#             create or a tasks/get costs but the database, so no store can pass it on this
+#             machine. A target above it is out of reach here, whatever the SQL does.
 #
 # Usage: scripts/bench_pg.sh [SECONDS]   (default 10 s per measurement)
 # Needs DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test), release builds
@@ -54,6 +62,12 @@ ours() {
   echo "$line" | sed -nE 's/.* ([0-9]+) req\/s.*/\1/p'
 }
 
+# cpu_ticks PID: the process's user + system time so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# cpu_per_request TICKS RATE: µs of server CPU per request over a $secs-second measurement.
+cpu_per_request() { awk -v t="$1" -v r="$2" -v s="$secs" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (r > 0) printf "%.1f", t / hz * 1e6 / (r * s); else print 0 }'; }
+
 sql() { PGOPTIONS="-c client_min_messages=warning" psql "$db_url" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
 wrk_headers='wrk.method = "POST"
@@ -65,7 +79,9 @@ n = 0'
 
 echo "== bench server on PostgreSQL, our generator ($secs s per workload, $conns connections)"
 launch_server bench "$bin/bench-server" --store postgres --database-url "$db_url" --pg-schema conduit_bench_pg --fresh
+ticks=$(cpu_ticks "$launched")
 bench_w4=$(ours "$addr" W4)
+one_cpu=$(cpu_per_request "$(($(cpu_ticks "$launched") - ticks))" "$bench_w4")
 busy_tasks=$(sql -c "SELECT count(*) FROM conduit_bench_pg.conduit_tasks")
 # W3 beside W4's tasks, all still running: their leases are renewed (rewritten) in the background.
 bench_w3_busy=$(ours "$addr" W3 --table 20000)
@@ -80,13 +96,29 @@ stop_servers
 echo "== two bench servers on one schema, creating at once"
 launch_server node_a "$bin/bench-server" --store postgres --database-url "$db_url" --pg-schema conduit_bench_pg2 --fresh
 addr_a=$addr
+pid_a=$launched
 launch_server node_b "$bin/bench-server" --store postgres --database-url "$db_url" --pg-schema conduit_bench_pg2
 addr_b=$addr
+pid_b=$launched
+ticks=$(($(cpu_ticks "$pid_a") + $(cpu_ticks "$pid_b")))
 ours "$addr_a" W4 >"$work/two_a" &
 two_a_pid=$!
 two_b=$(ours "$addr_b" W4)
 wait "$two_a_pid"
 two_nodes=$(($(cat "$work/two_a") + two_b))
+two_cpu=$(cpu_per_request "$(($(cpu_ticks "$pid_a") + $(cpu_ticks "$pid_b") - ticks))" "$two_nodes")
+stop_servers
+per_node=$((two_nodes / 2))
+launch_server paced "$bin/bench-server" --store postgres --database-url "$db_url" --pg-schema conduit_bench_pg2 --fresh
+ticks=$(cpu_ticks "$launched")
+paced=$(ours "$addr" W4 --rate "$per_node")
+paced_cpu=$(cpu_per_request "$(($(cpu_ticks "$launched") - ticks))" "$paced")
+stop_servers
+
+echo "== the ceiling: the same bench server on its memory store"
+launch_server ceiling "$bin/bench-server" --listen 127.0.0.1:0
+mem_w4=$(ours "$addr" W4)
+mem_w3=$(ours "$addr" W3 --table 20000)
 stop_servers
 
 echo "== pgbench ($secs s, $conns clients, prepared statements, schema conduit_pgbench)"
@@ -158,7 +190,7 @@ stop_servers
   echo
   echo "Same database, same run, $conns connections, ${secs} s each. pgbench: a single-row \`INSERT\` of a"
   echo "\`conduit_tasks\` row (its document one our server stored, ${#doc} bytes) and a point \`SELECT\` by"
-  echo "primary key of the columns \`tasks/get\` reads, prepared. Targets: creates ≥ 2×, \`tasks/get\` ≥ 1×."
+  echo "primary key of the columns \`tasks/get\` reads, prepared. Targets (issue 32): creates ≥ 2×, \`tasks/get\` ≥ 1.5×."
   echo
   echo "| what | rate /s | vs pgbench |"
   echo "|---|---:|---:|"
@@ -172,5 +204,12 @@ stop_servers
   echo "| reference server, creates (wrk) | $ref_wrk_create | $(ratio "$ref_wrk_create" "$pg_insert") |"
   echo "| reference server, tasks/get (wrk) | $ref_wrk_get | $(ratio "$ref_wrk_get" "$pg_select") |"
   echo "| two bench servers, one schema, creates (sum) | $two_nodes | $(ratio "$two_nodes" "$bench_w4") of one node |"
+  echo "| ceiling: bench server on its memory store, creates | $mem_w4 | $(ratio "$mem_w4" "$pg_insert") |"
+  echo "| ceiling: bench server on its memory store, tasks/get (W3) | $mem_w3 | $(ratio "$mem_w3" "$pg_select") |"
+  echo
+  echo "Server CPU per create: one node $one_cpu µs, two nodes on one schema $two_cpu µs"
+  echo "($(ratio "$two_cpu" "$one_cpu") of one node's; target ≤ 1.1×); one node paced to each node's"
+  echo "rate in the two-node run ($per_node/s asked, $paced/s reached) $paced_cpu µs: two nodes"
+  echo "$(ratio "$two_cpu" "$paced_cpu") of one node at the same rate per node."
 } >"$work/../pg.md"
 cat "$work/../pg.md"

@@ -26,6 +26,9 @@ pub struct Load {
     pub expect: &'static [u8],
     /// Keep the `taskId` of every successful response (W4).
     pub collect_ids: bool,
+    /// Requests per second at most, over all connections: the `n`-th request is not
+    /// sent before `n / pace` seconds from the start (`None`: as fast as answers come).
+    pub pace: Option<f64>,
 }
 
 /// What one load run measured.
@@ -95,6 +98,9 @@ async fn conn_loop(
         let n = issued.fetch_add(1, Ordering::Relaxed);
         if n >= max {
             break;
+        }
+        if let Some(rate) = load.pace.filter(|r| *r > 0.0) {
+            tokio::time::sleep_until((t0 + Duration::from_secs_f64(n as f64 / rate)).into()).await;
         }
         build(n, &mut req);
         let start = Instant::now();

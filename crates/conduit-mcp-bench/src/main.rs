@@ -92,6 +92,11 @@ struct LoadArgs {
     /// The create's arguments, a JSON object (with --create-tool).
     #[arg(long, default_value = "{}")]
     create_args: String,
+    /// Requests per second at most, over all connections (default: as fast as the server
+    /// answers). Compares a server's CPU per request at the same rate, e.g. one node against
+    /// each of two.
+    #[arg(long)]
+    rate: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -367,6 +372,7 @@ fn load(args: LoadArgs) -> Result<(), String> {
             max_requests: None,
             expect: b"\"result\"",
             collect_ids: false,
+            pace: args.rate,
         };
         let h = host.clone();
         let creates: l::Builder = match args.create_tool.clone() {
@@ -381,7 +387,8 @@ fn load(args: LoadArgs) -> Result<(), String> {
             "W4" => creates,
             w @ ("W2" | "W3") => {
                 let count = if w == "W2" { 1 } else { args.table as u64 };
-                let setup = Load { duration: None, max_requests: Some(count), collect_ids: true, ..base.clone() };
+                let setup =
+                    Load { duration: None, max_requests: Some(count), collect_ids: true, pace: None, ..base.clone() };
                 let ids = Arc::new(l::run(&setup, creates).await.map_err(|e| e.to_string())?.ids);
                 if ids.is_empty() {
                     return Err("no task was created".to_owned());

@@ -164,6 +164,11 @@ fn http_config(args: &ServeArgs, file: &ConfigFile) -> Result<HttpConfig, String
     Ok(cfg)
 }
 
+/// The process's allocator (the `mimalloc` feature, on by default; see its note in Cargo.toml).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse_from(task_ids::rewrite(Cli::command(), std::env::args_os().collect()));

@@ -163,6 +163,11 @@ async fn sweep(args: SweepArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The allocator the reference server ships with (the `mimalloc` feature; see the manifest).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();

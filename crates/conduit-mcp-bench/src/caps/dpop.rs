@@ -251,6 +251,7 @@ pub(super) async fn w1(
         max_requests: None,
         expect: b"Hello, bench-",
         collect_ids: false,
+        pace: None,
     };
     load::run(&base, build.clone()).await.map_err(|e| e.to_string())?;
     let measured = Load { duration: Some(Duration::from_millis(z.measure_ms)), ..base };

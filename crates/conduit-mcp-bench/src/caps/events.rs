@@ -134,6 +134,7 @@ pub async fn w4(
         max_requests: None,
         expect: b"\"taskId\"",
         collect_ids: false,
+        pace: None,
     };
     load::run(&base, build.clone()).await.map_err(|e| e.to_string())?;
     let measured = Load { duration: Some(Duration::from_millis(z.measure_ms)), ..base };

@@ -66,6 +66,7 @@ impl Node {
             max_requests: Some(n as u64),
             expect: b"\"taskId\"",
             collect_ids: true,
+            pace: None,
         };
         let created = load::run(&setup, create).await.map_err(|e| e.to_string())?;
         if created.ids.len() != n {

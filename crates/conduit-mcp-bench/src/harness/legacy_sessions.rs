@@ -95,6 +95,7 @@ impl Harness {
             max_requests: None,
             expect: Self::expect(peer, Workload::W8),
             collect_ids: false,
+            pace: None,
         };
         load::run_each(&base, builds.clone()).await.map_err(io_err)?;
         let load = Load { duration: Some(self.plan.measure()), ..base };

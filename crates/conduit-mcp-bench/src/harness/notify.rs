@@ -41,6 +41,7 @@ impl Harness {
             max_requests: Some(n as u64),
             expect: Self::expect(peer, Workload::W4),
             collect_ids: true,
+            pace: None,
         };
         let created = load::run(&setup, Self::builder(host.clone(), wire::create_task)).await.map_err(io_err)?;
         let ids = created.ids;

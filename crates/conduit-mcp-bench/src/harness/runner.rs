@@ -189,6 +189,7 @@ impl Harness {
             max_requests: None,
             expect: Self::expect(peer, workload),
             collect_ids: false,
+            pace: None,
         };
         load::run(&base, build.clone()).await.map_err(io_err)?;
         let load = Load { duration: Some(self.plan.measure()), ..base };
@@ -235,6 +236,7 @@ impl Harness {
             max_requests: None,
             expect: Self::expect(peer, Workload::W1),
             collect_ids: false,
+            pace: None,
         };
         load::run(&warm, Self::builder(host.clone(), wire::greet)).await.map_err(io_err)?;
         tokio::time::sleep(Duration::from_millis(300)).await;
