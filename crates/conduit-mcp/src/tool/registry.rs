@@ -14,6 +14,9 @@ pub(crate) struct Registered {
     pub(crate) handler: Arc<dyn ToolHandler>,
     pub(crate) info: ToolInfo,
     pub(crate) validator: Option<jsonschema::Validator>,
+    /// `outputSchema` compiled once, at registration (`None`: none declared, or it does
+    /// not compile, and then `structuredContent` is not checked, as before).
+    pub(crate) output_validator: Option<jsonschema::Validator>,
     pub(crate) header_params: Vec<ParamHeader>,
     pub(crate) scopes: Vec<String>,
 }
@@ -55,9 +58,23 @@ impl ToolRegistry {
         let validator = jsonschema::validator_for(&info.input_schema)
             .map_err(|e| ToolError::InvalidSchema(name.clone(), e.to_string()))?;
         let header_params = param_headers(&info.input_schema).map_err(|e| ToolError::InvalidHeader(name.clone(), e))?;
+        let output_validator = info.output_schema.as_ref().and_then(|schema| match jsonschema::validator_for(schema) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::warn!(tool = %name, error = %e, "outputSchema does not compile: structuredContent is not checked");
+                None
+            }
+        });
         let scopes = handler.required_scopes();
         self.index.insert(name, self.tools.len());
-        self.tools.push(Registered { handler, info, validator: Some(validator), header_params, scopes });
+        self.tools.push(Registered {
+            handler,
+            info,
+            validator: Some(validator),
+            output_validator,
+            header_params,
+            scopes,
+        });
         Ok(())
     }
 
@@ -97,8 +114,14 @@ impl Registered {
 
     /// The result on the wire, once its `structuredContent` matches the tool's `outputSchema`.
     pub(crate) fn checked(&self, r: CallToolResult) -> Result<Value, RpcError> {
-        if let (Some(schema), Some(sc)) = (&self.info.output_schema, &r.structured_content)
-            && let Ok(v) = jsonschema::validator_for(schema)
+        self.check_output(&r)?;
+        Ok(r.to_value())
+    }
+
+    /// Whether the result's `structuredContent` matches the tool's `outputSchema` (the
+    /// validator compiled at registration).
+    pub(crate) fn check_output(&self, r: &CallToolResult) -> Result<(), RpcError> {
+        if let (Some(v), Some(sc)) = (&self.output_validator, &r.structured_content)
             && !v.is_valid(sc)
         {
             let name = &self.info.name;
@@ -107,6 +130,42 @@ impl Registered {
                 "Tool {name} produced structuredContent that does not match its outputSchema"
             )));
         }
-        Ok(r.to_value())
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::Tool;
+    use serde_json::json;
+
+    fn one(output_schema: Value) -> ToolRegistry {
+        let tool = Tool::new("t", "a tool")
+            .output_schema(output_schema)
+            .handle(|_ctx, _args| async { Ok(CallToolResult::text("unused")) });
+        let mut r = ToolRegistry::default();
+        r.insert(Arc::new(tool)).expect("registered");
+        r
+    }
+
+    #[test]
+    fn the_output_schema_is_compiled_once_and_checks_structured_content() {
+        let r = one(json!({ "type": "object", "required": ["count"] }));
+        let t = r.get("t").expect("t");
+        assert!(t.output_validator.is_some());
+        assert!(t.check_output(&CallToolResult::structured(json!({ "count": 1 }))).is_ok());
+        let e = t.check_output(&CallToolResult::structured(json!({ "other": 1 }))).unwrap_err();
+        assert_eq!(e.code, -32603);
+        // No structuredContent: nothing to check.
+        assert!(t.check_output(&CallToolResult::text("plain")).is_ok());
+    }
+
+    #[test]
+    fn an_output_schema_that_does_not_compile_checks_nothing() {
+        let r = one(json!({ "type": "no such type" }));
+        let t = r.get("t").expect("t");
+        assert!(t.output_validator.is_none());
+        assert!(t.check_output(&CallToolResult::structured(json!({ "any": 1 }))).is_ok());
     }
 }

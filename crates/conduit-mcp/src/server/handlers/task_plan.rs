@@ -116,7 +116,7 @@ impl TaskCall<'_> {
         let as_task = requested && ctx.era() == Era::Legacy && tool.handler.task_support() != TaskSupport::Forbidden;
         match server.task_maker(ctx.era()) {
             Some(maker) if as_task => {
-                tool.checked(result.clone())?;
+                tool.check_output(&result)?;
                 maker.create(ctx, TaskSpec::finished(result)).await
             }
             _ => tool.checked(result),
