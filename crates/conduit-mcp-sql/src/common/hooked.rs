@@ -97,11 +97,21 @@ pub(crate) struct Swap<'a> {
     columns: Columns,
     next: &'a TaskRecord,
     expected: u64,
+    /// Whether the statement also sets `status_message` and `updated_at_ms`
+    /// (SQLite's: its 12th and 13th parameters).
+    change_columns: bool,
 }
 
 impl<'a> Swap<'a> {
     pub(crate) fn new(sql: &'static str, next: &'a TaskRecord, expected: u64) -> Result<Self, StoreError> {
-        Ok(Self { sql, columns: Columns::of(next)?, next, expected })
+        Ok(Self { sql, columns: Columns::of(next)?, next, expected, change_columns: false })
+    }
+
+    /// The statement also sets `status_message` and `updated_at_ms`, bound after
+    /// the expected version.
+    pub(crate) fn with_change_columns(mut self) -> Self {
+        self.change_columns = true;
+        self
     }
 
     /// The record it writes.
@@ -118,6 +128,7 @@ impl<'a> Swap<'a> {
         for<'v> i64: Encode<'v, DB> + Type<DB>,
         for<'v> Option<i64>: Encode<'v, DB> + Type<DB>,
     {
-        self.columns.bind(sqlx::query(self.sql)).bind(self.next.task_id.as_str()).bind(ms(self.expected))
+        let q = self.columns.bind(sqlx::query(self.sql)).bind(self.next.task_id.as_str()).bind(ms(self.expected));
+        if self.change_columns { self.columns.bind_change(q) } else { q }
     }
 }

@@ -18,6 +18,11 @@ pub(crate) struct Columns {
     pub lease_node: Option<String>,
     pub lease_expires_ms: Option<i64>,
     pub doc: String,
+    /// The status message and the last update, columns of their own on
+    /// SQLite (its change log's triggers read them; PostgreSQL reads the
+    /// document): bound by [`Columns::bind_change`].
+    pub status_message: Option<String>,
+    pub updated_at_ms: i64,
 }
 
 impl Columns {
@@ -34,6 +39,8 @@ impl Columns {
             lease_node: record.lease.as_ref().map(|l| l.node.clone()),
             lease_expires_ms: record.lease.as_ref().map(|l| ms(l.expires_at_ms)),
             doc,
+            status_message: record.status_message.clone(),
+            updated_at_ms: ms(record.last_updated_at_ms),
         })
     }
 }
@@ -59,6 +66,17 @@ impl Columns {
             .bind(self.lease_node.as_deref())
             .bind(self.lease_expires_ms)
             .bind(self.doc.as_str())
+    }
+
+    /// Binds `status_message` and `updated_at_ms` (SQLite's statements, after
+    /// whatever comes before them).
+    pub(crate) fn bind_change<'a, 'q, DB>(&'a self, q: Query<'q, DB>) -> Query<'q, DB>
+    where
+        DB: Database,
+        Option<&'a str>: Encode<'a, DB> + Type<DB>,
+        i64: Encode<'a, DB> + Type<DB>,
+    {
+        q.bind(self.status_message.as_deref()).bind(self.updated_at_ms)
     }
 }
 

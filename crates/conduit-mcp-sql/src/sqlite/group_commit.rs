@@ -59,28 +59,31 @@ fn created(done: Result<sqlx::sqlite::SqliteQueryResult, sqlx::Error>) -> Result
     }
 }
 
-/// Rows per multi-row `INSERT` (10 parameters each: far below SQLite's
+/// Rows per multi-row `INSERT` (12 parameters each: far below SQLite's
 /// parameter limit, and few enough statement shapes for the statement cache).
 const INSERT_CHUNK: usize = 64;
 
 const INSERT_COLUMNS: &str = "INSERT INTO conduit_tasks (task_id, owner, status, version, created_at_ms, \
-     expires_at_ms, terminal_at_ms, lease_node, lease_expires_ms, doc)";
+     expires_at_ms, terminal_at_ms, lease_node, lease_expires_ms, doc, status_message, updated_at_ms)";
+
+/// One row's parameters in a multi-row `INSERT` (`INSERT_COLUMNS`).
+const ROW_PARAMS: &str = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 
 /// One create as one statement: the cap check and the insert (whose trigger
 /// bumps the counter) run under SQLite's write lock as one atomic step.
 fn insert_one(p: &NewRow) -> SqlQuery<'_> {
     let q = sqlx::query(
         "INSERT INTO conduit_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-         terminal_at_ms, lease_node, lease_expires_ms, doc) \
-         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 \
-         WHERE ?11 IS NULL OR (SELECT n FROM conduit_task_count WHERE id = 1) < ?11",
+         terminal_at_ms, lease_node, lease_expires_ms, doc, status_message, updated_at_ms) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12 \
+         WHERE ?13 IS NULL OR (SELECT n FROM conduit_task_count WHERE id = 1) < ?13",
     );
     bind_row(q, p).bind(p.max_rows)
 }
 
-/// Binds a new row's ten columns, in `INSERT_COLUMNS` order.
+/// Binds a new row's twelve columns, in `INSERT_COLUMNS` order.
 fn bind_row<'q>(q: SqlQuery<'q>, p: &'q NewRow) -> SqlQuery<'q> {
-    p.columns.bind(q.bind(p.task_id.as_str()))
+    p.columns.bind_change(p.columns.bind(q.bind(p.task_id.as_str())))
 }
 
 /// Several creates in one `BEGIN IMMEDIATE` transaction. The counter is read
@@ -118,7 +121,7 @@ async fn insert_batch(
         sql.push_str(INSERT_COLUMNS);
         sql.push_str(" VALUES ");
         for k in 0..chunk.len() {
-            sql.push_str(if k == 0 { "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" } else { ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" });
+            sql.push_str(if k == 0 { ROW_PARAMS } else { ", (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" });
         }
         let mut q = sqlx::query(AssertSqlSafe(sql));
         for &i in chunk {

@@ -21,14 +21,15 @@ impl RowWrite<SqliteConnection> for LegacyInsert {
     async fn write(&self, conn: &mut SqliteConnection) -> Hooked<bool> {
         let q = sqlx::query(
             "INSERT INTO conduit_legacy_tasks (task_id, owner, status, version, created_at_ms, expires_at_ms, \
-             terminal_at_ms, lease_node, lease_expires_ms, doc, list_owner) \
-             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11 \
-             WHERE (?12 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?12) \
-             AND (?13 IS NULL OR (SELECT count(*) FROM conduit_legacy_tasks \
-                                  WHERE owner = ?2 AND terminal_at_ms IS NULL) < ?13)",
+             terminal_at_ms, lease_node, lease_expires_ms, doc, status_message, updated_at_ms, list_owner) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 \
+             WHERE (?14 IS NULL OR (SELECT n FROM conduit_legacy_task_count WHERE id = 1) < ?14) \
+             AND (?15 IS NULL OR (SELECT count(*) FROM conduit_legacy_tasks \
+                                  WHERE owner = ?2 AND terminal_at_ms IS NULL) < ?15)",
         )
         .bind(self.task_id.as_str());
-        let q = self.columns.bind(q).bind(self.list_owner.as_str()).bind(self.max_rows).bind(self.per_owner);
+        let q = self.columns.bind_change(self.columns.bind(q));
+        let q = q.bind(self.list_owner.as_str()).bind(self.max_rows).bind(self.per_owner);
         match q.execute(&mut *conn).await {
             Ok(r) if r.rows_affected() == 1 => Ok(Ok(true)),
             Ok(_) => {

@@ -217,7 +217,7 @@ impl Engine for SqliteEngine {
         expected: u64,
         hook: Option<&dyn TransactionHook>,
     ) -> Result<bool, StoreError> {
-        let swap = Swap::new(sql.swap.as_str(), next, expected)?;
+        let swap = Swap::new(sql.swap.as_str(), next, expected)?.with_change_columns();
         match hook {
             None => Ok(self.write("write a task", swap.query()).await? == 1),
             Some(hook) => {

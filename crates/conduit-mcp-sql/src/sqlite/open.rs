@@ -63,6 +63,11 @@ const MIGRATIONS: &[Migration] = &[
         description: "the task change log finds a task's changes by its creation time and id (conduit_task_changes.task_created_ms), appended as tasks are made",
         sql: include_str!("../../migrations/sqlite/0042_task_changes_by_creation.sql"),
     },
+    Migration {
+        version: 43,
+        description: "a task's status message and last update time as columns (status_message, updated_at_ms), so the change log's triggers read no JSON",
+        sql: include_str!("../../migrations/sqlite/0043_task_change_columns.sql"),
+    },
 ];
 
 // SQLite primary result codes (the low byte of an extended code).

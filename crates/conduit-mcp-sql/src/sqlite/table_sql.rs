@@ -44,8 +44,8 @@ impl TableSql {
             read: format!("SELECT {ROW} FROM {t} WHERE task_id = ?1"),
             swap: format!(
                 "UPDATE {t} SET owner = ?1, status = ?2, version = ?3, created_at_ms = ?4, \
-                 expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, lease_expires_ms = ?8, doc = ?9 \
-                 WHERE task_id = ?10 AND version = ?11"
+                 expires_at_ms = ?5, terminal_at_ms = ?6, lease_node = ?7, lease_expires_ms = ?8, doc = ?9, \
+                 status_message = ?12, updated_at_ms = ?13 WHERE task_id = ?10 AND version = ?11"
             ),
             delete_expired: format!(
                 "DELETE FROM {t} WHERE task_id IN \
