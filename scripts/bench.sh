@@ -19,7 +19,7 @@
 #              newer capabilities against themselves off, 3 interleaved rounds (its
 #              section appended last): 1 000 creates through the library client with
 #              no task ledger, a MemoryLedger and a SqliteLedger (issue 30); W4 with
-#              the Events change log off and on, SQLite and PostgreSQL, and a terminal
+#              the Events change log off and on (memory, SQLite, PostgreSQL), and a terminal
 #              event's latency to a push stream on a second node of the same
 #              PostgreSQL (issue 29); W1 with DPoP-bound tokens against bearer tokens,
 #              a proof signed per request (issue 31); webhook deliveries per second

@@ -171,7 +171,8 @@ pub async fn run(o: &Options, log: impl Fn(&str)) -> Result<Results, String> {
         }
     }
     if o.parts.contains(&Part::Events) {
-        let mut stores = vec![StoreKind::Sqlite];
+        // The memory store first: the reference server's default, Events on.
+        let mut stores = vec![StoreKind::Memory, StoreKind::Sqlite];
         if o.stores.database_url.is_some() {
             stores.push(StoreKind::Postgres);
         }

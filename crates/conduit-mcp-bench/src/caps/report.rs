@@ -55,14 +55,15 @@ fn events(o: &mut String, r: &Results, z: &Sizes) {
     let _ = writeln!(
         o,
         "W4 (task creation, the load generator, {} connections, {} ms per measurement after {} ms of warm-up) on \
-         a fresh bench server, with the change log off (no Events: the SQL store never turns its log on) and on \
+         a fresh bench server, with the change log off (no Events: the store never turns its log on) and on \
          (`bench-server --events`: Events with `task.status_changed`, the log turned on at start, so every create \
-         writes its change row in its own transaction). Creates/s, median [range] of {} interleaved rounds; target \
-         on ÷ off ≥ 0.95.\n",
+         writes its change in its own transaction: a row on SQL stores, an entry of the in-memory log on the \
+         memory store, the reference server's default). Creates/s, median [range] of {} interleaved rounds; \
+         target on ÷ off ≥ 0.95.\n",
         z.conns, z.measure_ms, z.warmup_ms, z.rounds
     );
     let _ = writeln!(o, "| store | log off | log on | on ÷ off |\n|---|---:|---:|---:|");
-    for store in [StoreKind::Sqlite, StoreKind::Postgres] {
+    for store in [StoreKind::Memory, StoreKind::Sqlite, StoreKind::Postgres] {
         let of = |on: bool| {
             let v: Vec<f64> = r.w4.iter().filter(|s| s.store == store && s.log == on).map(|s| s.rps).collect();
             Spread::of(&v)
