@@ -19,7 +19,6 @@ db_url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}"
 bin="$target_dir/release"
 work=target/bench/alloc
 mkdir -p "$work"
-hz=$(getconf CLK_TCK)
 
 echo "== building bench-server on both allocators (release)"
 cargo build --release -p conduit-mcp-bench --bin bench-server --features mimalloc
@@ -37,15 +36,15 @@ measure() {
     extra=(--table 20000)
   fi
   local t0 t1 line n rate
-  t0=$(awk '{ print $14 + $15 }' "/proc/$launched/stat")
+  t0=$(cpu_ticks "$launched")
   line=$("$bin/conduit-mcp-bench" load --addr "$addr" --workload "$w" --ms "$((secs * 1000))" "${extra[@]}" 2>&1 | tail -1)
-  t1=$(awk '{ print $14 + $15 }' "/proc/$launched/stat")
+  t1=$(cpu_ticks "$launched")
   stop_servers
   n=$(echo "$line" | awk '{ print $1 }')
   rate=$(echo "$line" | sed -nE 's/.* ([0-9]+) req\/s.*/\1/p')
   echo "   $variant $store $w: $line" >&2
   # W3's ticks include creating its table: its CPU per request is not reported.
-  echo "$variant $store $w $rate $(awk -v t=$((t1 - t0)) -v n="$n" -v hz="$hz" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')" >>"$work/samples"
+  echo "$variant $store $w $rate $(cpu_us_per $((t1 - t0)) "$n")" >>"$work/samples"
 }
 
 : >"$work/samples"

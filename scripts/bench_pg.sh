@@ -62,11 +62,8 @@ ours() {
   echo "$line" | sed -nE 's/.* ([0-9]+) req\/s.*/\1/p'
 }
 
-# cpu_ticks PID: the process's user + system time so far, in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-
 # cpu_per_request TICKS RATE: µs of server CPU per request over a $secs-second measurement.
-cpu_per_request() { awk -v t="$1" -v r="$2" -v s="$secs" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (r > 0) printf "%.1f", t / hz * 1e6 / (r * s); else print 0 }'; }
+cpu_per_request() { cpu_us_per "$1" "$(($2 * secs))"; }
 
 sql() { PGOPTIONS="-c client_min_messages=warning" psql "$db_url" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 

@@ -8,6 +8,9 @@
 # $launched (its pid), which is also kept in $launched_pids. Exits when the
 # server ends or prints nothing within $launch_timeout_s (default 60) seconds.
 #
+# cpu_ticks PID: the process's user + system time so far, in clock ticks.
+# cpu_us_per TICKS REQUESTS: those ticks as µs of CPU per request (0 without requests).
+#
 # stop_server PID: SIGTERM, SIGKILL after 5 s, and waits for it.
 # stop_servers: stops every server launched (an EXIT trap).
 
@@ -54,4 +57,10 @@ stop_servers() {
   local pid
   for pid in "${launched_pids[@]}"; do stop_server "$pid"; done
   launched_pids=()
+}
+
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+cpu_us_per() {
+  awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print 0 }'
 }
